@@ -1,0 +1,328 @@
+"""The operations of a schedule: immutable records, one per step of one rank's program.
+
+An op names buffers of its own rank; it never holds data. Communication ops name a process group
+(declared in the Schedule) and address roots by **group-local** rank, as NCCL does. The ranks of one
+collective may name different buffers (a broadcast root sends its own block ``A``, the others receive
+into a workspace ``A_ws``); the validator checks that the sizes agree.
+
+Any communication op may be asynchronous: give it a ``handle`` and issue ``Wait(handle)`` later on the
+same rank. Between the two, the rank runs on (compute overlaps communication); the op's buffers must not
+be touched until the wait.
+
+Kinds (the ``kind`` string is the JSON tag):
+
+===============  =================================================================================
+``gemm``         ``out (+)= op(a) @ op(b)``, op = transpose where ``trans_a`` / ``trans_b``
+``local``        elementwise ``fn`` over ``inputs`` into ``out``: gelu, gelu_backward, add, copy, zero
+``slice``        ``out[out region] = src[src region]`` (a region ``None`` is the whole extent)
+``broadcast``    root's ``buf`` to every member's ``buf``
+``reduce``       sum of every member's ``buf`` into the root's ``out``
+``all_reduce``   sum of every member's ``buf``, in place
+``all_gather``   concatenation of every member's ``inp`` along ``axis`` into ``out``
+``reduce_scatter`` sum of every member's ``inp``, split along ``axis``; member g keeps part g in ``out``
+``send``         ``buf`` to global rank ``peer``; matched in order with that peer's ``recv``
+``recv``         from global rank ``peer`` into ``buf``
+``wait``         completes the asynchronous op issued with ``handle``
+===============  =================================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+Region = tuple[int, int] | None
+"""A half-open index range ``(start, stop)`` along one axis, or None for the whole axis."""
+
+LOCAL_FUNCTIONS = {
+    # name: (number of inputs, what it computes)
+    "gelu": (1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))"),
+    "gelu_backward": (2, "out = in0 * gelu'(in1): the gradient through GELU, in1 the pre-activation"),
+    "add": (2, "out = in0 + in1"),
+    "copy": (1, "out = in0"),
+    "zero": (0, "out = 0"),
+}
+
+
+@dataclass(frozen=True)
+class Op:
+    """Base of all ops: ``kind`` tags the JSON form; ``short()`` is the cell of the step x rank grid."""
+
+    kind: ClassVar[str] = ""
+    is_comm: ClassVar[bool] = False
+
+    def reads(self) -> tuple[str, ...]:
+        """Buffers this op reads on its own rank."""
+        return ()
+
+    def writes(self) -> tuple[str, ...]:
+        """Buffers this op writes on its own rank."""
+        return ()
+
+    def short(self) -> str:
+        """A compact one-cell description, e.g. ``bc row_j0_k0@1 A``."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Gemm(Op):
+    """``out = op(a) @ op(b)``, or ``out += ...`` when ``accumulate``."""
+
+    kind: ClassVar[str] = "gemm"
+    out: str
+    a: str
+    b: str
+    trans_a: bool = False
+    trans_b: bool = False
+    accumulate: bool = False
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.a, self.b, self.out) if self.accumulate else (self.a, self.b)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    def short(self) -> str:
+        a = self.a + ("'" if self.trans_a else "")
+        b = self.b + ("'" if self.trans_b else "")
+        return f"{self.out}{'+=' if self.accumulate else '='}{a}*{b}"
+
+
+@dataclass(frozen=True)
+class Local(Op):
+    """An elementwise function of ``LOCAL_FUNCTIONS`` over same-shaped buffers."""
+
+    kind: ClassVar[str] = "local"
+    fn: str
+    out: str
+    inputs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.fn not in LOCAL_FUNCTIONS:
+            raise ValueError(f"local op: unknown fn {self.fn!r}; valid: {', '.join(LOCAL_FUNCTIONS)}")
+        arity = LOCAL_FUNCTIONS[self.fn][0]
+        if len(self.inputs) != arity:
+            raise ValueError(f"local op {self.fn}: takes {arity} inputs, got {len(self.inputs)}")
+
+    def reads(self) -> tuple[str, ...]:
+        return self.inputs
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    def short(self) -> str:
+        return f"{self.out}={self.fn}({','.join(self.inputs)})"
+
+
+@dataclass(frozen=True)
+class Slice(Op):
+    """Copy a 2-D sub-block: ``out[out_rows, out_cols] = src[src_rows, src_cols]``."""
+
+    kind: ClassVar[str] = "slice"
+    out: str
+    src: str
+    src_rows: Region = None
+    src_cols: Region = None
+    out_rows: Region = None
+    out_cols: Region = None
+
+    def reads(self) -> tuple[str, ...]:
+        whole_out = self.out_rows is None and self.out_cols is None
+        return (self.src,) if whole_out else (self.src, self.out)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    def short(self) -> str:
+        return f"{self.out}=slice({self.src})"
+
+
+@dataclass(frozen=True)
+class CommOp(Op):
+    """A communication op; ``handle`` makes it asynchronous until the matching ``Wait``."""
+
+    is_comm: ClassVar[bool] = True
+
+    def payload_buffer(self) -> str:
+        """The buffer whose bytes count as this rank's payload (DESIGN.md's accounting rule)."""
+        raise NotImplementedError
+
+    def _suffix(self) -> str:
+        return f" &{self.handle}" if getattr(self, "handle", None) else ""
+
+
+@dataclass(frozen=True)
+class Broadcast(CommOp):
+    """The root's ``buf`` to every member of ``group``; the root's group-local rank is ``root``."""
+
+    kind: ClassVar[str] = "broadcast"
+    group: str
+    root: int
+    buf: str
+    handle: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def payload_buffer(self) -> str:
+        return self.buf
+
+    def short(self) -> str:
+        return f"bc {self.group}@{self.root} {self.buf}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class Reduce(CommOp):
+    """Sum of every member's ``buf`` into ``out`` on the root.
+
+    Every member declares ``out`` (the validator checks it like any named buffer), but only the root's
+    is written.
+    """
+
+    kind: ClassVar[str] = "reduce"
+    group: str
+    root: int
+    buf: str
+    out: str
+    handle: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    def payload_buffer(self) -> str:
+        return self.buf
+
+    def short(self) -> str:
+        return f"rd {self.group}@{self.root} {self.buf}>{self.out}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class AllReduce(CommOp):
+    """Sum of every member's ``buf``, left in every member's ``buf``."""
+
+    kind: ClassVar[str] = "all_reduce"
+    group: str
+    buf: str
+    handle: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def payload_buffer(self) -> str:
+        return self.buf
+
+    def short(self) -> str:
+        return f"ar {self.group} {self.buf}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class AllGather(CommOp):
+    """Every member's ``inp`` concatenated in group order along ``axis`` into every ``out``."""
+
+    kind: ClassVar[str] = "all_gather"
+    group: str
+    inp: str
+    out: str
+    axis: int = 0
+    handle: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.inp,)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    def payload_buffer(self) -> str:
+        return self.out
+
+    def short(self) -> str:
+        return f"ag {self.group} {self.inp}>{self.out}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class ReduceScatter(CommOp):
+    """Sum of every member's ``inp``, split in group order along ``axis``; member g keeps part g."""
+
+    kind: ClassVar[str] = "reduce_scatter"
+    group: str
+    inp: str
+    out: str
+    axis: int = 0
+    handle: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.inp,)
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    def payload_buffer(self) -> str:
+        return self.inp
+
+    def short(self) -> str:
+        return f"rs {self.group} {self.inp}>{self.out}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class Send(CommOp):
+    """``buf`` to global rank ``peer``; the n-th send to a peer meets that peer's n-th recv from us."""
+
+    kind: ClassVar[str] = "send"
+    peer: int
+    buf: str
+    handle: str | None = None
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def payload_buffer(self) -> str:
+        return self.buf
+
+    def short(self) -> str:
+        return f"send>{self.peer} {self.buf}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class Recv(CommOp):
+    """From global rank ``peer`` into ``buf``."""
+
+    kind: ClassVar[str] = "recv"
+    peer: int
+    buf: str
+    handle: str | None = None
+
+    def writes(self) -> tuple[str, ...]:
+        return (self.buf,)
+
+    def payload_buffer(self) -> str:
+        return self.buf
+
+    def short(self) -> str:
+        return f"recv<{self.peer} {self.buf}{self._suffix()}"
+
+
+@dataclass(frozen=True)
+class Wait(Op):
+    """Block until the asynchronous op issued on this rank with ``handle`` has completed."""
+
+    kind: ClassVar[str] = "wait"
+    handle: str
+
+    def short(self) -> str:
+        return f"wait {self.handle}"
+
+
+COLLECTIVE_KINDS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
+OP_TYPES: dict[str, type[Op]] = {
+    cls.kind: cls
+    for cls in (Gemm, Local, Slice, Broadcast, Reduce, AllReduce, AllGather, ReduceScatter, Send, Recv, Wait)
+}

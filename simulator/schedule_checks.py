@@ -1,0 +1,138 @@
+"""Static checks of a Schedule, one rank at a time: declarations, shapes, handles and buffer hazards.
+
+``simulator.validate`` runs these first, then the cross-rank dry run. Each check raises ValueError
+naming the rank, the step and the op.
+"""
+
+from __future__ import annotations
+
+from simulator.ir import DTYPE_BYTES, Schedule
+from simulator.ops import (AllGather, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
+                           Wait)
+
+
+def check_static(schedule: Schedule) -> None:
+    """Raise ValueError at the first ill-formed declaration or op."""
+    if schedule.dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype {schedule.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
+    if len(schedule.buffers) != schedule.world_size:
+        raise ValueError(f"{schedule.world_size} programs but {len(schedule.buffers)} buffer declarations")
+    _check_groups(schedule)
+    _check_blocks(schedule)
+    for rank in range(schedule.world_size):
+        _check_program(schedule, rank)
+
+
+def _check_groups(schedule: Schedule) -> None:
+    for name, ranks in schedule.groups.items():
+        if not ranks:
+            raise ValueError(f"group {name!r} is empty")
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"group {name!r} lists a rank twice: {list(ranks)}")
+        bad = [r for r in ranks if not 0 <= r < schedule.world_size]
+        if bad:
+            raise ValueError(f"group {name!r}: rank {bad[0]} outside 0..{schedule.world_size - 1}")
+
+
+def _check_blocks(schedule: Schedule) -> None:
+    for role, blocks in (("input", schedule.inputs), ("output", schedule.outputs)):
+        for block in blocks:
+            where = f"{role} block {block.tensor}[{block.rows}, {block.cols}] on rank {block.rank}"
+            if not 0 <= block.rank < schedule.world_size:
+                raise ValueError(f"{where}: no such rank")
+            if block.tensor not in schedule.tensors:
+                raise ValueError(f"{where}: tensor {block.tensor!r} is not declared")
+            rows, cols = schedule.tensors[block.tensor]
+            if not (0 <= block.rows[0] < block.rows[1] <= rows and 0 <= block.cols[0] < block.cols[1] <= cols):
+                raise ValueError(f"{where}: outside the tensor's shape ({rows}, {cols})")
+            spec = schedule.spec(block.rank, block.buffer)
+            if tuple(spec.shape) != block.shape:
+                raise ValueError(f"{where}: buffer {block.buffer!r} has shape {spec.shape}, block is {block.shape}")
+
+
+def _fail(rank: int, step: int, op: Op, message: str) -> ValueError:
+    return ValueError(f"rank {rank} step {step} ({op.short()}): {message}")
+
+
+def _check_program(schedule: Schedule, rank: int) -> None:
+    in_flight: dict[str, tuple[int, CommOp]] = {}  # handle -> (step issued, op)
+    for step, op in enumerate(schedule.programs[rank]):
+        try:
+            for name in op.reads() + op.writes():
+                schedule.spec(rank, name)
+            if isinstance(op, CommOp):
+                _check_comm(schedule, rank, op)
+            else:
+                _check_compute(schedule, rank, op)
+        except ValueError as error:
+            raise _fail(rank, step, op, str(error)) from None
+        for handle, (issued, pending) in in_flight.items():
+            touched = set(op.writes()) & (set(pending.reads()) | set(pending.writes()))
+            touched |= set(op.reads()) & set(pending.writes())
+            if touched and not (isinstance(op, Wait) and op.handle == handle):
+                raise _fail(rank, step, op, f"uses buffer {sorted(touched)[0]!r} while asynchronous "
+                                            f"step {issued} ({pending.short()}) is in flight; wait for {handle!r} first")
+        if isinstance(op, Wait):
+            if op.handle not in in_flight:
+                raise _fail(rank, step, op, f"no asynchronous op with handle {op.handle!r} is in flight")
+            del in_flight[op.handle]
+        elif isinstance(op, CommOp) and op.handle is not None:
+            if op.handle in in_flight:
+                raise _fail(rank, step, op, f"handle {op.handle!r} is already in flight")
+            in_flight[op.handle] = (step, op)
+    if in_flight:
+        handle, (step, op) = next(iter(in_flight.items()))
+        raise _fail(rank, step, op, f"handle {handle!r} is never waited for")
+
+
+def _check_compute(schedule: Schedule, rank: int, op: Op) -> None:
+    shape = lambda name: schedule.spec(rank, name).shape  # noqa: E731 - local shorthand
+    if isinstance(op, Gemm):
+        a, b, out = shape(op.a), shape(op.b), shape(op.out)
+        if len(a) != 2 or len(b) != 2 or len(out) != 2:
+            raise ValueError("gemm operands must be 2-D")
+        m, k = (a[1], a[0]) if op.trans_a else a
+        k2, n = (b[1], b[0]) if op.trans_b else b
+        if k != k2 or out != (m, n):
+            raise ValueError(f"shapes do not multiply: {op.a}{a} x {op.b}{b} -> {op.out}{out}")
+    elif isinstance(op, Local):
+        shapes = {name: shape(name) for name in op.inputs + (op.out,)}
+        if len(set(shapes.values())) > 1:
+            raise ValueError(f"elementwise operands differ in shape: {shapes}")
+    elif isinstance(op, Slice):
+        src, out = shape(op.src), shape(op.out)
+        if len(src) != 2 or len(out) != 2:
+            raise ValueError("slice operands must be 2-D")
+        extents = []
+        for region, whole, label in ((op.src_rows, src[0], "src_rows"), (op.src_cols, src[1], "src_cols"),
+                                     (op.out_rows, out[0], "out_rows"), (op.out_cols, out[1], "out_cols")):
+            start, stop = (0, whole) if region is None else region
+            if not 0 <= start < stop <= whole:
+                raise ValueError(f"{label} {region} outside 0..{whole}")
+            extents.append(stop - start)
+        if extents[:2] != extents[2:]:
+            raise ValueError(f"source region {tuple(extents[:2])} and target region {tuple(extents[2:])} differ")
+
+
+def _check_comm(schedule: Schedule, rank: int, op: CommOp) -> None:
+    if isinstance(op, (Send, Recv)):
+        if not 0 <= op.peer < schedule.world_size or op.peer == rank:
+            raise ValueError(f"peer {op.peer} must be another rank in 0..{schedule.world_size - 1}")
+        return
+    members = schedule.group_ranks(op.group)
+    if rank not in members:
+        raise ValueError(f"rank {rank} is not a member of group {op.group!r} {list(members)}")
+    root = getattr(op, "root", None)
+    if root is not None and not 0 <= root < len(members):
+        raise ValueError(f"root {root} is not a group-local rank of {op.group!r} (0..{len(members) - 1})")
+    if isinstance(op, Reduce) and members[root] == rank:
+        schedule.spec(rank, op.out)
+    if isinstance(op, (AllGather, ReduceScatter)):
+        small, big = (op.inp, op.out) if isinstance(op, AllGather) else (op.out, op.inp)
+        part, whole = list(schedule.spec(rank, small).shape), list(schedule.spec(rank, big).shape)
+        if not 0 <= op.axis < len(whole):
+            raise ValueError(f"axis {op.axis} out of range for shape {tuple(whole)}")
+        part[op.axis] *= len(members)
+        if part != whole:
+            raise ValueError(f"{small} x {len(members)} along axis {op.axis} is {tuple(part)}, "
+                             f"but {big} is {tuple(whole)}")
