@@ -1,0 +1,98 @@
+"""`tpsim schedule` (build, save, show, account) and `tpsim verify` (prove it on numbers)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from simulator.accounting import account
+from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.interpret import DEFAULT_TOLERANCE, interpret
+from simulator.ir import Schedule
+from simulator.printout import format_schedule
+from simulator.serialize import save_schedule
+from simulator.validate import validate_schedule
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `schedule` and `verify`."""
+    p = subparsers.add_parser("schedule", help="build a schedule; print its accounting, grid or JSON",
+                              description="Build the schedule of one algorithm on one grid for one workload.")
+    add_schedule_arguments(p)
+    p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON)")
+    p.add_argument("--show", action="store_true", help="print the step x rank grid")
+    p.add_argument("--ranks", metavar="R0-R1", help="with --show: which ranks (default the first 8)")
+    p.add_argument("--json", action="store_true", help="print algorithm, grid and per-rank accounting as JSON")
+    p.set_defaults(func=schedule_command)
+
+    v = subparsers.add_parser("verify", help="run a schedule in the numpy interpreter against dense float64",
+                              description="Prove a schedule correct on seeded numbers; exit 1 if it is not.")
+    add_schedule_arguments(v)
+    v.add_argument("--seed", type=int, default=0, help="seed of the input values (default 0)")
+    v.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                   help=f"max-norm relative error allowed (default {DEFAULT_TOLERANCE:g})")
+    v.set_defaults(func=verify_command)
+
+
+def _rank_range(text: str | None, world: int) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        first, _, last = text.partition("-")
+        ranks = list(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise ValueError(f"--ranks {text!r}: expected R or R0-R1, e.g. 0-7") from None
+    if not ranks or ranks[0] < 0 or ranks[-1] >= world:
+        raise ValueError(f"--ranks {text!r}: ranks run 0..{world - 1}")
+    return ranks
+
+
+def summary(schedule: Schedule) -> dict:
+    """The JSON object of `tpsim schedule --json`."""
+    accounts = account(schedule)
+    return {"algorithm": schedule.algorithm, "grid": list(schedule.grid), "world_size": schedule.world_size,
+            "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype,
+            "ops": sum(len(p) for p in schedule.programs),
+            "per_rank": [a.to_dict() for a in accounts]}
+
+
+def schedule_command(args: argparse.Namespace) -> int:
+    schedule = schedule_from_args(args)
+    validate_schedule(schedule)
+    ranks = _rank_range(args.ranks, schedule.world_size)
+    if args.out:
+        save_schedule(schedule, args.out)
+    if args.json:
+        json.dump(summary(schedule), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    if args.show:
+        print(format_schedule(schedule, ranks))
+        return 0
+    accounts = account(schedule)
+    payload = [a.payload_bytes for a in accounts]
+    collectives = [a.collectives for a in accounts]
+    print(f"{schedule.algorithm} grid {list(schedule.grid)} on {schedule.world_size} ranks, "
+          f"{schedule.workload}, pass {schedule.passes}, {schedule.dtype}")
+    print(f"  ops per rank        {min(len(p) for p in schedule.programs)}..{max(len(p) for p in schedule.programs)}")
+    print(f"  collectives / rank  {min(collectives)}..{max(collectives)}")
+    print(f"  p2p msgs / rank     {max(a.p2p_messages for a in accounts)} (max)")
+    print(f"  payload / rank      {min(payload):,}..{max(payload):,} bytes")
+    print(f"  gemm FLOPs (total)  {sum(a.gemm_flops for a in accounts):,}")
+    if args.out:
+        print(f"  saved               {args.out}")
+    return 0
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    schedule = schedule_from_args(args)
+    result = interpret(schedule, seed=args.seed)
+    print(f"{schedule.algorithm} grid {list(schedule.grid)} {schedule.workload} pass {schedule.passes}: "
+          f"max relative error per output (float64 interpreter, seed {args.seed})")
+    for name, error in result.errors.items():
+        verdict = "ok" if error <= args.tolerance else "FAIL"
+        print(f"  {name:4s} {error:.2e}  {verdict}")
+    ok = result.ok(args.tolerance)
+    print("verified" if ok else f"FAILED: an output exceeds the tolerance {args.tolerance:g}")
+    return 0 if ok else 1

@@ -1,0 +1,81 @@
+"""The ``<schedule args>`` shared by `tpsim schedule`, `verify`, `simulate` and `run`.
+
+Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm,mlp}
+(--m M --k K --n N | --m M --hidden H) [--pass fwd|bwd|both] [--dtype D]`` or ``--schedule FILE.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.errors import InputError
+from simulator.generators import ALGORITHMS, ALIASES, DTYPES, build_schedule
+from simulator.ir import Schedule
+from simulator.serialize import load_schedule
+from simulator.workloads import PASSES, Workload
+
+
+def parse_grid(text: str) -> tuple[int, ...]:
+    """``"4,4,2"`` -> (4, 4, 2); InputError for anything else."""
+    try:
+        grid = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise InputError(f"--grid {text!r}: expected Q,Q,D with integers, e.g. 4,4,2") from None
+    if len(grid) != 3:
+        raise InputError(f"--grid {text!r}: expected three integers Q,Q,D, e.g. 4,4,2")
+    return grid
+
+
+def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the generator arguments and ``--schedule FILE`` to ``parser``."""
+    group = parser.add_argument_group("schedule (generate one, or load --schedule FILE)")
+    group.add_argument("--schedule", metavar="FILE", help="a schedule saved by `tpsim schedule --out`")
+    group.add_argument("--algo", choices=ALGORITHMS + tuple(ALIASES), help="parallel algorithm")
+    group.add_argument("--grid", metavar="Q,Q,D", help="process grid [q, q, d] (2d, cannon25d, summa25d)")
+    group.add_argument("--gpus", type=int, metavar="P", help="number of ranks (1d; or 2d when P = q*q)")
+    group.add_argument("--workload", choices=("gemm", "mlp"), help="one linear (gemm) or a transformer MLP")
+    group.add_argument("--m", type=int, metavar="M", help="rows of A / tokens (batch x sequence)")
+    group.add_argument("--k", type=int, metavar="K", help="gemm: columns of A, rows of B")
+    group.add_argument("--n", type=int, metavar="N", help="gemm: columns of B")
+    group.add_argument("--hidden", type=int, metavar="H", help="mlp: hidden size h (FC1 h->4h, FC2 4h->h)")
+    group.add_argument("--pass", dest="passes", choices=PASSES, default="both", help="default: both")
+    group.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    """The Workload the arguments describe; InputError naming what is missing or extra."""
+    if args.workload is None:
+        raise InputError("--workload is required: gemm (with --m --k --n) or mlp (with --m --hidden)")
+    if args.workload == "gemm":
+        if args.hidden is not None:
+            raise InputError("--hidden belongs to --workload mlp; gemm takes --m --k --n")
+        missing = [f"--{name}" for name in ("m", "k", "n") if getattr(args, name) is None]
+        if missing:
+            raise InputError(f"--workload gemm needs {' '.join(missing)} (A is [M, K], B is [K, N])")
+        return Workload.gemm(args.m, args.k, args.n)
+    if args.k is not None or args.n is not None:
+        raise InputError("--k/--n belong to --workload gemm; mlp takes --m --hidden")
+    missing = [f"--{name}" for name in ("m", "hidden") if getattr(args, name) is None]
+    if missing:
+        raise InputError(f"--workload mlp needs {' '.join(missing)} (tokens M, hidden size H)")
+    return Workload.mlp(args.m, args.hidden)
+
+
+def schedule_from_args(args: argparse.Namespace) -> Schedule:
+    """Load ``--schedule`` or generate from the generator arguments; InputError for bad input."""
+    if args.schedule is not None:
+        given = [f"--{n}" for n in ("algo", "grid", "gpus", "workload", "m", "k", "n", "hidden")
+                 if getattr(args, n) is not None]
+        if given:
+            raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
+        return load_schedule(args.schedule)
+    if args.algo is None:
+        raise InputError(f"--algo is required ({', '.join(ALGORITHMS)}), or give --schedule FILE")
+    workload = workload_from_args(args)
+    grid = parse_grid(args.grid) if args.grid is not None else None
+    try:
+        return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus)
+    except InputError:
+        raise
+    except ValueError as error:
+        raise InputError(str(error)) from None
