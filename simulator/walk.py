@@ -71,7 +71,8 @@ class Walker:
     def run(self) -> None:
         while self.ready:
             self._advance(self.ready.popleft())
-        stuck = [r for r in range(self.s.world_size) if self.pc[r] < len(self.s.programs[r])]
+        stuck = [r for r in range(self.s.world_size)
+                 if r in self.blocked_on or self.pc[r] < len(self.s.programs[r])]
         if stuck:
             raise ValueError(self._deadlock_message(stuck))
 

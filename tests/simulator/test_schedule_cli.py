@@ -1,0 +1,79 @@
+"""`tpsim schedule` and `tpsim verify`: the contract other tools rely on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simulator.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exit_:  # argparse's own errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_schedule_json_contract(capsys) -> None:
+    status, out, _ = run(capsys, "schedule", "--algo", "summa25d", "--grid", "2,2,2", "--workload", "gemm",
+                         "--m", "16", "--k", "8", "--n", "4", "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert data["algorithm"] == "summa25d" and data["grid"] == [2, 2, 2] and data["world_size"] == 8
+    assert [r["rank"] for r in data["per_rank"]] == list(range(8))
+    assert {"collectives", "payload_bytes", "flops"} <= set(data["per_rank"][0])
+    assert data["per_rank"][0]["collectives"] == 13
+
+
+def test_schedule_out_then_verify_the_file(capsys, tmp_path) -> None:
+    path = tmp_path / "s.json"
+    status, out, _ = run(capsys, "schedule", "--algo", "2d", "--gpus", "4", "--workload", "mlp", "--m", "8",
+                         "--hidden", "4", "--out", str(path))
+    assert status == 0 and path.exists() and "saved" in out
+    status, out, _ = run(capsys, "verify", "--schedule", str(path))
+    assert status == 0 and out.strip().endswith("verified")
+
+
+def test_show_prints_the_grid(capsys) -> None:
+    status, out, _ = run(capsys, "schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "4",
+                         "--k", "2", "--n", "2", "--pass", "bwd", "--show")
+    assert status == 0
+    assert "ar world dA" in out
+
+
+def test_verify_fails_with_status_1_on_wrong_numbers(capsys, tmp_path) -> None:
+    """A schedule file whose depth all-reduce was deleted still loads, and verify catches the wrong dB."""
+    path = tmp_path / "s.json"
+    run(capsys, "schedule", "--algo", "summa25d", "--grid", "2,2,2", "--workload", "gemm", "--m", "8", "--k", "4",
+        "--n", "4", "--pass", "bwd", "--out", str(path))
+    data = json.loads(path.read_text())
+    data["programs"] = [[op for op in program if op["op"] != "all_reduce"] for program in data["programs"]]
+    path.write_text(json.dumps(data))
+    status, out, _ = run(capsys, "verify", "--schedule", str(path))
+    assert status == 1
+    assert "dB" in out and "FAIL" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["schedule", "--algo", "summa25d", "--grid", "4,4,3", "--gpus", "64", "--workload", "gemm", "--m", "8",
+      "--k", "8", "--n", "8"], "q*q*d = 48 ranks but --gpus is 64"),
+    (["schedule", "--algo", "2d", "--grid", "2,2", "--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"],
+     "expected three integers Q,Q,D"),
+    (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "8"], "needs --k --n"),
+    (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "mlp", "--m", "8", "--k", "3"],
+     "--k/--n belong to --workload gemm"),
+    (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "7", "--k", "8", "--n", "8"],
+     "M=7 must be divisible by d*q = 2"),
+    (["schedule", "--algo", "nope"], "invalid choice: 'nope'"),
+    (["verify", "--schedule", "/no/such/file.json"], "cannot read schedule /no/such/file.json"),
+    (["schedule", "--schedule", "x.json", "--algo", "2d"], "drop --algo"),
+])
+def test_bad_input_is_one_line_and_status_2(capsys, argv, message) -> None:
+    status, out, err = run(capsys, *argv)
+    assert status == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
