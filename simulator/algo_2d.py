@@ -12,6 +12,6 @@ from simulator.algo_summa25d import Summa25D
 from simulator.grid import ProcessGrid
 
 
-def summa2d(q: int) -> Summa25D:
-    """2-D SUMMA on [q, q, 1]."""
-    return Summa25D(ProcessGrid(q, 1), name="2d")
+def summa2d(q: int, overlap: bool = False) -> Summa25D:
+    """2-D SUMMA on [q, q, 1]; ``overlap`` prefetches the next step's broadcasts."""
+    return Summa25D(ProcessGrid(q, 1), name="2d", overlap=overlap)

@@ -53,13 +53,13 @@ class Cannon25D:
         return {name: ranks for name, ranks in self.grid.groups().items() if name.startswith("depth_")}
 
     def check(self, workload: Workload) -> None:
-        """ValueError unless c divides q and every dimension divides by q."""
+        """ValueError unless c divides q and M, K, N divide by q (mlp: M and hidden; then q divides 4*hidden)."""
         q, c = self.grid.q, self.grid.d
         where = f"{self.name} on [{q},{q},{c}]"
         if q % c:
             raise ValueError(f"{where}: the depth c={c} must divide q={q}")
         extents = {"M": workload.m, "K": workload.k, "N": workload.n} if workload.name == "gemm" else {
-            "M": workload.m, "hidden": workload.hidden, "4*hidden": 4 * workload.hidden}
+            "M": workload.m, "hidden": workload.hidden}
         for label, value in extents.items():
             if value % q:
                 raise ValueError(f"{where}: {label}={value} must be divisible by q = {q}")

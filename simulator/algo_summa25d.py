@@ -24,6 +24,8 @@ class Summa25D:
 
     grid: ProcessGrid
     name: str = "summa25d"
+    overlap: bool = False
+    """Prefetch step t+1's broadcasts during step t's gemm (see ``simulator.summa``)."""
 
     def groups(self) -> dict[str, tuple[int, ...]]:
         return self.grid.groups()
@@ -47,10 +49,10 @@ class Summa25D:
         return [(r, *summa.weight_block(self.grid, r, rows, cols)) for r in range(self.grid.world_size)]
 
     def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
-        summa.forward(b, self.grid, lin)
+        summa.forward(b, self.grid, lin, self.overlap)
 
     def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
-        summa.backward_input(b, self.grid, lin, dy, dx)
+        summa.backward_input(b, self.grid, lin, dy, dx, self.overlap)
 
     def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
-        summa.backward_weight(b, self.grid, lin, dy, dw)
+        summa.backward_weight(b, self.grid, lin, dy, dw, self.overlap)

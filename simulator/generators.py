@@ -24,6 +24,7 @@ from simulator.workloads import Workload
 ALGORITHMS = ("1d", "2d", "cannon25d", "summa25d")
 ALIASES = {"tesseract": "summa25d"}
 DTYPES = ("float32", "float64", "bfloat16")
+OVERLAP_ALGORITHMS = ("2d", "summa25d")
 
 
 def canonical_algorithm(name: str) -> str:
@@ -81,9 +82,24 @@ def _resolve_grid(algorithm: str, grid: tuple[int, ...] | None, gpus: int | None
 
 
 def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dtype: str = "float32",
-                   grid: tuple[int, ...] | None = None, gpus: int | None = None) -> Schedule:
-    """The schedule of ``workload`` under ``algorithm``; ValueError naming any violated constraint."""
+                   grid: tuple[int, ...] | None = None, gpus: int | None = None,
+                   overlap: bool = False) -> Schedule:
+    """The schedule of ``workload`` under ``algorithm``; ValueError naming any violated constraint.
+
+    ``overlap`` (2d and summa25d) issues each SUMMA step's broadcasts one step ahead, asynchronously,
+    so that communication overlaps compute; the schedule records it in ``options``.
+    """
     algorithm = canonical_algorithm(algorithm)
+    if overlap and algorithm not in OVERLAP_ALGORITHMS:
+        raise ValueError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {algorithm}")
+    schedule = _generate(algorithm, workload, passes, dtype, grid, gpus, overlap)
+    if overlap:
+        schedule.options["overlap"] = True
+    return schedule
+
+
+def _generate(algorithm: str, workload: Workload, passes: str, dtype: str, grid: tuple[int, ...] | None,
+              gpus: int | None, overlap: bool) -> Schedule:
     if dtype not in DTYPE_BYTES or dtype == "float16":
         raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
     workload.input_names(passes)  # validates the pass name
@@ -96,11 +112,11 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
     if algorithm == "2d":
         from simulator.algo_2d import summa2d
 
-        return compose(summa2d(q), workload, passes, dtype)
+        return compose(summa2d(q, overlap), workload, passes, dtype)
     if algorithm == "summa25d":
         from simulator.algo_summa25d import Summa25D
 
-        return compose(Summa25D(ProcessGrid(q, d)), workload, passes, dtype)
+        return compose(Summa25D(ProcessGrid(q, d), overlap=overlap), workload, passes, dtype)
     from simulator.algo_cannon25d import Cannon25D
 
     return compose(Cannon25D(ProcessGrid(q, d)), workload, passes, dtype)

@@ -87,6 +87,8 @@ class Schedule:
     outputs: list[TensorBlock] = field(default_factory=list)
     tensors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Global tensor name -> shape, for every tensor named by ``inputs`` and ``outputs``."""
+    options: dict = field(default_factory=dict)
+    """Generator options that shaped the ops, e.g. ``{"overlap": True}``; informational."""
 
     @property
     def world_size(self) -> int:

@@ -7,7 +7,7 @@ naming the rank, the step and the op.
 from __future__ import annotations
 
 from simulator.ir import DTYPE_BYTES, Schedule
-from simulator.ops import (AllGather, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
+from simulator.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
                            Wait)
 
 
@@ -50,6 +50,15 @@ def _check_blocks(schedule: Schedule) -> None:
                 raise ValueError(f"{where}: buffer {block.buffer!r} has shape {spec.shape}, block is {block.shape}")
 
 
+def effective_writes(schedule: Schedule, rank: int, op: Op) -> set[str]:
+    """The buffers ``op`` really writes on ``rank``: a broadcast root and a reduce non-root write nothing."""
+    if isinstance(op, (Broadcast, Reduce)):
+        is_root = schedule.groups[op.group][op.root] == rank
+        if isinstance(op, Broadcast) == is_root:
+            return set()
+    return set(op.writes())
+
+
 def _fail(rank: int, step: int, op: Op, message: str) -> ValueError:
     return ValueError(f"rank {rank} step {step} ({op.short()}): {message}")
 
@@ -67,8 +76,9 @@ def _check_program(schedule: Schedule, rank: int) -> None:
         except ValueError as error:
             raise _fail(rank, step, op, str(error)) from None
         for handle, (issued, pending) in in_flight.items():
-            touched = set(op.writes()) & (set(pending.reads()) | set(pending.writes()))
-            touched |= set(op.reads()) & set(pending.writes())
+            pending_writes = effective_writes(schedule, rank, pending)
+            touched = effective_writes(schedule, rank, op) & (set(pending.reads()) | pending_writes)
+            touched |= set(op.reads()) & pending_writes
             if touched and not (isinstance(op, Wait) and op.handle == handle):
                 raise _fail(rank, step, op, f"uses buffer {sorted(touched)[0]!r} while asynchronous "
                                             f"step {issued} ({pending.short()}) is in flight; wait for {handle!r} first")

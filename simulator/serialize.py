@@ -4,7 +4,7 @@ The file is one object: ``{"format": "tpsim-schedule", "version": 1, "algorithm"
 "workload": {...}, "passes": ..., "dtype": ..., "groups": {name: [ranks]}, "tensors": {name: [rows,
 cols]}, "buffers": [{name: {"shape": [...], "dtype": ...}} per rank], "programs": [[{"op": kind,
 field: value, ...}] per rank], "inputs": [[rank, buffer, tensor, [r0, r1], [c0, c1]], ...],
-"outputs": [...]}``. Op fields equal to their defaults are left out; loading restores them.
+"outputs": [...], "options": {...}}``. Op fields equal to their defaults are left out; loading restores them.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
         "programs": [[op_to_dict(op) for op in program] for program in schedule.programs],
         "inputs": blocks(schedule.inputs),
         "outputs": blocks(schedule.outputs),
+        "options": schedule.options,
     }
 
 
@@ -194,6 +195,7 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         inputs=_blocks(data.get("inputs", []), f"{where}: inputs"),
         outputs=_blocks(data.get("outputs", []), f"{where}: outputs"),
         tensors=tensors,
+        options=_require(data, "options", dict, where) if "options" in data else {},
     )
 
 

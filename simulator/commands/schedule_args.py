@@ -1,7 +1,7 @@
 """The ``<schedule args>`` shared by `tpsim schedule`, `verify`, `simulate` and `run`.
 
 Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm,mlp}
-(--m M --k K --n N | --m M --hidden H) [--pass fwd|bwd|both] [--dtype D]`` or ``--schedule FILE.json``.
+(--m M --k K --n N | --m M --hidden H) [--pass fwd|bwd|both] [--dtype D] [--overlap]`` or ``--schedule FILE.json``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hidden", type=int, metavar="H", help="mlp: hidden size h (FC1 h->4h, FC2 4h->h)")
     group.add_argument("--pass", dest="passes", choices=PASSES, default="both", help="default: both")
     group.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
+    group.add_argument("--overlap", action="store_true",
+                       help="2d/summa25d: prefetch each SUMMA step's broadcasts during the previous gemm")
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
@@ -65,7 +67,7 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     """Load ``--schedule`` or generate from the generator arguments; InputError for bad input."""
     if args.schedule is not None:
         given = [f"--{n}" for n in ("algo", "grid", "gpus", "workload", "m", "k", "n", "hidden")
-                 if getattr(args, n) is not None]
+                 if getattr(args, n) is not None] + (["--overlap"] if args.overlap else [])
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
         return load_schedule(args.schedule)
@@ -74,7 +76,8 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     workload = workload_from_args(args)
     grid = parse_grid(args.grid) if args.grid is not None else None
     try:
-        return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus)
+        return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
+                              overlap=args.overlap)
     except InputError:
         raise
     except ValueError as error:

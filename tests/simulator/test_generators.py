@@ -128,3 +128,25 @@ def test_legal_grids() -> None:
     assert legal_grids("2d", 64) == [(8, 8, 1)]
     assert legal_grids("2d", 8) == []
     assert legal_grids("1d", 8) == [(8,)]
+
+
+@pytest.mark.parametrize("passes", PASSES)
+@pytest.mark.parametrize("algorithm, grid", [("2d", (1, 1, 1)), ("2d", (3, 3, 1)), ("summa25d", (2, 2, 2)),
+                                             ("summa25d", (4, 4, 2)), ("summa25d", (3, 3, 3))])
+def test_overlapped_summa_is_correct_and_moves_the_same_bytes(algorithm, grid, passes) -> None:
+    from simulator.accounting import account
+    from simulator.ops import Wait
+
+    for workload in sizes_for(grid[0], grid[2]):
+        check(algorithm, workload, passes, grid=grid)
+        overlapped = build_schedule(algorithm, workload, passes, "float64", grid=grid, overlap=True)
+        assert overlapped.options == {"overlap": True}
+        assert interpret(overlapped, seed=4).ok(1e-10)
+        blocking = build_schedule(algorithm, workload, passes, "float64", grid=grid)
+        assert [a.to_dict() for a in account(overlapped)] == [a.to_dict() for a in account(blocking)]
+        assert any(isinstance(op, Wait) for op in overlapped.programs[0])
+
+
+def test_overlap_is_only_for_summa() -> None:
+    with pytest.raises(ValueError, match="--overlap applies to 2d and summa25d"):
+        build_schedule("1d", Workload.gemm(4, 4, 4), "both", gpus=2, overlap=True)

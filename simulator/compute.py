@@ -1,0 +1,120 @@
+"""The compute model: how long one rank's gemm, elementwise or slice op takes on its GPU.
+
+A gemm of shape (m, k, n) takes ``2mkn / (peak[dtype] * efficiency)`` seconds, with
+
+    efficiency = cap * min(1, intensity / ridge) * dim / (dim + half_efficiency_dim)
+
+- ``cap``: the best fraction of peak a large GEMM reaches (``G.graph["sim"]["gemm_efficiency"]``, else
+  ``ComputeConfig.gemm_efficiency`` = 0.7 as in the presets): cuBLAS reaches about 85-90% of the A100's
+  312 TFLOP/s bf16 and about 70-75% of the H100 SXM's 989 on large square GEMMs.
+- ``min(1, intensity / ridge)``: the roofline (Williams, Waterman, Patterson, CACM 2009). Arithmetic
+  intensity is ``2mkn / (dtype bytes * (mk + kn + mn))`` FLOP per byte (each operand read once, the
+  result written once); the ridge is ``cap * peak / mem_bandwidth``. Below it the gemm is memory bound.
+- ``dim / (dim + half_efficiency_dim)`` with ``dim = min(m, k, n)``: a saturating penalty for thin
+  matrices, which fill few tensor-core tiles and waves (NVIDIA, "Matrix Multiplication Background
+  User's Guide": tile and wave quantization). It is 1/2 at ``dim = half_efficiency_dim``.
+
+Each factor is non-decreasing in every one of m, k, n, so a larger gemm never runs at a lower rate.
+Elementwise (``local``) and ``slice`` ops are memory bound: the IR's ``memory_bytes`` (reads plus
+writes) over ``mem_bandwidth_GBps * memory_efficiency``. Communication ops take no compute time.
+
+Example::
+
+    >>> model = ComputeModel(ComputeConfig(gemm_efficiency=0.8))
+    >>> a100 = {"name": "A100", "peak_tflops": {"bfloat16": 312.0}, "mem_bandwidth_GBps": 1555.0}
+    >>> round(model.gemm_time_s(a100, "bfloat16", 8192, 8192, 8192) * 1e3, 3)  # ms
+    4.44
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from simulator.ir import DTYPE_BYTES, Schedule
+from simulator.ops import Gemm, Local, Op, Slice
+
+__all__ = ["ComputeConfig", "ComputeModel"]
+
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    """Parameters of the compute model; ``from_sim`` reads overrides from ``G.graph["sim"]``."""
+
+    gemm_efficiency: float = 0.7
+    """Fraction of dense peak a large, compute-bound gemm reaches (0 < x <= 1)."""
+    half_efficiency_dim: float = 64.0
+    """Smallest gemm extent, in elements, at which the thin-matrix factor halves the rate (>= 0)."""
+    memory_efficiency: float = 1.0
+    """Fraction of peak memory bandwidth elementwise and slice ops reach (0 < x <= 1)."""
+    allow_tf32: bool = False
+    """Time float32 gemms at the ``tfloat32`` tensor-core rate where the device lists one (PyTorch's
+    ``torch.backends.cuda.matmul.allow_tf32``; off by default, as in PyTorch)."""
+
+    def __post_init__(self) -> None:
+        for name in ("gemm_efficiency", "memory_efficiency"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= 1):
+                raise ValueError(f"compute model: {name} must be in (0, 1], got {value!r}")
+        if not (isinstance(self.half_efficiency_dim, (int, float)) and self.half_efficiency_dim >= 0):
+            raise ValueError(f"compute model: half_efficiency_dim must be >= 0, got {self.half_efficiency_dim!r}")
+
+    @classmethod
+    def from_sim(cls, sim: dict | None, **overrides) -> "ComputeConfig":
+        """The config with any of its field names found in a topology's ``sim`` dict, then ``overrides``."""
+        values = {f.name: sim[f.name] for f in fields(cls) if sim and f.name in sim}
+        values.update(overrides)
+        return cls(**values)
+
+
+class ComputeModel:
+    """Op durations in seconds for a device dict (a GPU node's ``device`` attribute)."""
+
+    def __init__(self, config: ComputeConfig | None = None):
+        self.config = config or ComputeConfig()
+        self._cache: dict[tuple, float] = {}
+
+    def peak_flops(self, device: dict, dtype: str) -> float:
+        """Dense peak FLOP/s of ``device`` for ``dtype``; ValueError when the device lists none."""
+        rates = device.get("peak_tflops", {})
+        if dtype == "float32" and self.config.allow_tf32 and "tfloat32" in rates:
+            dtype = "tfloat32"
+        if dtype not in rates:
+            raise ValueError(f"device {device.get('name', '?')} has no peak_tflops for {dtype}; "
+                             f"it lists: {', '.join(rates) or 'none'}")
+        return float(rates[dtype]) * 1e12
+
+    def gemm_efficiency(self, device: dict, dtype: str, m: int, k: int, n: int) -> float:
+        """The fraction of peak a gemm of this shape reaches (see the module docstring)."""
+        cap = self.config.gemm_efficiency
+        flops = 2.0 * m * k * n
+        moved = DTYPE_BYTES[dtype] * (m * k + k * n + m * n)
+        ridge = cap * self.peak_flops(device, dtype) / (float(device["mem_bandwidth_GBps"]) * 1e9)
+        roofline = min(1.0, (flops / moved) / ridge)
+        dim = min(m, k, n)
+        thin = dim / (dim + self.config.half_efficiency_dim)
+        return cap * roofline * thin
+
+    def gemm_time_s(self, device: dict, dtype: str, m: int, k: int, n: int) -> float:
+        """Seconds for ``out[m, n] = a[m, k] @ b[k, n]``."""
+        key = ("gemm", device.get("name"), dtype, m, k, n)
+        cached = self._cache.get(key)
+        if cached is None:
+            flops = 2.0 * m * k * n
+            cached = self._cache[key] = flops / (self.peak_flops(device, dtype) *
+                                                 self.gemm_efficiency(device, dtype, m, k, n))
+        return cached
+
+    def memory_time_s(self, device: dict, nbytes: int) -> float:
+        """Seconds to stream ``nbytes`` through device memory."""
+        bandwidth = float(device["mem_bandwidth_GBps"]) * 1e9 * self.config.memory_efficiency
+        return nbytes / bandwidth
+
+    def op_time_s(self, schedule: Schedule, rank: int, op: Op, device: dict) -> float:
+        """Seconds ``op`` keeps ``rank`` busy computing; 0 for communication and wait ops."""
+        if isinstance(op, Gemm):
+            m, k, n = schedule.gemm_shape(rank, op)
+            return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n)
+        if isinstance(op, (Local, Slice)):
+            return self.memory_time_s(device, schedule.memory_bytes(rank, op))
+        return 0.0
+
