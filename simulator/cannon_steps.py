@@ -1,7 +1,7 @@
 """Cannon multiply-and-shift steps for one block product Out = L R on a [q, q, c] grid.
 
 Solomonik and Demmel, "Communication-optimal parallel 2.5D matrix multiplication and LU factorization
-algorithms", Euro-Par 2011, Algorithm 2 (2.5D Cannon). With s = q/c, rank (j, i, k) computes the
+algorithms", Euro-Par 2011, the 2.5D Cannon algorithm. With s = q/c, rank (j, i, k) computes the
 partial sum over l = l0, l0+1, ..., l0+s-1 (mod q) of L(j, l) R(l, i), where
 
     l0 = (i + j + k*s) mod q,
