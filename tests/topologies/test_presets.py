@@ -1,0 +1,98 @@
+"""Every preset builds and validates; its rates are the documented effective ones, with peaks kept."""
+
+import time
+from collections import Counter
+
+import pytest
+
+from topologies import PRESETS, TopologyError, bisection_GBps, gpu_nodes, load_topology, validate_graph
+from topologies.presets import build_preset
+
+GPUS = {"dgx-a100": 8, "dgx-h100": 8, "dgx-h200": 8, "a100-4gpu": 4, "pcie-8gpu": 8, "torus-3d": 64, "loopback": 8}
+
+
+def test_the_issue_s_presets_exist():
+    assert set(PRESETS) == set(GPUS)
+
+
+@pytest.mark.parametrize("name", sorted(GPUS))
+def test_every_preset_builds_validates_and_documents_itself(name):
+    G = load_topology(name)
+    assert len(validate_graph(G)) == GPUS[name]
+    assert G.graph["name"] == name and len(G.graph["notes"]) > 80
+    assert set(G.graph["sim"]) == {"collective_base_latency_us", "gemm_efficiency"}
+    if name != "loopback":
+        assert G.graph["sim"]["collective_base_latency_us"] == 8.0
+        for *_, data in G.edges(data=True):
+            assert data["peak_bandwidth_GBps"] >= data["bandwidth_GBps"], "a model rate never beats its peak"
+
+
+def rates(G, kind):
+    return {(d["bandwidth_GBps"], d.get("peak_bandwidth_GBps")) for *_, d in G.edges(data=True) if d["kind"] == kind}
+
+
+@pytest.mark.parametrize(
+    "name, device, nvswitch, ib",
+    [("dgx-a100", "A100-SXM4-40GB", (230.0, 300.0), (24.0, 25.0)),
+     ("dgx-h100", "H100-SXM5-80GB", (370.0, 450.0), (47.0, 50.0)),
+     ("dgx-h200", "H200-SXM-141GB", (370.0, 450.0), (47.0, 50.0))],
+)
+def test_dgx_rates_effective_and_peak(name, device, nvswitch, ib):
+    G = build_preset(f"{name}:2")
+    assert rates(G, "nvswitch") == {nvswitch}
+    assert ib in rates(G, "ib")
+    assert {G.nodes[g]["device"]["name"] for g in gpu_nodes(G)} == {device}
+    assert Counter(k for _, k in G.nodes(data="kind"))["nic"] == 16
+
+
+def test_a100_4gpu_is_a_mesh_of_four_nvlink3_links_per_pair_with_four_nics():
+    G = load_topology("a100-4gpu")
+    ((model, peak),) = rates(G, "nvlink")
+    assert model == pytest.approx(4 * 25 * 230 / 300) and peak == 100.0
+    assert G.edges["gpu0", "gpu3"]["n_links"] == 4
+    assert sum(1 for _, k in G.nodes(data="kind") if k == "nic") == 4
+
+
+def test_device_specs_carry_dense_peaks():
+    a100 = load_topology("dgx-a100").nodes["gpu0"]["device"]
+    h200 = load_topology("dgx-h200").nodes["gpu0"]["device"]
+    assert a100["peak_tflops"]["bfloat16"] == 312.0 and a100["peak_tflops"]["float64"] == 19.5
+    assert a100["mem_bandwidth_GBps"] == 1555.0 and a100["memory_GB"] == 40.0
+    assert h200["peak_tflops"]["bfloat16"] == 989.5 and h200["memory_GB"] == 141.0
+
+
+@pytest.mark.parametrize("spec, gpus, servers", [("dgx-a100:16", 128, 16), ("a100-4gpu:16", 64, 16),
+                                                 ("pcie-8gpu:3", 24, 3), ("dgx-h200:1", 8, 1)])
+def test_node_count_suffix_builds_a_cluster(spec, gpus, servers):
+    G = load_topology(spec)
+    assert G.graph["name"] == spec
+    assert len(gpu_nodes(G)) == gpus
+    assert {G.nodes[g]["server"] for g in gpu_nodes(G)} == set(range(servers))
+
+
+def test_dgx_a100_cluster_bisection_is_half_the_nics():
+    assert bisection_GBps(load_topology("dgx-a100:40")) == pytest.approx(20 * 8 * 24.0)
+
+
+def test_other_suffixes():
+    assert len(gpu_nodes(load_topology("loopback:3"))) == 3
+    assert len(gpu_nodes(load_topology("torus-3d:2x3x4"))) == 24
+    assert load_topology("torus-3d:2x3x4").graph["name"] == "torus-3d:2x3x4"
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [("dgx-z", r'unknown preset "dgx-z", known: dgx-a100, dgx-h100, .*loopback'),
+     ("dgx-a100:0", "positive integer"), ("dgx-a100:x", "positive integer"), ("dgx-a100:", "empty suffix"),
+     ("torus-3d:4x4", "shape like 4x4x8"), ("loopback:-2", "positive integer")],
+)
+def test_bad_preset_specs(spec, match):
+    with pytest.raises(TopologyError, match=match):
+        load_topology(spec)
+
+
+def test_big_clusters_build_in_seconds():
+    start = time.perf_counter()
+    G = load_topology("dgx-h100:512")
+    assert len(gpu_nodes(G)) == 4096
+    assert time.perf_counter() - start < 5.0

@@ -1,0 +1,109 @@
+"""Device specs for GPU nodes: peak dense TFLOP/s per dtype, memory bandwidth and memory size.
+
+A GPU node stores ``DeviceSpec.as_dict()`` in its ``device`` attribute. ``peak_tflops`` holds dense
+(no 2:4 sparsity) rates; where the hardware has tensor cores for a dtype the tensor-core rate is given
+(float64 on A100/H100 is the FP64 tensor-core rate). ``float32`` is plain FP32 (CUDA cores); the TF32
+tensor-core rate, which PyTorch uses only when TF32 matmul is enabled, is the extra key ``tfloat32``.
+
+Sources (NVIDIA datasheets; the sparse figures they headline are halved here):
+
+- A100 SXM4 / PCIe: NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf):
+  FP64 9.7, FP64 TC 19.5, FP32 19.5, TF32 156, BF16/FP16 312; 40 GB HBM2 at 1,555 GB/s.
+- H100 SXM5: NVIDIA H100 datasheet: FP64 34, FP64 TC 67, FP32 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958*
+  (*with sparsity); 80 GB HBM3 at 3.35 TB/s.
+- H200 SXM: NVIDIA H200 datasheet: the H100's compute, 141 GB HBM3e at 4.8 TB/s.
+
+Example::
+
+    >>> A100_SXM4_40GB.as_dict()["peak_tflops"]["bfloat16"]
+    312.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from topologies.kinds import DTYPES
+
+__all__ = [
+    "DeviceSpec",
+    "A100_SXM4_40GB",
+    "A100_PCIE_40GB",
+    "H100_SXM5_80GB",
+    "H200_SXM_141GB",
+    "CPU_CORE",
+    "DEVICES",
+]
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One accelerator (or CPU rank slot): the figures the compute model reads."""
+
+    name: str
+    """Device name as it appears in nvidia-smi or a datasheet, e.g. "A100-SXM4-40GB"."""
+    peak_tflops: Mapping[str, float]
+    """Dense peak TFLOP/s per dtype; must cover float64, float32, bfloat16, float16."""
+    mem_bandwidth_GBps: float
+    """Peak device-memory bandwidth in GB/s (1 GB = 1e9 B)."""
+    memory_GB: float
+    """Device memory size in GB."""
+    notes: str = field(default="", compare=False)
+    """Where the figures come from (not stored on graph nodes)."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("DeviceSpec name must be non-empty")
+        missing = [dtype for dtype in DTYPES if dtype not in self.peak_tflops]
+        if missing:
+            raise ValueError(f"DeviceSpec {self.name}: peak_tflops lacks {', '.join(missing)}")
+        for dtype, rate in self.peak_tflops.items():
+            if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+                raise ValueError(f"DeviceSpec {self.name}: peak_tflops[{dtype}] must be > 0, got {rate!r}")
+        for label, value in (("mem_bandwidth_GBps", self.mem_bandwidth_GBps), ("memory_GB", self.memory_GB)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"DeviceSpec {self.name}: {label} must be > 0, got {value!r}")
+        # Read-only view, so a shared spec cannot be changed through one graph.
+        rates = {dtype: float(rate) for dtype, rate in self.peak_tflops.items()}
+        object.__setattr__(self, "peak_tflops", MappingProxyType(rates))
+
+    def as_dict(self) -> dict:
+        """The plain dict stored on GPU nodes (a fresh copy each call)."""
+        return {
+            "name": self.name,
+            "peak_tflops": dict(self.peak_tflops),
+            "mem_bandwidth_GBps": float(self.mem_bandwidth_GBps),
+            "memory_GB": float(self.memory_GB),
+        }
+
+
+_A100_RATES = {"float64": 19.5, "float32": 19.5, "tfloat32": 156.0, "bfloat16": 312.0, "float16": 312.0}
+_HOPPER_RATES = {
+    "float64": 67.0,
+    "float32": 67.0,
+    "tfloat32": 494.5,
+    "bfloat16": 989.5,
+    "float16": 989.5,
+    "float8": 1979.0,
+}
+
+A100_SXM4_40GB = DeviceSpec("A100-SXM4-40GB", _A100_RATES, 1555.0, 40.0, "NVIDIA A100 datasheet")
+A100_PCIE_40GB = DeviceSpec("A100-PCIE-40GB", _A100_RATES, 1555.0, 40.0, "NVIDIA A100 datasheet")
+H100_SXM5_80GB = DeviceSpec("H100-SXM5-80GB", _HOPPER_RATES, 3350.0, 80.0, "NVIDIA H100 datasheet")
+H200_SXM_141GB = DeviceSpec("H200-SXM-141GB", _HOPPER_RATES, 4800.0, 141.0, "NVIDIA H200 datasheet")
+
+# A nominal x86 core for gloo rank slots: 3 GHz x 2 AVX2 FMA units x (4 doubles | 8 floats) x 2 FLOP.
+# bfloat16/float16 get the float32 rate because CPUs without AMX compute them in float32. A placeholder
+# that calibration overwrites from measurements.
+CPU_CORE = DeviceSpec(
+    "cpu-core",
+    {"float64": 0.048, "float32": 0.096, "bfloat16": 0.096, "float16": 0.096},
+    10.0,
+    4.0,
+    "nominal AVX2 core at 3 GHz; placeholder until calibrated",
+)
+
+DEVICES = {spec.name: spec for spec in (A100_SXM4_40GB, A100_PCIE_40GB, H100_SXM5_80GB, H200_SXM_141GB, CPU_CORE)}

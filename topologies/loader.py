@@ -1,0 +1,78 @@
+"""Load a topology from a preset name or a file, and save one to a file.
+
+``load_topology(spec)``: ``spec`` is a preset (``dgx-a100``), a preset with a suffix (``dgx-a100:16``) or
+a path ending in .yaml, .yml, .json or .graphml. Whatever the source, the graph is fully validated and
+every problem is one ``TopologyError`` line, prefixed with the file name for files.
+
+Example::
+
+    >>> G = load_topology("a100-4gpu:2")
+    >>> G.graph["name"], len(gpu_nodes(G))
+    ('a100-4gpu:2', 8)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import networkx as nx
+
+from topologies.errors import TopologyError
+from topologies.fileformat import document_to_graph, graph_to_document, read_document, write_document
+from topologies.graphml import read_graphml, write_graphml
+from topologies.presets import PRESETS, build_preset
+from topologies.validate import gpu_nodes, validate_graph
+
+__all__ = ["load_topology", "save_topology", "FILE_SUFFIXES"]
+
+log = logging.getLogger(__name__)
+
+FILE_SUFFIXES = (".yaml", ".yml", ".json", ".graphml")
+
+
+def _is_file_spec(spec: str) -> bool:
+    return spec.lower().endswith(FILE_SUFFIXES) or os.path.isfile(spec)
+
+
+def load_topology(spec: str) -> nx.DiGraph:
+    """The validated graph for a preset name, ``NAME:N``, or a topology file path."""
+    if not isinstance(spec, str) or not spec:
+        raise TopologyError(f"a topology is a preset name or a file path, got {spec!r}")
+    if not _is_file_spec(spec):
+        if os.sep in spec or "." in spec.partition(":")[0]:
+            raise TopologyError(
+                f'"{spec}" is neither a preset ({", ".join(PRESETS)}) nor a file ending in {", ".join(FILE_SUFFIXES)}'
+            )
+        G = build_preset(spec)
+        validate_graph(G)
+        return G
+    if not os.path.isfile(spec):
+        raise TopologyError(f"topology file {spec} not found")
+    try:
+        if spec.lower().endswith(".graphml"):
+            return read_graphml(spec)
+        with open(spec, encoding="utf-8") as handle:
+            text = handle.read()
+        return document_to_graph(read_document(spec, text))
+    except TopologyError as error:
+        raise TopologyError(f"{spec}: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise TopologyError(f"{spec}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+
+
+def save_topology(G: nx.DiGraph, path: str) -> None:
+    """Validate ``G`` and write it to ``path`` (.yaml/.yml/.json: tpsim's document; .graphml: GraphML)."""
+    if not str(path).lower().endswith(FILE_SUFFIXES):
+        raise TopologyError(f"cannot save a topology as {path}: use a name ending in {', '.join(FILE_SUFFIXES)}")
+    validate_graph(G)
+    path = str(path)
+    dropped = sorted(key for key in G.graph if key not in ("name", "notes", "sim"))
+    if dropped:
+        log.warning("save_topology %s: graph attributes %s are not saved (put them in G.graph['sim'])", path, dropped)
+    if path.lower().endswith(".graphml"):
+        write_graphml(G, path)
+        return
+    text = write_document(graph_to_document(G), path)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)

@@ -1,0 +1,173 @@
+"""Named presets: real machines with the published figures they come from.
+
+``PRESETS`` maps a name to a ``Preset``; calling it builds the graph. A suffix changes the size:
+``dgx-a100:16`` is 16 DGX A100 servers (128 GPUs) on a rail-optimised, non-blocking fat tree;
+``loopback:4`` is 4 CPU ranks; ``torus-3d:4x4x8`` is a 4x4x8 torus. Without a suffix a server preset is
+one server, NICs included but not wired to anything.
+
+==========  ====  ==========================  ===================  ===================================
+preset      GPUs  inside a server              NICs                 cluster fabric (NAME:N)
+==========  ====  ==========================  ===================  ===================================
+dgx-a100    8     NVSwitch, 230 (300) GB/s     8x HDR 24 (25) GB/s  20-port leaves (DGX A100 SuperPOD SU)
+dgx-h100    8     NVSwitch, 370 (450) GB/s     8x NDR 47 (50) GB/s  32-port leaves (DGX H100 SuperPOD SU)
+dgx-h200    8     NVSwitch, 370 (450) GB/s     8x NDR 47 (50) GB/s  32-port leaves
+a100-4gpu   4     NVLink3 mesh, 4 links/pair,  4x HDR 24 (25) GB/s  20-port leaves
+                  76.7 (100) GB/s per pair
+pcie-8gpu   8     PCIe Gen4 tree, 4 switches,  4x HDR, one per      20-port leaves
+                  25 (31.5) GB/s per link      PCIe switch
+torus-3d    64    4x4x4 torus, 2 NVLink3 per   none                 (suffix is the shape)
+                  neighbour, 38.3 (50) GB/s
+loopback    8     CPU ranks via one host hub,  none                 (suffix is the rank count)
+                  placeholder 5 GB/s, 20 us
+==========  ====  ==========================  ===================  ===================================
+
+Rates are "model (peak)" per direction; ``topologies.rates`` gives the source of each. Every preset's
+``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency, "about 8 us" in
+DESIGN.md; kept for PCIe and cluster presets as an assumption, inter-node NCCL latency is likely higher)
+and ``gemm_efficiency`` = 0.7 (an assumption: large cuBLAS GEMMs reach roughly 70-80% of dense
+tensor-core peak; calibration replaces it).
+
+Example::
+
+    >>> G = PRESETS["dgx-a100"](16)
+    >>> G.graph["name"], sum(1 for _, k in G.nodes(data="kind") if k == "gpu")
+    ('dgx-a100:16', 128)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import networkx as nx
+
+from topologies import builders
+from topologies.cluster import FabricSpec, fat_tree_cluster
+from topologies.devices import A100_PCIE_40GB, A100_SXM4_40GB, H100_SXM5_80GB, H200_SXM_141GB
+from topologies.errors import TopologyError
+from topologies.rates import (IB_HDR, IB_NDR, NIC_ATTACH_GEN4, NIC_ATTACH_GEN5, NVLINK3_LINK, NVSWITCH_A100,
+                              NVSWITCH_H100, PCIE_GEN4_X16)
+from topologies.servers import MeshServer, NvSwitchServer, PcieServer
+
+__all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM",
+           "DGX_A100_SERVER", "DGX_H100_SERVER", "DGX_H200_SERVER", "A100_4GPU_SERVER", "PCIE_8GPU_SERVER"]
+
+DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
+# Loopback placeholders: gloo on a small CPU host; calibration (a later issue) measures the real values.
+LOOPBACK_SIM = {"collective_base_latency_us": 100.0, "gemm_efficiency": 0.5}
+
+DGX_A100_SERVER = NvSwitchServer(8, A100_SXM4_40GB, NVSWITCH_A100, nics=8, nic_link=NIC_ATTACH_GEN4)
+DGX_H100_SERVER = NvSwitchServer(8, H100_SXM5_80GB, NVSWITCH_H100, nics=8, nic_link=NIC_ATTACH_GEN5)
+DGX_H200_SERVER = NvSwitchServer(8, H200_SXM_141GB, NVSWITCH_H100, nics=8, nic_link=NIC_ATTACH_GEN5)
+A100_4GPU_SERVER = MeshServer(4, A100_SXM4_40GB, NVLINK3_LINK, links_per_pair=4, nics=4, nic_link=NIC_ATTACH_GEN4)
+PCIE_8GPU_SERVER = PcieServer(8, A100_PCIE_40GB, 2, PCIE_GEN4_X16, PCIE_GEN4_X16, nics=4, nic_link=NIC_ATTACH_GEN4)
+
+HDR_FABRIC = FabricSpec(IB_HDR, leaf_down_ports=20)
+NDR_FABRIC = FabricSpec(IB_NDR, leaf_down_ports=32)
+
+_SOURCES = {
+    "dgx-a100": "DGX A100 (NVIDIA DGX A100 user guide / system architecture whitepaper): 8x A100-SXM4-40GB, "
+    "6 NVSwitch chips (one switch node here), 12 NVLink3 links per GPU = 300 GB/s peak per direction, modelled "
+    "at 230 GB/s (NCCL all_reduce busbw on 8 A100s at 1 GiB); 8x ConnectX-6 HDR 200 Gb/s compute NICs = 25 GB/s "
+    "peak, modelled at 24 GB/s (NCCL per HDR NIC). Cluster leaves of 20 ports, as in a DGX A100 SuperPOD "
+    "scalable unit (20 servers, 8 rail leaves).",
+    "dgx-h100": "DGX H100 (NVIDIA DGX H100 user guide; DGX BasePOD reference architecture): 8x H100-SXM5-80GB, "
+    "4 NVSwitch chips (one switch node here), 18 NVLink4 links = 450 GB/s peak per direction, modelled at "
+    "370 GB/s (NCCL ring all_reduce busbw on 8 H100s; NVLink SHARP's ~480 not modelled); 8x ConnectX-7 NDR "
+    "400 Gb/s = 50 GB/s peak, modelled at 47 GB/s (NCCL 46-48 per NDR NIC). Leaves of 32 ports, as in a DGX "
+    "H100 SuperPOD scalable unit (32 servers, QM9700 64-port switches at 1:1).",
+    "dgx-h200": "DGX H200 (NVIDIA DGX BasePOD reference architecture): the DGX H100 design with H200-SXM-141GB "
+    "GPUs (141 GB HBM3e, 4.8 TB/s); NVLink4 370 (450 peak) GB/s, 8x NDR 47 (50 peak) GB/s.",
+    "a100-4gpu": "4x A100-SXM4-40GB fully connected by NVLink3, 4 links per pair = 100 GB/s peak per direction "
+    "(an HGX A100 4-GPU board), modelled at 4 x 19.17 = 76.7 GB/s (the 230/300 NCCL fraction of DGX A100 applied "
+    "per link, an assumption); 4x HDR NICs, one per GPU, 24 (25 peak) GB/s. The node shape of the 2.5-D "
+    "(Tesseract) paper's later experiments.",
+    "pcie-8gpu": "8x A100-PCIE-40GB behind 4 PCIe Gen4 switches (2 GPUs and 1 NIC each) under one host bridge; "
+    "PCIe Gen4 x16 31.5 GB/s peak per direction, modelled at 25 GB/s (an assumption: ~80% after protocol "
+    "overhead); 4x HDR NICs 24 (25 peak) GB/s. Dual-socket boards are simplified to one host node.",
+    "torus-3d": "A hypothetical 3-D torus of A100-SXM4-40GB: each GPU's 12 NVLink3 links wired 2 per neighbour "
+    "to its 6 torus neighbours, 50 GB/s peak per direction per neighbour, modelled at 38.3 GB/s (the 230/300 "
+    "NCCL fraction). Each GPU is its own server. For torus studies, not a product.",
+    "loopback": "One host running N CPU ranks with gloo over shared memory / TCP loopback. Rank slots are "
+    "gpu-kind nodes with a nominal cpu-core device; link rates (5 GB/s, 20 us per hop) and sim values are "
+    "placeholders that calibration overwrites from measurements.",
+}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named topology: call it (optionally with its suffix) to build the graph."""
+
+    name: str
+    """Preset name as written on the command line."""
+    summary: str
+    """One line for listings."""
+    suffix: str
+    """What ``NAME:ARG`` means, e.g. "N servers"."""
+    build: Callable[[str | None], nx.DiGraph] = field(repr=False)
+    """Builds the graph from the suffix text (None: the default size)."""
+
+    @property
+    def notes(self) -> str:
+        """Where this preset's figures come from."""
+        return _SOURCES[self.name]
+
+    def __call__(self, arg: str | int | None = None) -> nx.DiGraph:
+        """Build the graph; ``arg`` is the suffix (``16`` or ``"16"`` for 16 servers)."""
+        G = self.build(None if arg is None else str(arg))
+        G.graph["name"] = self.name if arg is None else f"{self.name}:{arg}"
+        G.graph["notes"] = self.notes
+        G.graph["sim"] = dict(LOOPBACK_SIM if self.name == "loopback" else DEFAULT_SIM)
+        return G
+
+
+def _count(preset: str, arg: str, what: str) -> int:
+    if not re.fullmatch(r"[0-9]+", arg) or int(arg) < 1:
+        raise TopologyError(f"{preset}:{arg}: the suffix must be a positive integer ({what}), got {arg!r}")
+    return int(arg)
+
+
+def _server_preset(name: str, server, fabric: FabricSpec, summary: str) -> Preset:
+    def build(arg: str | None) -> nx.DiGraph:
+        if arg is None:
+            return server.build()
+        return fat_tree_cluster(server, _count(name, arg, "number of servers"), fabric)
+
+    return Preset(name, summary, "N servers on a fat tree", build)
+
+
+def _torus_build(arg: str | None) -> nx.DiGraph:
+    if arg is None:
+        return builders.torus_3d(4, 4, 4)
+    if not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*", arg):
+        raise TopologyError(f"torus-3d:{arg}: the suffix must be a shape like 4x4x8, got {arg!r}")
+    return builders.torus_3d(*(int(n) for n in arg.split("x")))
+
+
+def _loopback_build(arg: str | None) -> nx.DiGraph:
+    return builders.loopback(8 if arg is None else _count("loopback", arg, "number of ranks"))
+
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        _server_preset("dgx-a100", DGX_A100_SERVER, HDR_FABRIC, "8x A100 SXM4, NVSwitch, 8x HDR 200 Gb/s"),
+        _server_preset("dgx-h100", DGX_H100_SERVER, NDR_FABRIC, "8x H100 SXM5, NVSwitch (NVLink4), 8x NDR 400 Gb/s"),
+        _server_preset("dgx-h200", DGX_H200_SERVER, NDR_FABRIC, "8x H200 SXM, NVSwitch (NVLink4), 8x NDR 400 Gb/s"),
+        _server_preset("a100-4gpu", A100_4GPU_SERVER, HDR_FABRIC, "4x A100 SXM4, NVLink3 all-to-all, 4x HDR"),
+        _server_preset("pcie-8gpu", PCIE_8GPU_SERVER, HDR_FABRIC, "8x A100 PCIe, PCIe Gen4 tree, 4x HDR"),
+        Preset("torus-3d", "4x4x4 torus of A100s, 2 NVLink3 per neighbour", "shape XxYxZ", _torus_build),
+        Preset("loopback", "8 CPU ranks on one host (gloo), placeholder rates", "N ranks", _loopback_build),
+    )
+}
+
+
+def build_preset(spec: str) -> nx.DiGraph:
+    """Build ``NAME`` or ``NAME:ARG``: ``build_preset("dgx-h100:128")`` is 1,024 GPUs."""
+    name, _, arg = spec.partition(":")
+    if name not in PRESETS:
+        raise TopologyError(f'unknown preset "{name}", known: {", ".join(PRESETS)}')
+    if spec.endswith(":"):
+        raise TopologyError(f'{spec}: empty suffix; write {name} or {name}:{PRESETS[name].suffix.split()[0]}')
+    return PRESETS[name](arg or None)
