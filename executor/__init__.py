@@ -1,0 +1,25 @@
+"""The reference executor: runs a tpsim Schedule under torch.distributed, checks it, and times it.
+
+The same code path serves gloo (CPU tensors) and NCCL (one GPU per rank). ``tpsim run`` forks its
+own local ranks (``executor.launch``); ``torchrun -m executor`` runs one rank per process under
+torchrun's rendezvous, multi-node included (``executor.__main__``).
+
+===================  ==========================================================================
+module               what it does
+===================  ==========================================================================
+``groups``           creates every declared process group, in the schedule's order, on every rank
+``buffers``          allocates buffers from the declarations; fills inputs from the seed
+``ops_torch``        the one module that turns IR ops into torch / torch.distributed calls
+``clock``            perf_counter (CPU) and CUDA-event (GPU) clocks for per-op timing
+``check``            float64 reference blocks from panels, per-rank errors, tolerances per dtype
+``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
+``faults``           the ``--inject-fault`` test hook
+``progress``         a shared-memory board of where each local rank is (for timeout reports)
+``launch``           forks N local ranks with a FileStore rendezvous, watches them, reports failures
+``measure``          the measured-run JSON and the Chrome trace
+``command``          ``tpsim run`` (registered without importing torch)
+``__main__``         ``torchrun -m executor`` / ``python -m executor``
+===================  ==========================================================================
+
+Importing this package does not import torch; only running does.
+"""

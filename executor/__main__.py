@@ -1,0 +1,73 @@
+"""One rank of a run under torchrun: ``torchrun --nproc-per-node G [--nnodes ...] -m executor <args>``.
+
+The arguments are those of `tpsim run` (``--nproc`` is optional here and, if given, must equal
+WORLD_SIZE). Rank, world size and local rank come from torchrun's environment (RANK, WORLD_SIZE,
+LOCAL_RANK); the rendezvous is ``env://`` (MASTER_ADDR, MASTER_PORT), so multi-node runs use torchrun's
+own. Rank 0 writes ``--json`` / ``--trace`` and prints the summary, and exits 1 when results are wrong,
+which makes torchrun fail the job. torchrun, not this module, stops the other ranks when one fails
+(its error summary shows the first failure's traceback, recorded by ``@record``); ``--timeout`` is the
+process groups' collective timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from executor.command import add_run_arguments, finish, options_from_args
+from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.errors import InputError
+
+
+def _environment() -> tuple[int, int, int]:
+    missing = [name for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
+    if missing:
+        raise InputError(f"{', '.join(missing)} not set: start this under torchrun "
+                         f"(torchrun --nproc-per-node G -m executor ...), or use `tpsim run` for local ranks")
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    return rank, world, int(os.environ.get("LOCAL_RANK", rank))
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m executor", description=__doc__.splitlines()[0])
+    add_schedule_arguments(parser)
+    add_run_arguments(parser, under_torchrun=True)
+    args = parser.parse_args(argv)
+    try:
+        rank, world, local_rank = _environment()
+        schedule = schedule_from_args(args)
+        options = options_from_args(args)
+        if args.nproc is not None and args.nproc != world:
+            raise InputError(f"--nproc {args.nproc} but torchrun's WORLD_SIZE is {world}")
+        if schedule.world_size != world:
+            raise InputError(f"WORLD_SIZE {world} but the schedule ({schedule.algorithm} on grid "
+                             f"{list(schedule.grid)}) has {schedule.world_size} ranks")
+        if options.backend == "nccl":
+            import torch
+
+            if not torch.cuda.is_available() or local_rank >= torch.cuda.device_count():
+                raise InputError(f"--backend nccl: LOCAL_RANK {local_rank} has no CUDA GPU "
+                                 f"({torch.cuda.device_count()} visible); use --backend gloo")
+    except ValueError as error:
+        sys.stderr.write(f"python -m executor: error: {str(error).splitlines()[0]}\n")
+        return 2
+    from executor.run_rank import Rendezvous, run_rank
+
+    results = run_rank([schedule], options, Rendezvous(rank, world, local_rank))
+    if rank != 0:
+        return 0
+    return finish(schedule, results[0], options, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; under torchrun, failures are recorded for its error summary."""
+    try:
+        from torch.distributed.elastic.multiprocessing.errors import record
+    except ImportError:  # pragma: no cover - torch without elastic
+        return _main(argv)
+    return record(_main)(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

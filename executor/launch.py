@@ -1,0 +1,252 @@
+"""Start N local ranks by fork, rendezvous through a FileStore, watch them, and report failures.
+
+Why fork (DESIGN.md): forked ranks share the parent's imported torch, so 8 ranks reach an initialised
+process group in about 0.2 s, where spawn or torchrun re-import torch in every rank (8-11 s).
+``torch.set_num_threads(1)`` is called before forking: a parent that ran a multi-threaded matmul and
+then forked made every child hang. For NCCL the parent never touches CUDA (its GPU count comes from a
+forked probe), so each child initialises CUDA itself on its own device.
+
+Supervision. Each child writes its stdout and stderr to a log file in a private temporary folder, its
+result (rank 0) or its traceback (any rank that raises) to a file there, atomically, and exits. The
+parent polls its children every few milliseconds:
+
+- a child that exits non-zero ends the job at once: every other rank is killed and ``JobFailed``
+  carries the **first real traceback**: among the ranks that failed, those whose error is a
+  communication after-effect ("Connection closed by peer", resets, timeouts) rank after the others,
+  then the earliest failure wins. In practice the rank that raised writes its traceback before it
+  exits, and its peers can only see closed connections after that exit;
+- past ``timeout_s`` (counted from the first fork) every rank is killed and the report names the ranks
+  that never arrived: those busy in their own code (or not yet at the rendezvous) rather than blocked
+  on their peers, read from the shared ``ProgressBoard``;
+- children die with the parent (``PR_SET_PDEATHSIG``), so a killed ``tpsim run`` leaves no ranks behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+from executor.progress import WAITING, ProgressBoard
+from executor.run_rank import Rendezvous, RunOptions, run_rank
+from simulator.errors import InputError
+from simulator.ir import Schedule
+
+_POLL_S = 0.005
+_SECONDARY = re.compile(r"Connection closed|Connection reset|connection reset|Broken pipe|timed out|"
+                        r"Timeout|DistBackendError|ECONNRESET|peer", re.IGNORECASE)
+
+
+class JobFailed(Exception):
+    """A rank raised, died, or the job timed out; ``report`` is the text to show the user."""
+
+    def __init__(self, report: str, reason: str, ranks: list[int]):
+        super().__init__(report)
+        self.report = report
+        self.reason = reason
+        """"error" or "timeout"."""
+        self.ranks = ranks
+        """The failing rank first (error), or the ranks that never arrived (timeout)."""
+
+
+def visible_gpus() -> int:
+    """CUDA devices torch can see, counted in a forked probe so that this process never initialises CUDA."""
+    import torch
+
+    if torch.version.cuda is None:
+        return 0
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            os.write(write_end, str(torch.cuda.device_count()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
+    return int(data or b"0")
+
+
+def check_job(schedules: list[Schedule], options: RunOptions, nproc: int) -> None:
+    """InputError for a job that cannot start: wrong --nproc, or NCCL without a GPU per rank."""
+    for schedule in schedules:
+        if schedule.world_size != nproc:
+            raise InputError(f"--nproc {nproc} but the schedule ({schedule.algorithm} on grid "
+                             f"{list(schedule.grid)}) has {schedule.world_size} ranks")
+    if options.backend == "nccl":
+        gpus = visible_gpus()
+        if gpus < nproc:
+            import torch
+
+            build = f"torch {torch.__version__}, CUDA {torch.version.cuda or 'not built in'}"
+            raise InputError(f"--backend nccl needs one CUDA GPU per rank: {nproc} ranks but {gpus} GPUs "
+                             f"visible ({build}); use --backend gloo")
+
+
+def run_local(schedules: list[Schedule], options: RunOptions, nproc: int) -> list[dict]:
+    """Run ``schedules`` (one after another, in one job) on ``nproc`` forked ranks; rank 0's results.
+
+    Raises InputError before forking for a job that cannot start, JobFailed when a rank fails or the
+    job outlasts ``options.timeout_s``.
+    """
+    import torch
+
+    check_job(schedules, options, nproc)
+    torch.set_num_threads(1)
+    folder = tempfile.mkdtemp(prefix="tpsim-run-")
+    board = ProgressBoard(nproc)
+    deadline = time.monotonic() + options.timeout_s
+    children: dict[int, int] = {}  # pid -> rank
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        parent = os.getpid()
+        for rank in range(nproc):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child, which never returns
+                _child(schedules, options, rank, nproc, folder, board, parent)
+            children[pid] = rank
+        _watch(children, schedules, options, folder, board, deadline)
+        with open(os.path.join(folder, "result.pkl"), "rb") as handle:
+            return pickle.load(handle)
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _child(schedules, options, rank, nproc, folder, board, parent) -> None:  # pragma: no cover - child
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _die_with_parent(parent)
+        log = os.open(os.path.join(folder, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
+                          LOCAL_WORLD_SIZE=str(nproc))
+        rdv = Rendezvous(rank, nproc, rank, os.path.join(folder, "store"))
+        results = run_rank(schedules, options, rdv, lambda *state: board.update(rank, *state))
+        if rank == 0:
+            _dump(os.path.join(folder, "result.pkl"), results)
+        code = 0
+    except BaseException as error:  # noqa: BLE001 - every failure is reported to the parent
+        _dump(os.path.join(folder, f"rank{rank}.err"),
+              {"rank": rank, "time": time.time(), "traceback": traceback.format_exc(),
+               "summary": f"{type(error).__name__}: {error}".splitlines()[0]})
+    finally:
+        os._exit(code)
+
+
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - child
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _dump(path: str, data) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as handle:
+        pickle.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def _watch(children: dict[int, int], schedules, options, folder, board: ProgressBoard, deadline: float) -> None:
+    running = dict(children)
+    while running:
+        for pid in list(running):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done == 0:
+                continue
+            rank = running.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            if code != 0:
+                raise JobFailed(*_failure_report(rank, code, folder, len(children)))
+        if running and time.monotonic() > deadline:
+            raise JobFailed(*_timeout_report(sorted(running.values()), schedules, options, board))
+        if running:
+            time.sleep(_POLL_S)
+
+
+def _failure_report(rank: int, code: int, folder: str, nproc: int) -> tuple[str, str, list[int]]:
+    errors = []
+    for other in range(nproc):
+        path = os.path.join(folder, f"rank{other}.err")
+        if os.path.exists(path):
+            with open(path, "rb") as handle:
+                errors.append(pickle.load(handle))
+    if not errors:
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        tail = _log_tail(os.path.join(folder, f"rank{rank}.log"))
+        return (f"rank {rank} {how} without a Python traceback; the other ranks were stopped"
+                + (f"\nlast lines of its output:\n{tail}" if tail else ""), "error", [rank])
+    errors.sort(key=lambda e: (bool(_SECONDARY.search(e["summary"])), e["time"]))
+    first = errors[0]
+    lines = [f"rank {first['rank']} failed first; the other ranks were stopped. Its traceback:",
+             first["traceback"].rstrip()]
+    for other in errors[1:5]:
+        lines.append(f"rank {other['rank']} also failed: {other['summary']}")
+    if len(errors) > 5:
+        lines.append(f"... and {len(errors) - 5} more ranks")
+    return "\n".join(lines), "error", [e["rank"] for e in errors]
+
+
+def _timeout_report(unfinished: list[int], schedules, options, board: ProgressBoard) -> tuple[str, str, list[int]]:
+    missing = [r for r in unfinished if board.state(r)[0] not in WAITING]
+    waiting = [r for r in unfinished if r not in missing]
+    head = f"timed out after {options.timeout_s:g} s (--timeout)"
+    if missing:
+        if len(missing) == 1:
+            where = f"it is {_position(board.state(missing[0]), schedules, missing[0])}"
+        else:
+            where = "; ".join(f"rank {r} {_position(board.state(r), schedules, r)}" for r in missing[:8])
+        text = f"{head}: rank{'s' if len(missing) > 1 else ''} {_ranks(missing)} never arrived: {where}"
+    else:
+        text = (f"{head}: no rank is missing; ranks {_ranks(waiting)} are all blocked in communication "
+                f"(a deadlock, or --timeout too short)")
+    if waiting:
+        sample = "; ".join(f"rank {r} {_position(board.state(r), schedules, r)}" for r in waiting[:4])
+        text += f"\nwaiting for {'them' if missing else 'each other'}: ranks {_ranks(waiting)} ({sample})"
+    return text, "timeout", missing or waiting
+
+
+def _position(state: tuple[str, int, int, int], schedules, rank: int) -> str:
+    name, index, iteration, step = state
+    if step < 0 or index < 0:
+        return name
+    op = schedules[index].programs[rank][step]
+    prefix = f"schedule {index} " if len(schedules) > 1 else ""
+    return f"{name} in {prefix}iteration {iteration} step {step} ({op.short()})"
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks))
+
+
+def _log_tail(path: str, lines: int = 10) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:]).rstrip()
+    except OSError:
+        return ""

@@ -1,0 +1,201 @@
+"""The one module that turns IR ops into torch and torch.distributed calls.
+
+Every op of ``simulator.ops`` has one rule here. Semantics follow ``simulator.interpret`` exactly:
+
+- ``gemm``: ``torch.mm(a, b, out=out)``, or ``out.addmm_(a, b)`` when accumulating; transposes are views.
+- ``local``: gelu / gelu_backward (tanh approximation, ``aten.gelu`` / ``aten.gelu_backward``), add,
+  copy, zero. ``slice``: a sub-block ``copy_``.
+- ``broadcast`` / ``reduce``: roots are group-local in the IR and passed to torch as global ranks.
+  ``reduce`` sums into the root's ``out``: when ``out`` is not ``buf`` the root first copies ``buf`` into
+  ``out`` and reduces ``out`` in place. gloo overwrites non-root inputs of a reduce with partial sums
+  (measured with torch 2.13), which the IR does not allow; where the non-root's ``buf`` is read again
+  later in its program (or is an output block), the reduce runs on a scratch copy. NCCL leaves
+  non-root buffers alone, so no copy is made there.
+- ``all_reduce``: in place.
+- ``all_gather`` / ``reduce_scatter``: along axis 0 with members declared in ascending order, the
+  single-tensor torch calls (``all_gather_single`` / ``reduce_scatter_single``, or their older names);
+  otherwise the list forms, with one contiguous tensor per member (gloo has no uneven all_gather, and
+  a column block is not contiguous) copied into / out of place, in the IR's member order.
+- ``send`` / ``recv``: ``dist.send`` / ``dist.recv`` to global peers, ``isend`` / ``irecv`` when async.
+- Any communication op with a ``handle`` is issued with ``async_op=True``; its ``wait`` completes it.
+
+Nothing is emulated: gloo in torch 2.13 supports every collective kind the IR has (checked by the
+gloo tests), so the collectives issued equal the IR's, op for op. torch.distributed functions are
+looked up on the module at call time (``dist.broadcast(...)``), so a test can wrap them to record what
+was really issued.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+
+from executor.groups import GroupInfo
+from simulator.ir import Schedule
+from simulator.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce,
+                           ReduceScatter, Send, Slice, Wait)
+
+_gelu_out = torch.ops.aten.gelu.out
+_gelu_backward_out = torch.ops.aten.gelu_backward.grad_input
+
+
+class Pending:
+    """An asynchronous op in flight: its torch Work and what to do after it completes."""
+
+    def __init__(self, work, finish: Callable[[], None] | None = None):
+        self.work = work
+        self.finish = finish
+
+    def wait(self) -> None:
+        """Block until the op completes (on GPU: until the current stream waits for it), then finish it."""
+        if self.work is not None:
+            self.work.wait()
+        if self.finish is not None:
+            self.finish()
+
+
+def _gather_fn():
+    return getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+
+def _scatter_fn():
+    return getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+class TorchOps:
+    """Runs the ops of one rank's program on that rank's tensors."""
+
+    def __init__(self, schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor],
+                 groups: dict[str, GroupInfo], reduce_clobbers_input: bool):
+        self.schedule = schedule
+        self.rank = rank
+        self.mem = buffers
+        self.groups = groups
+        self.scratch_steps = _live_nonroot_reduces(schedule, rank) if reduce_clobbers_input else set()
+
+    def run(self, step: int, op: Op) -> Pending | None:
+        """Execute ``op`` (step ``step`` of this rank's program); a Pending when it is asynchronous."""
+        if isinstance(op, CommOp):
+            pending = self._communicate(step, op, async_op=op.handle is not None)
+            if op.handle is None:
+                pending.wait()
+                return None
+            return pending
+        if isinstance(op, Wait):
+            raise AssertionError("wait is completed by the caller, which holds the handles")
+        self._compute(op)
+        return None
+
+    # -- compute ---------------------------------------------------------------------------------
+    def _compute(self, op: Op) -> None:
+        mem = self.mem
+        if isinstance(op, Gemm):
+            a = mem[op.a].T if op.trans_a else mem[op.a]
+            b = mem[op.b].T if op.trans_b else mem[op.b]
+            if op.accumulate:
+                mem[op.out].addmm_(a, b)
+            else:
+                torch.mm(a, b, out=mem[op.out])
+        elif isinstance(op, Local):
+            out, args = mem[op.out], [mem[name] for name in op.inputs]
+            if op.fn == "gelu":
+                _gelu_out(args[0], approximate="tanh", out=out)
+            elif op.fn == "gelu_backward":
+                _gelu_backward_out(args[0], args[1], approximate="tanh", grad_input=out)
+            elif op.fn == "add":
+                torch.add(args[0], args[1], out=out)
+            elif op.fn == "copy":
+                out.copy_(args[0])
+            elif op.fn == "zero":
+                out.zero_()
+            else:
+                raise AssertionError(f"executor has no rule for local fn {op.fn!r}")
+        elif isinstance(op, Slice):
+            src = mem[op.src][_index(op.src_rows), _index(op.src_cols)]
+            mem[op.out][_index(op.out_rows), _index(op.out_cols)].copy_(src)
+        else:
+            raise AssertionError(f"executor has no rule for {op.kind}")
+
+    # -- communication ---------------------------------------------------------------------------
+    def _communicate(self, step: int, op: CommOp, async_op: bool) -> Pending:
+        mem = self.mem
+        if isinstance(op, Send):
+            call = dist.isend if async_op else dist.send
+            work = call(mem[op.buf], dst=op.peer)
+            return Pending(work if async_op else None)
+        if isinstance(op, Recv):
+            call = dist.irecv if async_op else dist.recv
+            work = call(mem[op.buf], src=op.peer)
+            return Pending(work if async_op else None)
+        info = self.groups[op.group]
+        group = info.handle
+        if isinstance(op, Broadcast):
+            root = info.members[op.root]
+            return Pending(dist.broadcast(mem[op.buf], src=root, group=group, async_op=async_op))
+        if isinstance(op, Reduce):
+            root = info.members[op.root]
+            if root == self.rank:
+                target = mem[op.out]
+                if op.out != op.buf:
+                    target.copy_(mem[op.buf])
+            else:
+                target = mem[op.buf].clone() if step in self.scratch_steps else mem[op.buf]
+            return Pending(dist.reduce(target, dst=root, group=group, async_op=async_op))
+        if isinstance(op, AllReduce):
+            return Pending(dist.all_reduce(mem[op.buf], group=group, async_op=async_op))
+        if isinstance(op, AllGather):
+            return self._all_gather(info, op, async_op)
+        if isinstance(op, ReduceScatter):
+            return self._reduce_scatter(info, op, async_op)
+        raise AssertionError(f"executor has no rule for {op.kind}")
+
+    def _all_gather(self, info: GroupInfo, op: AllGather, async_op: bool) -> Pending:
+        inp, out = self.mem[op.inp], self.mem[op.out]
+        if op.axis == 0 and info.in_torch_order:
+            return Pending(_gather_fn()(out, inp, group=info.handle, async_op=async_op))
+        parts = out.chunk(len(info.members), dim=op.axis)  # IR order
+        if op.axis == 0:
+            outputs = [parts[g] for g in info.torch_order]  # contiguous row blocks, written in place
+            return Pending(dist.all_gather(outputs, inp, group=info.handle, async_op=async_op))
+        outputs = [torch.empty_like(inp) for _ in info.members]
+
+        def finish() -> None:
+            for t, g in enumerate(info.torch_order):
+                parts[g].copy_(outputs[t])
+
+        return Pending(dist.all_gather(outputs, inp, group=info.handle, async_op=async_op), finish)
+
+    def _reduce_scatter(self, info: GroupInfo, op: ReduceScatter, async_op: bool) -> Pending:
+        inp, out = self.mem[op.inp], self.mem[op.out]
+        if op.axis == 0 and info.in_torch_order:
+            return Pending(_scatter_fn()(out, inp, group=info.handle, async_op=async_op))
+        parts = inp.chunk(len(info.members), dim=op.axis)  # IR order
+        inputs = [parts[g].contiguous() for g in info.torch_order]
+        return Pending(dist.reduce_scatter(out, inputs, group=info.handle, async_op=async_op))
+
+
+def _index(region: tuple[int, int] | None) -> slice:
+    return slice(None) if region is None else slice(region[0], region[1])
+
+
+def _live_nonroot_reduces(schedule: Schedule, rank: int) -> set[int]:
+    """Steps of ``rank``'s non-root reduces whose ``buf`` is read again before being overwritten."""
+    program = schedule.programs[rank]
+    outputs = {block.buffer for block in schedule.outputs if block.rank == rank}
+    steps = set()
+    for step, op in enumerate(program):
+        if not isinstance(op, Reduce) or schedule.groups[op.group][op.root] == rank:
+            continue
+        live = op.buf in outputs
+        for later in program[step + 1:]:
+            if op.buf in later.reads():
+                live = True
+                break
+            if op.buf in later.writes():
+                live = False
+                break
+        if live:
+            steps.add(step)
+    return steps

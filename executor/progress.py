@@ -1,0 +1,37 @@
+"""Where each local rank is, on a shared-memory board the launcher reads when a job times out.
+
+The board is an anonymous shared mapping created before the fork, one row per rank: (state, schedule
+index, iteration, step). A rank updates its row before every op (a few numpy stores); the launcher
+reads the rows only to explain a timeout: a rank in a *waiting* state is blocked on its peers, a rank
+in any other state is busy in its own code (or stuck there), which is what "never arrives" means.
+"""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+STATES = ("starting (before the rendezvous)", "rendezvous", "creating groups", "allocating", "computing", "communicating",
+          "checking", "gathering results", "done")
+WAITING = frozenset({"rendezvous", "creating groups", "communicating", "gathering results"})
+_CODE = {name: code for code, name in enumerate(STATES)}
+
+
+class ProgressBoard:
+    """One row (state, schedule, iteration, step) per rank, shared across fork."""
+
+    def __init__(self, world_size: int):
+        self._map = mmap.mmap(-1, max(1, world_size * 4 * 8))
+        self.rows = np.ndarray((world_size, 4), dtype=np.int64, buffer=self._map)
+        self.rows[:] = -1
+        self.rows[:, 0] = _CODE[STATES[0]]
+
+    def update(self, rank: int, state: str, schedule: int = -1, iteration: int = -1, step: int = -1) -> None:
+        """Record that ``rank`` is in ``state`` (at ``step`` of ``iteration`` of schedule ``schedule``)."""
+        self.rows[rank] = (_CODE[state], schedule, iteration, step)
+
+    def state(self, rank: int) -> tuple[str, int, int, int]:
+        """(state, schedule, iteration, step) of ``rank``; -1 where not applicable."""
+        code, schedule, iteration, step = (int(v) for v in self.rows[rank])
+        return STATES[code], schedule, iteration, step
