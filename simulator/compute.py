@@ -2,19 +2,22 @@
 
 A gemm of shape (m, k, n) takes ``2mkn / (peak[dtype] * efficiency)`` seconds, with
 
-    efficiency = cap * min(1, intensity / ridge) * dim / (dim + half_efficiency_dim)
+    efficiency = min(cap * dim / (dim + half_efficiency_dim),  intensity * mem_bandwidth / peak)
 
 - ``cap``: the best fraction of peak a large GEMM reaches (``G.graph["sim"]["gemm_efficiency"]``, else
   ``ComputeConfig.gemm_efficiency`` = 0.7 as in the presets): cuBLAS reaches about 85-90% of the A100's
   312 TFLOP/s bf16 and about 70-75% of the H100 SXM's 989 on large square GEMMs.
-- ``min(1, intensity / ridge)``: the roofline (Williams, Waterman, Patterson, CACM 2009). Arithmetic
-  intensity is ``2mkn / (dtype bytes * (mk + kn + mn))`` FLOP per byte (each operand read once, the
-  result written once); the ridge is ``cap * peak / mem_bandwidth``. Below it the gemm is memory bound.
 - ``dim / (dim + half_efficiency_dim)`` with ``dim = min(m, k, n)``: a saturating penalty for thin
   matrices, which fill few tensor-core tiles and waves (NVIDIA, "Matrix Multiplication Background
   User's Guide": tile and wave quantization). It is 1/2 at ``dim = half_efficiency_dim``.
+- ``intensity * mem_bandwidth / peak``: the roofline's memory roof (Williams, Waterman, Patterson,
+  CACM 2009), with arithmetic intensity ``2mkn / (dtype bytes * (mk + kn + mn))`` FLOP per byte (each
+  operand read once, the result written once). A gemm under it is memory bound and takes exactly the
+  time to stream its operands at ``mem_bandwidth_GBps``.
 
-Each factor is non-decreasing in every one of m, k, n, so a larger gemm never runs at a lower rate.
+So the time is ``max(2mkn / (peak * cap * thin), bytes / mem_bandwidth)``, the larger of a compute
+time and a memory time that each grow with every one of m, k, n: a larger gemm never takes less time,
+and the efficiency is non-decreasing in every extent and never above ``cap``.
 Elementwise (``local``) and ``slice`` ops are memory bound: the IR's ``memory_bytes`` (reads plus
 writes) over ``mem_bandwidth_GBps * memory_efficiency``. Communication ops take no compute time.
 
@@ -85,14 +88,11 @@ class ComputeModel:
 
     def gemm_efficiency(self, device: dict, dtype: str, m: int, k: int, n: int) -> float:
         """The fraction of peak a gemm of this shape reaches (see the module docstring)."""
-        cap = self.config.gemm_efficiency
-        flops = 2.0 * m * k * n
-        moved = DTYPE_BYTES[dtype] * (m * k + k * n + m * n)
-        ridge = cap * self.peak_flops(device, dtype) / (float(device["mem_bandwidth_GBps"]) * 1e9)
-        roofline = min(1.0, (flops / moved) / ridge)
         dim = min(m, k, n)
-        thin = dim / (dim + self.config.half_efficiency_dim)
-        return cap * roofline * thin
+        compute_roof = self.config.gemm_efficiency * dim / (dim + self.config.half_efficiency_dim)
+        intensity = 2.0 * m * k * n / (DTYPE_BYTES[dtype] * (m * k + k * n + m * n))
+        memory_roof = intensity * float(device["mem_bandwidth_GBps"]) * 1e9 / self.peak_flops(device, dtype)
+        return min(compute_roof, memory_roof)
 
     def gemm_time_s(self, device: dict, dtype: str, m: int, k: int, n: int) -> float:
         """Seconds for ``out[m, n] = a[m, k] @ b[k, n]``."""
