@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from simulator.compute import ComputeModel
 from simulator.ir import Schedule
-from simulator.ops import CommOp, Recv, Send, Wait
+from simulator.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send,
+                           Slice, Wait)
 
-__all__ = ["RUN", "COMM", "WAIT", "Instance", "Plan", "compile_schedule"]
+__all__ = ["RUN", "COMM", "WAIT", "Instance", "Plan", "compile_schedule", "fill_timeline"]
 
 RUN, COMM, WAIT = 0, 1, 2
 
@@ -85,17 +86,23 @@ class Plan:
             inst.start_s = inst.end_s = inst.done = inst.algorithm = None
 
 
+# How compile_schedule treats each op type: 0 compute, 1 collective, 2 send, 3 recv, 4 wait.
+_ROLE = {Gemm: 0, Local: 0, Slice: 0, Broadcast: 1, Reduce: 1, AllReduce: 1, AllGather: 1, ReduceScatter: 1,
+         Send: 2, Recv: 3, Wait: 4}
+
+
 def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], compute: ComputeModel) -> Plan:
     """Compile ``schedule`` with rank r on GPU ``gpus[r]`` whose device dict is ``devices[r]``."""
     world = schedule.world_size
     if len(gpus) != world or len(devices) != world:
-        raise ValueError(f"placement names {len(gpus)} GPUs for {world} ranks")
+        raise ValueError(f"placement names {len(gpus)} GPUs and {len(devices)} devices for {world} ranks")
     group_gpus = {name: tuple(gpus[r] for r in ranks) for name, ranks in schedule.groups.items()}
-    collective_count: dict[tuple[str, int], int] = {}
-    p2p_count: dict[tuple[bool, int, int], int] = {}
-    by_key: dict[tuple, Instance] = {}
+    per_group: dict[str, list[Instance]] = {name: [] for name in schedule.groups}
+    p2p: dict[tuple[int, int], list[Instance]] = {}  # (src, dst) -> pairs in order
+    p2p_issued: dict[tuple[bool, int, int], int] = {}
     instances: list[Instance] = []
-    nbytes_of: dict[int, int] = {}  # id(BufferSpec) -> bytes; specs are shared, and math.prod is not free
+    nbytes_of: dict[int, int] = {}  # id(BufferSpec) -> bytes: specs are shared, and math.prod is not free
+    op_time = compute.op_time_s
     all_items, all_durations = [], []
     for rank, program in enumerate(schedule.programs):
         buffers = schedule.buffers[rank]
@@ -103,10 +110,12 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
         items: list[tuple] = []
         durations = [0.0] * len(program)
         handles: dict[str, Instance] = {}
+        issued: dict[str, int] = {}  # group -> collectives this rank has issued on it
         run_first, run_total = -1, 0.0
         for step, op in enumerate(program):
-            if not isinstance(op, (CommOp, Wait)):
-                d = compute.op_time_s(schedule, rank, op, device)
+            role = _ROLE[type(op)]
+            if role == 0:
+                d = op_time(schedule, rank, op, device)
                 durations[step] = d
                 if run_first < 0:
                     run_first, run_total = step, 0.0
@@ -115,7 +124,7 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
             if run_first >= 0:
                 items.append((RUN, run_total, run_first, step))
                 run_first = -1
-            if isinstance(op, Wait):
+            if role == 4:
                 inst = handles.pop(op.handle, None)
                 if inst is None:
                     raise ValueError(f"rank {rank} step {step}: wait for handle {op.handle!r}, which no "
@@ -124,34 +133,37 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
                 continue
             spec = buffers.get(op.payload_buffer())
             if spec is None:
-                raise ValueError(f"rank {rank}: buffer {op.payload_buffer()!r} is not declared")
+                raise ValueError(f"rank {rank} step {step}: buffer {op.payload_buffer()!r} is not declared")
             nbytes = nbytes_of.get(id(spec))
             if nbytes is None:
                 nbytes = nbytes_of[id(spec)] = spec.nbytes
-            if isinstance(op, (Send, Recv)):
-                is_send = isinstance(op, Send)
-                src, dst = (rank, op.peer) if is_send else (op.peer, rank)
-                if not 0 <= op.peer < world:
-                    raise ValueError(f"rank {rank} step {step}: peer {op.peer} outside 0..{world - 1}")
-                count_key = (is_send, src, dst)
-                n = p2p_count.get(count_key, 0)
-                p2p_count[count_key] = n + 1
-                key = ("p2p", src, dst, n)
-                inst = by_key.get(key)
-                if inst is None:
-                    inst = by_key[key] = Instance(len(instances), "p2p", None, (src, dst),
-                                                  (gpus[src], gpus[dst]), nbytes, None)
+            if role == 1:
+                group = op.group
+                n = issued.get(group, 0)
+                issued[group] = n + 1
+                seen = per_group.get(group)
+                if seen is None:
+                    raise ValueError(f"rank {rank} step {step}: group {group!r} is not declared")
+                if n < len(seen):
+                    inst = seen[n]
+                else:
+                    inst = Instance(len(instances), op.kind, group, schedule.groups[group], group_gpus[group],
+                                    nbytes, getattr(op, "root", None))
+                    seen.append(inst)
                     instances.append(inst)
             else:
-                count_key = (op.group, rank)
-                n = collective_count.get(count_key, 0)
-                collective_count[count_key] = n + 1
-                key = (op.group, n)
-                inst = by_key.get(key)
-                if inst is None:
-                    members = schedule.group_ranks(op.group)
-                    inst = by_key[key] = Instance(len(instances), op.kind, op.group, members,
-                                                  group_gpus[op.group], nbytes, getattr(op, "root", None))
+                if not 0 <= op.peer < world:
+                    raise ValueError(f"rank {rank} step {step}: peer {op.peer} outside 0..{world - 1}")
+                pair = (rank, op.peer) if role == 2 else (op.peer, rank)
+                side = (role == 2, *pair)
+                n = p2p_issued.get(side, 0)
+                p2p_issued[side] = n + 1
+                seen = p2p.setdefault(pair, [])
+                if n < len(seen):
+                    inst = seen[n]
+                else:
+                    inst = Instance(len(instances), "p2p", None, pair, (gpus[pair[0]], gpus[pair[1]]), nbytes, None)
+                    seen.append(inst)
                     instances.append(inst)
             if op.handle is not None:
                 handles[op.handle] = inst
@@ -161,3 +173,20 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
         all_items.append(items)
         all_durations.append(durations)
     return Plan(schedule, list(gpus), all_items, all_durations, instances)
+
+
+def fill_timeline(plan: Plan, starts: list[list[float]], ends: list[list[float]]) -> None:
+    """Complete per-op times after a run that recorded only each compute stretch's start and each
+    blocking op's end: compute ops follow from their stretch, asynchronous ops end with their instance."""
+    for rank, items in enumerate(plan.items):
+        durations, rank_starts, rank_ends = plan.durations[rank], starts[rank], ends[rank]
+        for item in items:
+            code = item[0]
+            if code == RUN:
+                t = rank_starts[item[2]]
+                for step in range(item[2], item[3]):
+                    rank_starts[step] = t
+                    t += durations[step]
+                    rank_ends[step] = t
+            elif code == COMM and item[3]:
+                rank_ends[item[2]] = item[1].end_s

@@ -1,0 +1,176 @@
+"""The simpy engine's lock-step semantics on whole timelines of 2-4 ranks, with exact, binary-exact times.
+
+Compute and communication durations come from small fakes (gemm 1 s, elementwise 0.5 s, a collective
+2 s, a send/recv 0.25 s), so every time below is exact in floating point and the assertions compare
+whole (time, rank, event) lists.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.builder import ScheduleBuilder
+from simulator.cost_schedule import critical_path
+from simulator.engine import run_plan
+from simulator.generators import build_schedule
+from simulator.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
+from simulator.plan import compile_schedule
+from simulator.workloads import Workload
+
+GEMM_S, LOCAL_S, COLLECTIVE_S, P2P_S = 1.0, 0.5, 2.0, 0.25
+
+
+class FakeCompute:
+    """gemm 1 s, anything else that computes 0.5 s."""
+
+    def op_time_s(self, schedule, rank, op, device):
+        return GEMM_S if isinstance(op, Gemm) else LOCAL_S
+
+
+def comm_time(inst) -> float:
+    return P2P_S if inst.kind == "p2p" else COLLECTIVE_S
+
+
+class FakeBackend:
+    """Every instance lasts ``comm_time``; records (time, kind, ranks) of each launch."""
+
+    def __init__(self):
+        self.launches = []
+
+    def start(self, env, inst):
+        self.launches.append((env.now, inst.kind, inst.ranks))
+        return env.timeout(comm_time(inst))
+
+
+def _builder(world: int, groups=None) -> ScheduleBuilder:
+    b = ScheduleBuilder("custom", (world,), Workload.gemm(2, 2, 2), "fwd", "float32", world,
+                        groups or {"world": tuple(range(world))})
+    for r in range(world):
+        for name in ("A", "B", "C"):
+            b.buffer(r, name, (2, 2))
+    return b
+
+
+def _run(schedule):
+    plan = compile_schedule(schedule, [f"gpu{r}" for r in range(schedule.world_size)],
+                            [{}] * schedule.world_size, FakeCompute())
+    backend = FakeBackend()
+    engine = run_plan(plan, backend)
+    return plan, engine, backend
+
+
+def _events(schedule, engine) -> list[tuple[float, int, str]]:
+    events = []
+    for rank, program in enumerate(schedule.programs):
+        for step, op in enumerate(program):
+            events.append((engine.starts[rank][step], rank, f"start {op.kind}"))
+            events.append((engine.ends[rank][step], rank, f"end {op.kind}"))
+    return sorted(events)
+
+
+def test_a_collective_starts_when_its_last_member_arrives():
+    b = _builder(2)
+    b.emit(0, Gemm(out="C", a="A", b="B"))
+    b.emit(0, AllReduce(group="world", buf="C"))
+    for _ in range(2):
+        b.emit(1, Gemm(out="C", a="A", b="B", accumulate=True))
+    b.emit(1, AllReduce(group="world", buf="C"))
+    s = b.build()
+    plan, engine, backend = _run(s)
+    assert _events(s, engine) == [
+        (0.0, 0, "start gemm"), (0.0, 1, "start gemm"),
+        (1.0, 0, "end gemm"), (1.0, 0, "start all_reduce"), (1.0, 1, "end gemm"), (1.0, 1, "start gemm"),
+        (2.0, 1, "end gemm"), (2.0, 1, "start all_reduce"),
+        (4.0, 0, "end all_reduce"), (4.0, 1, "end all_reduce")]
+    assert backend.launches == [(2.0, "all_reduce", (0, 1))]
+    assert [engine.waits[0][1], engine.waits[1][2]] == [1.0, 0.0]
+    assert (engine.wait_s, engine.comm_s, engine.finish_s) == ([1.0, 0.0], [2.0, 2.0], [4.0, 4.0])
+
+
+def test_an_async_op_overlaps_compute_until_its_wait():
+    b = _builder(2)
+    b.emit(0, Broadcast(group="world", root=0, buf="A", handle="h"))
+    b.emit(0, Gemm(out="C", a="B", b="B"))
+    b.emit(0, Local(fn="copy", out="B", inputs=("C",)))
+    b.emit(0, Wait(handle="h"))
+    b.emit(1, Gemm(out="C", a="B", b="B"))
+    b.emit(1, Broadcast(group="world", root=0, buf="A"))
+    s = b.build()
+    plan, engine, _ = _run(s)
+    assert _events(s, engine) == [
+        (0.0, 0, "start broadcast"), (0.0, 0, "start gemm"), (0.0, 1, "start gemm"),
+        (1.0, 0, "end gemm"), (1.0, 0, "start local"), (1.0, 1, "end gemm"), (1.0, 1, "start broadcast"),
+        (1.5, 0, "end local"), (1.5, 0, "start wait"),
+        (3.0, 0, "end broadcast"), (3.0, 0, "end wait"), (3.0, 1, "end broadcast")]
+    # Rank 0 blocks 1.5 s at its wait, all of it while the broadcast is in flight.
+    assert (plan.compute_s[0], engine.comm_s[0], engine.wait_s[0]) == (1.5, 1.5, 0.0)
+
+
+def test_a_wait_before_the_peer_arrives_counts_as_waiting_then_communication():
+    b = _builder(2)
+    b.emit(0, AllReduce(group="world", buf="A", handle="h"))
+    b.emit(0, Wait(handle="h"))
+    for _ in range(3):
+        b.emit(1, Gemm(out="C", a="B", b="B"))
+    b.emit(1, AllReduce(group="world", buf="A"))
+    s = b.build()
+    _, engine, _ = _run(s)
+    assert engine.waits[0][1] == 3.0
+    assert (engine.wait_s[0], engine.comm_s[0], engine.finish_s[0]) == (3.0, 2.0, 5.0)
+
+
+def test_send_recv_pairs_meet_in_order_and_both_sides_end_together():
+    # A ring shift on 3 ranks: async send right, recv from the left, wait both; rank 2 computes first.
+    b = _builder(3)
+    for r in range(3):
+        if r == 2:
+            b.emit(r, Gemm(out="C", a="A", b="B"))
+        b.emit(r, Send(peer=(r + 1) % 3, buf="A", handle="s"))
+        b.emit(r, Recv(peer=(r - 1) % 3, buf="B", handle="r"))
+        b.emit(r, Wait(handle="s"))
+        b.emit(r, Wait(handle="r"))
+    s = b.build()
+    _, engine, backend = _run(s)
+    assert sorted(backend.launches) == [(0.0, "p2p", (0, 1)), (1.0, "p2p", (1, 2)), (1.0, "p2p", (2, 0))]
+    assert engine.finish_s == [1.25, 1.25, 1.25]
+    # Rank 1 waits for its send (done at 1.25) first; its recv had completed at 0.25.
+    assert [engine.ends[r][-2:] for r in range(3)] == [[0.25, 1.25], [1.25, 1.25], [1.25, 1.25]]
+    assert [engine.ends[1][1], engine.ends[1][0]] == [0.25, 1.25]
+
+
+def test_the_nth_collective_on_a_group_is_every_members_nth():
+    # Two groups sharing rank 1: its program order decides which instance waits for which.
+    groups = {"g01": (0, 1), "g12": (1, 2)}
+    b = _builder(3, groups)
+    b.emit(0, AllReduce(group="g01", buf="A"))
+    b.emit(1, AllReduce(group="g12", buf="A"))
+    b.emit(1, AllReduce(group="g01", buf="A"))
+    b.emit(2, Gemm(out="C", a="A", b="B"))
+    b.emit(2, AllReduce(group="g12", buf="A"))
+    s = b.build()
+    _, engine, backend = _run(s)
+    assert backend.launches == [(1.0, "all_reduce", (1, 2)), (3.0, "all_reduce", (0, 1))]
+    assert engine.finish_s == [5.0, 5.0, 3.0]
+    assert engine.wait_s == [3.0, 1.0, 0.0]
+
+
+def test_a_deadlock_names_the_stuck_rank_and_op():
+    b = _builder(2)
+    b.emit(0, AllReduce(group="world", buf="A"))
+    s = b.build()
+    with pytest.raises(ValueError, match=r"deadlock: rank 0 is blocked at step 0 \(ar world A\)"):
+        _run(s)
+
+
+@pytest.mark.parametrize("algo, grid, gpus", [("1d", None, 4), ("2d", (2, 2, 1), None), ("summa25d", (2, 2, 2), None),
+                                              ("cannon25d", (2, 2, 2), None), ("cannon25d", (4, 4, 2), None)])
+@pytest.mark.parametrize("workload", [Workload.gemm(32, 16, 24), Workload.mlp(32, 16)], ids=["gemm", "mlp"])
+def test_engine_and_critical_path_agree_op_for_op(algo, grid, gpus, workload):
+    # The same plan, the same instance durations: the simpy run and the analytic walk must coincide.
+    s = build_schedule(algo, workload, "both", "float32", grid=grid, gpus=gpus)
+    plan, engine, _ = _run(s)
+    walk = critical_path(plan, comm_time)
+    assert (engine.starts, engine.ends, engine.waits) == (walk.starts, walk.ends, walk.waits)
+    assert (engine.comm_s, engine.wait_s, engine.finish_s) == (walk.comm_s, walk.wait_s, walk.finish_s)
+    for rank in range(s.world_size):
+        assert engine.finish_s[rank] == plan.compute_s[rank] + engine.comm_s[rank] + engine.wait_s[rank]
