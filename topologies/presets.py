@@ -104,7 +104,9 @@ class Preset:
     summary: str
     """One line for listings."""
     suffix: str
-    """What ``NAME:ARG`` means, e.g. "N servers"."""
+    """The form of the suffix: "N" or "XxYxZ"."""
+    suffix_help: str
+    """What ``NAME:<suffix>`` builds, e.g. "N servers on a fat tree"."""
     build: Callable[[str | None], nx.DiGraph] = field(repr=False)
     """Builds the graph from the suffix text (None: the default size)."""
 
@@ -134,7 +136,7 @@ def _server_preset(name: str, server, fabric: FabricSpec, summary: str) -> Prese
             return server.build()
         return fat_tree_cluster(server, _count(name, arg, "number of servers"), fabric)
 
-    return Preset(name, summary, "N servers on a fat tree", build)
+    return Preset(name, summary, "N", "N servers on a fat tree", build)
 
 
 def _torus_build(arg: str | None) -> nx.DiGraph:
@@ -157,8 +159,9 @@ PRESETS: dict[str, Preset] = {
         _server_preset("dgx-h200", DGX_H200_SERVER, NDR_FABRIC, "8x H200 SXM, NVSwitch (NVLink4), 8x NDR 400 Gb/s"),
         _server_preset("a100-4gpu", A100_4GPU_SERVER, HDR_FABRIC, "4x A100 SXM4, NVLink3 all-to-all, 4x HDR"),
         _server_preset("pcie-8gpu", PCIE_8GPU_SERVER, HDR_FABRIC, "8x A100 PCIe, PCIe Gen4 tree, 4x HDR"),
-        Preset("torus-3d", "4x4x4 torus of A100s, 2 NVLink3 per neighbour", "shape XxYxZ", _torus_build),
-        Preset("loopback", "8 CPU ranks on one host (gloo), placeholder rates", "N ranks", _loopback_build),
+        Preset("torus-3d", "4x4x4 torus of A100s, 2 NVLink3 per neighbour", "XxYxZ", "an X x Y x Z torus",
+               _torus_build),
+        Preset("loopback", "8 CPU ranks on one host (gloo), placeholder rates", "N", "N CPU ranks", _loopback_build),
     )
 }
 
@@ -169,5 +172,5 @@ def build_preset(spec: str) -> nx.DiGraph:
     if name not in PRESETS:
         raise TopologyError(f'unknown preset "{name}", known: {", ".join(PRESETS)}')
     if spec.endswith(":"):
-        raise TopologyError(f'{spec}: empty suffix; write {name} or {name}:{PRESETS[name].suffix.split()[0]}')
+        raise TopologyError(f'{spec}: empty suffix; write {name} or {name}:{PRESETS[name].suffix}')
     return PRESETS[name](arg or None)
