@@ -1,0 +1,123 @@
+"""CollectiveParams: the simulator's collective-model parameters, read from a topology's ``sim`` dict.
+
+Every field has a documented default and a ``sim`` key (``G.graph["sim"][key]``) that overrides it;
+calibration writes fitted values there. Keys this module reads:
+
+================================== ======================== ==========================================
+sim key                            default                  meaning
+================================== ======================== ==========================================
+collective_base_latency_us         8.0                      fixed software latency of one collective
+                                                            (NCCL: "about 8 us", DESIGN.md)
+collective_step_latency_us         0.0                      software latency per algorithm step, on top
+                                                            of the route's hop latencies
+collective_startup_bytes           1048576 (1 MiB)          bytes of the pipeline start-up (see below)
+collective_channel_bandwidth_GBps  20.0                     rate of one NCCL channel during start-up
+collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
+collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
+collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
+================================== ======================== ==========================================
+
+Start-up (LL128 and Simple protocols): NCCL cuts a collective across channels (one thread block
+each) and pushes data through per-peer FIFOs in slices; a Simple ring slice is ALLREDUCE_SLICESTEPS
+(2) x NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8) = 1 MiB (NCCL src/include/collectives.h, device.h).
+Before the pipeline streams at the link rate the first slice is carried by one channel, at about
+20 GB/s on A100 NVLink (NCCL's per-channel SM80 NVLink figure, src/graph/topo.h). The model charges
+that as a fixed delay ``min(S, startup_bytes) / channel_bandwidth`` (52 us from 1 MiB up). It is
+what separates NCCL's ~8 us small-message latency from the ~50-70 us intercept of its bandwidth
+regime; it is a simplification (NCCL's real ramp also depends on channel and thread counts).
+
+Pipelining (chain broadcast/reduce, double binary tree): a stream of X bytes is cut into chunks of
+``min(X / pipeline_chunks, pipeline_chunk_max_bytes)``; the pipeline fill costs one chunk time per
+stage after the first. 8 is NCCL_STEPS (slots in flight per peer), 512 KiB one Simple FIFO slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from simulator.errors import InputError
+
+__all__ = ["CollectiveParams", "PROTOCOLS", "SIM_KEYS"]
+
+PROTOCOLS = ("auto", "simple", "ll128", "ll")
+
+
+@dataclass(frozen=True)
+class CollectiveParams:
+    """Parameters of the collective model; units in the names; see the module docstring."""
+
+    base_latency_us: float = 8.0
+    """Fixed software latency charged once per collective, microseconds."""
+    step_latency_us: float = 0.0
+    """Extra software latency per algorithm step (added to the route latency), microseconds."""
+    startup_bytes: int = 1 << 20
+    """Bytes moved at one channel's rate before a LL128/Simple pipeline streams."""
+    channel_bandwidth_GBps: float = 20.0
+    """Rate of one channel during the start-up, GB/s (1 GB = 1e9 B)."""
+    pipeline_chunks: int = 8
+    """Number of chunks a pipelined stream is cut into (at most pipeline_chunk_max_bytes each)."""
+    pipeline_chunk_max_bytes: int = 512 << 10
+    """Largest pipeline chunk, bytes."""
+    protocol: str = "auto"
+    """NCCL protocol: "auto" (chosen as NCCL's tuning model would), "simple", "ll128" or "ll"."""
+
+    def __post_init__(self) -> None:
+        for name in ("base_latency_us", "step_latency_us"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value >= 0):
+                raise InputError(f"CollectiveParams.{name} must be a number >= 0, got {value!r}")
+        if not (isinstance(self.channel_bandwidth_GBps, (int, float)) and self.channel_bandwidth_GBps > 0):
+            raise InputError(
+                f"CollectiveParams.channel_bandwidth_GBps must be a number > 0, got {self.channel_bandwidth_GBps!r}"
+            )
+        for name in ("startup_bytes", "pipeline_chunk_max_bytes"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                raise InputError(f"CollectiveParams.{name} must be an integer >= 0, got {value!r}")
+        if self.pipeline_chunk_max_bytes == 0:
+            raise InputError("CollectiveParams.pipeline_chunk_max_bytes must be > 0, got 0")
+        if not (isinstance(self.pipeline_chunks, int) and not isinstance(self.pipeline_chunks, bool)
+                and self.pipeline_chunks >= 1):
+            raise InputError(f"CollectiveParams.pipeline_chunks must be an integer >= 1, got {self.pipeline_chunks!r}")
+        if self.protocol not in PROTOCOLS:
+            raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
+
+    @property
+    def base_latency_s(self) -> float:
+        """``base_latency_us`` in seconds."""
+        return self.base_latency_us * 1e-6
+
+    @property
+    def step_latency_s(self) -> float:
+        """``step_latency_us`` in seconds."""
+        return self.step_latency_us * 1e-6
+
+    def chunk_bytes(self, stream_bytes: float) -> float:
+        """Pipeline chunk for a stream of ``stream_bytes``: min(stream / chunks, chunk max)."""
+        return min(stream_bytes / self.pipeline_chunks, float(self.pipeline_chunk_max_bytes))
+
+    @classmethod
+    def from_sim(cls, sim: dict | None) -> CollectiveParams:
+        """Build from a topology's ``sim`` dict (keys in ``SIM_KEYS``; others are ignored)."""
+        sim = sim or {}
+        if not isinstance(sim, dict):
+            raise InputError(f"topology sim must be a dict, got {type(sim).__name__}")
+        values = {}
+        for field_name, key in SIM_KEYS.items():
+            if key in sim:
+                value = sim[key]
+                if field_name in _INT_FIELDS and isinstance(value, float) and value.is_integer():
+                    value = int(value)  # YAML/JSON may write 1048576.0
+                values[field_name] = value
+        return cls(**values)
+
+    @classmethod
+    def from_graph(cls, graph) -> CollectiveParams:
+        """Build from ``graph.graph["sim"]`` of a topology graph (defaults where a key is absent)."""
+        return cls.from_sim(graph.graph.get("sim"))
+
+
+SIM_KEYS = {f.name: f"collective_{f.name}" for f in fields(CollectiveParams)}
+"""Field name -> the ``sim`` key that sets it."""
+
+_INT_FIELDS = {"startup_bytes", "pipeline_chunks", "pipeline_chunk_max_bytes"}

@@ -1,0 +1,108 @@
+"""NCCL protocols (LL, LL128, Simple): what each costs in the model, and which one NCCL would pick.
+
+What a protocol changes here:
+
+- Wire bytes per payload byte (``wire_factor``): NCCL's own tuning model (src/graph/tuning.cc,
+  ``ncclTopoTuneModel``) rates LL at 1/4 of the link bandwidth for all_reduce and reduce and 1/3 for
+  the others (8-byte lines carry 4 data bytes and a flag, and LL runs fewer threads), LL128 at 0.92
+  (120 of every 128 bytes are data), Simple at 1. The model sends ``payload / rate_fraction`` bytes, so
+  a protocol's overhead also loads shared links.
+- Start-up delay (``startup_s``): LL128 and Simple pay the pipeline start-up of
+  ``simulator.collectives.params``; LL (flag per line, no slice handshakes) does not.
+
+Choice (``choose_protocol``): the protocol NCCL's tuning model predicts fastest, with its published
+constants (tuning.cc, NCCL 2.8-2.12): time = baseLat + nsteps x hwLat + bytes / algBw, where for a
+ring baseLat = {LL 3.6, LL128 10.0, Simple 8.4} us, hwLat on NVLink = {0.47, 1.9, 3.4} us and on the
+network = {2.7, 4.0, 9.6} us per step; for a tree baseLat = {4.4, 4.4, 0} us, hwLat NVLink =
+{0.52, 1.2, 28} us, network = {5.0, 8.5, 50} us. algBw = busBw x nRanks/nsteps for rings, busBw/2
+for trees; busBw is the group's bottleneck bandwidth scaled by the protocol fraction (trees also by
+0.9, LL 1/3.8, LL128 7/9). NCCL's per-channel LL128 cap and its 235 GB/s A100 cap are left out (they
+need NCCL's channel count). The result: LL for small messages, LL128 for medium ones on NVLink,
+Simple for large ones; e.g. on 8 A100s at 230 GB/s, LL128 up to ~28 MiB.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["wire_factor", "startup_s", "choose_protocol", "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES"]
+
+_PROTOS = ("ll", "ll128", "simple")
+# tuning.cc: baseLat[algorithm][protocol] and hwLat[hardware][algorithm][protocol], microseconds.
+_BASE_LAT_US = {"ring": (3.6, 10.0, 8.4), "tree": (4.4, 4.4, 0.0)}
+_HW_LAT_US = {
+    ("nvlink", "ring"): (0.47, 1.9, 3.4),
+    ("nvlink", "tree"): (0.52, 1.2, 28.0),
+    ("net", "ring"): (2.7, 4.0, 9.6),
+    ("net", "tree"): (5.0, 8.5, 50.0),
+}
+
+NCCL_P2P_LL_THRESHOLD_BYTES = 16384
+"""NCCL sends point-to-point messages of up to this many bytes with LL (NCCL_P2P_LL_THRESHOLD)."""
+
+
+def _rate_fraction(protocol: str, kind: str) -> float:
+    if protocol == "simple":
+        return 1.0
+    if protocol == "ll128":
+        return 0.92
+    if protocol == "ll":
+        return 0.25 if kind in ("all_reduce", "reduce") else 1.0 / 3.0
+    raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(_PROTOS)}")
+
+
+def wire_factor(protocol: str, kind: str) -> float:
+    """Bytes on the wire per payload byte for ``protocol`` in a collective of ``kind``."""
+    return 1.0 / _rate_fraction(protocol, kind)
+
+
+def startup_s(protocol: str, nbytes: float, params) -> float:
+    """The pipeline start-up delay of ``params`` for a collective of ``nbytes`` (0 for LL)."""
+    if protocol == "ll" or nbytes <= 0:
+        return 0.0
+    return min(float(nbytes), float(params.startup_bytes)) / (params.channel_bandwidth_GBps * 1e9)
+
+
+def _nsteps(kind: str, n: int) -> int:
+    # tuning.cc: 2(n-1) for all_reduce, n-1 for all_gather/reduce_scatter, n for broadcast/reduce.
+    if kind == "all_reduce":
+        return 2 * (n - 1)
+    if kind in ("all_gather", "reduce_scatter"):
+        return n - 1
+    return n
+
+
+def nccl_model_time_us(kind: str, family: str, protocol: str, n: int, nbytes: float,
+                       bandwidth_GBps: float, n_nodes: int = 1) -> float:
+    """NCCL's tuning-model time (us) of a ``family`` ("ring" or "tree") collective; see module doc."""
+    p = _PROTOS.index(protocol)
+    nsteps = _nsteps(kind, n)
+    bus = bandwidth_GBps * _rate_fraction(protocol, kind)
+    if family == "tree":
+        bus *= 0.9
+        if protocol == "ll":
+            bus = bandwidth_GBps * 0.9 / 3.8
+        elif protocol == "ll128":
+            bus = bandwidth_GBps * 0.9 * 7.0 / 9.0
+        algbw = bus * 0.5
+    else:
+        algbw = bus * n / nsteps
+    lat = _BASE_LAT_US[family][p]
+    intra = _HW_LAT_US[("nvlink", family)][p]
+    inter = _HW_LAT_US[("net", family)][p]
+    per_node = max(1, n // max(1, n_nodes))
+    if family == "ring":
+        inter_steps = _nsteps(kind, n_nodes) if n_nodes > 1 else 0
+        lat += (nsteps - inter_steps) * intra + inter_steps * inter
+    else:
+        lat += 2 * ((per_node - 1) * intra + math.floor(math.log2(max(1, n_nodes))) * inter)
+    return lat + nbytes / (1e3 * algbw)
+
+
+def choose_protocol(kind: str, family: str, n: int, nbytes: float, bandwidth_GBps: float,
+                    n_nodes: int = 1) -> str:
+    """The protocol with the smallest ``nccl_model_time_us`` (ties go to the earlier of LL, LL128, Simple)."""
+    if kind == "send":
+        return "ll" if nbytes <= NCCL_P2P_LL_THRESHOLD_BYTES else "simple"
+    times = [nccl_model_time_us(kind, family, p, n, nbytes, bandwidth_GBps, n_nodes) for p in _PROTOS]
+    return _PROTOS[times.index(min(times))]

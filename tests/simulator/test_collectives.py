@@ -1,0 +1,164 @@
+"""Collectives on the flow network: contention-free runs equal the closed forms; contention slows them."""
+
+import networkx as nx
+import pytest
+import simpy
+
+from simulator.collectives import (ALGORITHMS, CollectiveParams, choose_algorithm, decompose, plan_collective,
+                                   run_collective)
+from simulator.collectives.trees import binomial_rounds, btree_parents, dbtree_parents, dbtree_port_load
+from simulator.cost import collective_time_s, predict_collective_s
+from simulator.errors import InputError
+from simulator.network import FlowNetwork, HopRouter
+
+
+def switch(n: int, bw: float = 100.0, lat: float = 0.5) -> nx.DiGraph:
+    """n GPUs gpu0.. on one switch (per-direction ``bw`` GB/s, ``lat`` us per hop), sim latency 8 us."""
+    G = nx.DiGraph(sim={"collective_base_latency_us": 8.0})
+    for i in range(n):
+        G.add_node(f"gpu{i}", kind="gpu", server=0)
+        for a, b in ((f"gpu{i}", "sw"), ("sw", f"gpu{i}")):
+            G.add_edge(a, b, bandwidth_GBps=bw, latency_us=lat, kind="nvswitch")
+    return G
+
+
+def simulate(G, kind, n, nbytes, **kw):
+    env = simpy.Environment()
+    net = FlowNetwork(env, G, router=HopRouter(G))
+    proc = run_collective(env, net, kind, [f"gpu{i}" for i in range(n)], nbytes, **kw)
+    env.run()
+    return env.now, proc.value, net
+
+
+CASES = [(kind, alg) for kind, algs in ALGORITHMS.items() for alg in algs]
+
+
+@pytest.mark.parametrize("kind, algorithm", CASES)
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("nbytes", [4096, 3 * 2**20 + 5, 2**28])
+@pytest.mark.parametrize("protocol", ["auto", "ll"])
+def test_contention_free_run_equals_closed_form(kind, algorithm, n, nbytes, protocol):
+    if kind == "send" and n != 2:
+        pytest.skip("send has two members")
+    G = switch(16)
+    G.graph["sim"]["collective_protocol"] = protocol
+    G.graph["sim"]["collective_step_latency_us"] = 0.25
+    root = 1 if kind in ("broadcast", "reduce") else None
+    t, plan, _ = simulate(G, kind, n, nbytes, algorithm=algorithm, root=root)
+    params = CollectiveParams.from_graph(G)
+    # On a switch: two 0.5 us hops per step plus the 0.25 us software step latency; 100 GB/s.
+    expected = collective_time_s(kind, algorithm, n, nbytes, 1.25e-6, 100e9, params, plan.protocol)
+    assert t == pytest.approx(expected, rel=1e-9)
+
+
+def test_ring_all_reduce_closed_form_by_hand():
+    # 4 ranks, 64 MiB, Simple: 8 us + 1 MiB / 20 GB/s + 6 steps x 1 us + 1.5 x 64 MiB / 100 GB/s.
+    G = switch(4)
+    G.graph["sim"]["collective_protocol"] = "simple"
+    t, plan, net = simulate(G, "all_reduce", 4, 64 * 2**20, algorithm="ring")
+    assert t == pytest.approx(8e-6 + 2**20 / 20e9 + 6e-6 + 1.5 * 64 * 2**20 / 100e9, rel=1e-12)
+    assert (plan.algorithm, plan.protocol) == ("ring", "simple")
+    assert net.flow_count == 4
+    assert net.link_stats()[("gpu0", "sw")].bytes == pytest.approx(1.5 * 64 * 2**20)
+
+
+def test_predict_matches_the_simulated_default_choice():
+    G = switch(8)
+    for nbytes in (8, 2**16, 2**20, 2**30):
+        t, _, net = simulate(G, "all_reduce", 8, nbytes)
+        assert t == pytest.approx(predict_collective_s(net, "all_reduce", [f"gpu{i}" for i in range(8)], nbytes),
+                                  rel=1e-9)
+
+
+def _two_leaves():
+    G = nx.DiGraph(sim={"collective_protocol": "simple", "collective_startup_bytes": 0})
+    for i in range(8):
+        leaf = f"leaf{i % 2}"
+        for a, b in ((f"gpu{i}", leaf), (leaf, f"gpu{i}")):
+            G.add_edge(a, b, bandwidth_GBps=100.0, latency_us=0.0)
+    for a, b in (("leaf0", "leaf1"), ("leaf1", "leaf0")):
+        G.add_edge(a, b, bandwidth_GBps=100.0, latency_us=0.0)
+    return G
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_contention_slows_a_collective_down(together):
+    # Even GPUs on leaf0, odd on leaf1, one 100 GB/s link pair between the leaves. A ring over
+    # gpu0..3 crosses leaf0->leaf1 twice (0->1, 2->3): its flows get 50 GB/s. A second ring over
+    # gpu4..7 started at the same time halves that again.
+    G = _two_leaves()
+    env = simpy.Environment()
+    net = FlowNetwork(env, G, router=HopRouter(G))
+    S = 2**30
+    a = run_collective(env, net, "all_reduce", ["gpu0", "gpu1", "gpu2", "gpu3"], S, algorithm="ring")
+    if together:
+        run_collective(env, net, "all_reduce", ["gpu4", "gpu5", "gpu6", "gpu7"], S, algorithm="ring")
+    env.run()
+    assert a.processed
+    sharing = 4 if together else 2
+    assert env.now == pytest.approx(8e-6 + sharing * 1.5 * S / 100e9, rel=1e-9)
+    assert env.now > collective_time_s("all_reduce", "ring", 4, S, 0.0, 100e9, CollectiveParams.from_graph(G))
+
+
+def test_one_rank_costs_the_base_latency():
+    t, plan, net = simulate(switch(2), "all_reduce", 1, 2**20)
+    assert t == pytest.approx(8e-6) and net.flow_count == 0
+
+
+def test_default_algorithms_are_nccl_like():
+    assert choose_algorithm("broadcast", 8, 2**20) == "chain"
+    assert choose_algorithm("reduce_scatter", 8, 2**20) == "ring"
+    assert choose_algorithm("all_reduce", 8, 2**30) == "ring"
+    assert choose_algorithm("all_reduce", 8, 2**10) == "ring"  # one server: ring LL beats the tree
+    # Many servers, small message: the tree's log2(nodes) latency wins; large: the ring's bandwidth.
+    assert choose_algorithm("all_reduce", 512, 2**16, n_nodes=64, bandwidth_GBps=24.0) == "double_binary_tree"
+    assert choose_algorithm("all_reduce", 512, 2**30, n_nodes=64, bandwidth_GBps=24.0) == "ring"
+
+
+def test_protocols_by_size_on_one_a100_server():
+    G = switch(8, bw=230.0)
+    plans = [simulate(G, "all_reduce", 8, s)[1].protocol for s in (2**10, 2**20, 2**24, 2**26)]
+    assert plans == ["ll", "ll128", "ll128", "simple"]
+
+
+def test_trees_match_nccl_shapes():
+    assert btree_parents(8) == (-1, 2, 4, 2, 0, 6, 4, 6)
+    first, second = dbtree_parents(8)
+    assert second == (1, 3, 1, 7, 5, 3, 5, -1)  # mirror: interior ranks of one tree are leaves of the other
+    assert dbtree_port_load(8) == 4
+    assert binomial_rounds(6) == [[(0, 1)], [(0, 2), (1, 3)], [(0, 4), (1, 5)]]
+    assert binomial_rounds(3, root=2) == [[(2, 0)], [(2, 1)]]
+
+
+def test_decomposition_byte_counts():
+    ring = decompose("all_reduce", "ring", 4, 400.0)
+    assert [f[2] for f in ring[0].flows] == [600.0] * 4 and ring[0].steps == 6
+    direct = decompose("all_gather", "direct", 4, 400.0)
+    assert len(direct[0].flows) == 12 and direct[0].flows[0][2] == 100.0
+    chain = decompose("reduce", "chain", 3, 10.0, root=1)
+    assert [f[:2] for f in chain[0].flows] == [(0, 2), (2, 1)]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [(dict(kind="gather"), "unknown collective kind 'gather'; valid: broadcast"),
+     (dict(kind="all_reduce", algorithm="chain"), "algorithm 'chain' is not available; valid: ring"),
+     (dict(kind="broadcast", root=4), r"root must be a group-local rank in 0..3"),
+     (dict(kind="send"), r"send: members must be \[source, destination\]"),
+     (dict(kind="all_reduce", nbytes=-1), "nbytes must be a number >= 0")],
+)
+def test_bad_collectives_are_input_errors(kwargs, message):
+    G = switch(4)
+    net = FlowNetwork(simpy.Environment(), G, router=HopRouter(G))
+    args = dict(kind="all_reduce", members=[f"gpu{i}" for i in range(4)], nbytes=10)
+    args.update(kwargs)
+    with pytest.raises(InputError, match=message):
+        plan_collective(net, **args)
+
+
+def test_bad_sim_parameters_are_input_errors():
+    with pytest.raises(InputError, match="protocol must be one of auto, simple, ll128, ll"):
+        CollectiveParams.from_sim({"collective_protocol": "fast"})
+    with pytest.raises(InputError, match="pipeline_chunks must be an integer >= 1"):
+        CollectiveParams.from_sim({"collective_pipeline_chunks": 0})
+    assert CollectiveParams.from_sim({"collective_startup_bytes": 1048576.0}).startup_bytes == 2**20
