@@ -114,6 +114,14 @@ def _mapping(value, where: str) -> dict:
     return value
 
 
+def _extra(entry: dict, where: str) -> dict:
+    extra = _mapping(entry.get("extra", {}), where)
+    bad = [key for key in extra if not isinstance(key, str)]
+    if bad:
+        raise TopologyError(f"{where}: keys must be strings, got {bad[0]!r}")
+    return extra
+
+
 def _entries(doc: dict, key: str, known: tuple[str, ...], label: str) -> list[dict]:
     value = doc.get(key, [])
     if not isinstance(value, list):
@@ -134,7 +142,8 @@ def document_to_graph(doc) -> nx.DiGraph:
         raise TopologyError(f"unknown top-level key {unknown[0]!r} (known: {', '.join(_TOP_KEYS)})")
     if doc.get("format", FORMAT) != FORMAT:
         raise TopologyError(f"unknown format {doc['format']!r}, expected {FORMAT}")
-    devices = {key: _mapping(body, f"device {key}") for key, body in _mapping(doc.get("devices", {}), "devices").items()}
+    declared = _mapping(doc.get("devices", {}), "devices")
+    devices = {key: _mapping(body, f"device {key}") for key, body in declared.items()}
     G = nx.DiGraph(name=doc.get("name", ""), notes=doc.get("notes", ""), sim=doc.get("sim", {}))
     first_seen: dict[str, int] = {}
     gpus = 0
@@ -146,9 +155,9 @@ def document_to_graph(doc) -> nx.DiGraph:
             raise TopologyError(f"duplicate node {name} (nodes {first_seen[name]} and {position})")
         first_seen[name] = position
         attrs = {k: v for k, v in entry.items() if k not in ("name", "extra", "device")}
-        attrs.update(_mapping(entry.get("extra", {}), f"node {name} extra"))
+        attrs.update(_extra(entry, f"node {name} extra"))
         if "device" in entry:
-            if entry["device"] not in devices:
+            if not isinstance(entry["device"], str) or entry["device"] not in devices:
                 raise TopologyError(
                     f'node {name} uses unknown device "{entry["device"]}" (known: {", ".join(devices) or "none"})'
                 )
@@ -162,7 +171,7 @@ def document_to_graph(doc) -> nx.DiGraph:
     for position, entry in enumerate(_entries(doc, "links", _LINK_KEYS, "link"), start=1):
         a, b = entry.get("a"), entry.get("b")
         for end in (a, b):
-            if end not in first_seen:
+            if not isinstance(end, str) or end not in first_seen:
                 raise TopologyError(f'unknown node "{end}" in link {position}')
         for missing in ("bandwidth_GBps", "latency_us", "kind"):
             if missing not in entry:
@@ -171,7 +180,7 @@ def document_to_graph(doc) -> nx.DiGraph:
         if not isinstance(duplex, bool):
             raise TopologyError(f"link {position} {a}-{b}: duplex must be true or false, got {duplex!r}")
         attrs = {k: v for k, v in entry.items() if k in _EDGE_ATTRS}
-        attrs.update(_mapping(entry.get("extra", {}), f"link {position} extra"))
+        attrs.update(_extra(entry, f"link {position} extra"))
         for edge in [(a, b), (b, a)] if duplex else [(a, b)]:
             if edge in link_at:
                 raise TopologyError(f"duplicate link {edge[0]}-{edge[1]} (links {link_at[edge]} and {position})")

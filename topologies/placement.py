@@ -45,7 +45,9 @@ def _grid(name: str, world_size: int, grid) -> tuple[int, int]:
         raise TopologyError(f"placement {name} needs a grid [q,q,d] with equal first two factors, got {list(grid)}")
     q, _, d = grid
     if q * q * d != world_size:
-        raise TopologyError(f"placement {name}: grid [{q},{q},{d}] has q*q*d = {q * q * d} ranks, world size is {world_size}")
+        raise TopologyError(
+            f"placement {name}: grid [{q},{q},{d}] has q*q*d = {q * q * d} ranks, world size is {world_size}"
+        )
     return q, d
 
 

@@ -36,6 +36,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -109,6 +110,10 @@ class Preset:
     """What ``NAME:<suffix>`` builds, e.g. "N servers on a fat tree"."""
     build: Callable[[str | None], nx.DiGraph] = field(repr=False)
     """Builds the graph from the suffix text (None: the default size)."""
+    server: object | None = field(default=None, repr=False)
+    """The server spec (topologies.servers) of a server preset, else None."""
+    fabric: FabricSpec | None = field(default=None, repr=False)
+    """The default cluster fabric of a server preset, else None."""
 
     @property
     def notes(self) -> str:
@@ -121,6 +126,21 @@ class Preset:
         G.graph["name"] = self.name if arg is None else f"{self.name}:{arg}"
         G.graph["notes"] = self.notes
         G.graph["sim"] = dict(LOOPBACK_SIM if self.name == "loopback" else DEFAULT_SIM)
+        return G
+
+    def cluster(self, n_servers: int, **fabric_changes) -> nx.DiGraph:
+        """``n_servers`` of this preset's servers on its fabric with some fields changed.
+
+        ``fabric_changes`` are FabricSpec fields, e.g.
+        ``PRESETS["dgx-h100"].cluster(64, oversubscription=2.0, rail_optimised=False)``.
+        """
+        if self.server is None:
+            raise TopologyError(f"preset {self.name} is not a server; it has no cluster form")
+        fabric = dataclasses.replace(self.fabric, **fabric_changes)
+        G = fat_tree_cluster(self.server, n_servers, fabric, name=f"{self.name}:{n_servers}")
+        changes = ", ".join(f"{key}={value}" for key, value in fabric_changes.items())
+        G.graph["notes"] = self.notes + (f" Fabric changed: {changes}." if changes else "")
+        G.graph["sim"] = dict(DEFAULT_SIM)
         return G
 
 
@@ -136,7 +156,7 @@ def _server_preset(name: str, server, fabric: FabricSpec, summary: str) -> Prese
             return server.build()
         return fat_tree_cluster(server, _count(name, arg, "number of servers"), fabric)
 
-    return Preset(name, summary, "N", "N servers on a fat tree", build)
+    return Preset(name, summary, "N", "N servers on a fat tree", build, server, fabric)
 
 
 def _torus_build(arg: str | None) -> nx.DiGraph:

@@ -90,7 +90,9 @@ class Router:
 
     def __init__(self, G: nx.DiGraph) -> None:
         self.graph = G
-        self._names = list(G.nodes)
+        # Node ids in name order: heap ties and equal-cost choices then depend on the graph's content
+        # only, not on the order its nodes and edges were added (a graph rebuilt from a file routes alike).
+        self._names = sorted(G.nodes, key=str)
         index = self._index = {name: i for i, name in enumerate(self._names)}
         self._out: list[list[tuple[int, int]]] = [[] for _ in self._names]
         self._in: list[list[tuple[int, int]]] = [[] for _ in self._names]
@@ -114,28 +116,27 @@ class Router:
         while True:
             top_f, top_b = forward.top(), backward.top()
             # Strictly greater: then each node of every cheapest route is settled on one side or the other.
-            if top_f + top_b > best or (top_f == _INF and top_b == _INF):
-                break
+            if top_f + top_b > best or (best == _INF and (top_f == _INF or top_b == _INF)):
+                break  # the second case: one side ran out of nodes without meeting the other
             if top_b == _INF or (top_f != _INF and len(forward.heap) <= len(backward.heap)):
                 best = forward.settle_next(backward, best)
             else:
                 best = backward.settle_next(forward, best)
         if best == _INF:
             raise TopologyError(f"route: {src} cannot reach {dst}")
-        names = self._names
         meeting = [
             (u, v)
             for u in forward.settled
             for v, cost in self._out[u]
             if v in backward.settled and forward.dist[u] + cost + backward.dist[v] == best
         ]
-        meeting.sort(key=lambda edge: (names[edge[0]], names[edge[1]]))
+        meeting.sort()  # ids are in name order
         return forward, backward, meeting
 
     def _pick(self, options: list[int], src: str, dst: str, here: int) -> int:
         if len(options) == 1:
             return options[0]
-        ordered = sorted(options, key=self._names.__getitem__)
+        ordered = sorted(options)
         return ordered[zlib.crc32(f"{src}|{dst}|{self._names[here]}".encode()) % len(ordered)]
 
     def path(self, src: str, dst: str) -> tuple[tuple[str, str], ...]:

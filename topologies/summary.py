@@ -44,8 +44,12 @@ def summarize(G: nx.DiGraph, bisection: bool = True) -> dict:
         if data.get("peak_bandwidth_GBps") is not None:
             peaks[kind].append(data["peak_bandwidth_GBps"])
     for kind in sorted(pairs, key=lambda k: -max(rates[k])):
-        links[kind] = {"links": len(pairs[kind]), "directed_edges": len(rates[kind]),
-                       "bandwidth_GBps": _span(rates[kind]), "peak_bandwidth_GBps": _span(peaks[kind]) if peaks[kind] else None}
+        links[kind] = {
+            "links": len(pairs[kind]),
+            "directed_edges": len(rates[kind]),
+            "bandwidth_GBps": _span(rates[kind]),
+            "peak_bandwidth_GBps": _span(peaks[kind]) if peaks[kind] else None,
+        }
     injection = {gpu: sum(bw for _, _, bw in G.out_edges(gpu, data="bandwidth_GBps")) for gpu in gpus}
     slowest = min(gpus, key=lambda gpu: (injection[gpu], G.nodes[gpu]["gpu_index"]))
     by_kind: Counter = Counter()
@@ -88,7 +92,8 @@ def format_summary(summary: dict) -> str:
         "  links          kind: duplex links x GB/s per direction, model rate (published peak)",
     ]
     for kind, info in summary["links"].items():
-        lines.append(f"    {kind:<12} {info['links']} x {_rate(info['bandwidth_GBps'])} ({_rate(info['peak_bandwidth_GBps'])})")
+        rate, peak = _rate(info["bandwidth_GBps"]), _rate(info["peak_bandwidth_GBps"])
+        lines.append(f"    {kind:<12} {info['links']} x {rate} ({peak})")
     parts = " + ".join(f"{kind} {rate:.4g}" for kind, rate in summary["injection_by_kind_GBps"].items())
     spread = "" if summary["injection_max_GBps"] == summary["injection_GBps"] else (
         f", up to {summary['injection_max_GBps']:.4g}")

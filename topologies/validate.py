@@ -91,7 +91,7 @@ def _check_nodes(G: nx.DiGraph) -> list[str]:
     indices = {}
     for node, data in G.nodes(data=True):
         kind = data.get("kind")
-        if kind not in NODE_KINDS:
+        if not isinstance(kind, str) or kind not in NODE_KINDS:
             raise TopologyError(f"node {node} has unknown kind {kind!r} (known: {', '.join(NODE_KINDS)})")
         server = data.get("server")
         if server is not None and not (isinstance(server, int) and not isinstance(server, bool) and server >= 0):
@@ -132,7 +132,7 @@ def _check_edges(G: nx.DiGraph) -> None:
         latency = data.get("latency_us")
         if not (_is_number(latency) and latency >= 0):
             raise TopologyError(f"{link} latency_us must be >= 0, got {_show(latency)}")
-        if data.get("kind") not in EDGE_KINDS:
+        if not isinstance(data.get("kind"), str) or data["kind"] not in EDGE_KINDS:
             raise TopologyError(f"{link} has unknown kind {data.get('kind')!r} (known: {', '.join(EDGE_KINDS)})")
         peak = data.get("peak_bandwidth_GBps")
         if peak is not None and not (_is_number(peak) and peak > 0):

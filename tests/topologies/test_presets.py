@@ -96,3 +96,13 @@ def test_big_clusters_build_in_seconds():
     G = load_topology("dgx-h100:512")
     assert len(gpu_nodes(G)) == 4096
     assert time.perf_counter() - start < 5.0
+
+
+def test_cluster_form_with_a_changed_fabric():
+    preset = PRESETS["dgx-h100"]
+    G = preset.cluster(64, oversubscription=2.0)
+    assert G.graph["name"] == "dgx-h100:64" and "oversubscription=2.0" in G.graph["notes"]
+    assert bisection_GBps(G) == pytest.approx(32 * 8 * 47.0 / 2)
+    assert bisection_GBps(preset.cluster(64)) == pytest.approx(32 * 8 * 47.0)
+    with pytest.raises(TopologyError, match="has no cluster form"):
+        PRESETS["loopback"].cluster(2)

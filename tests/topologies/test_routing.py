@@ -44,6 +44,20 @@ def test_routes_are_cached_and_stable():
     assert Router(load_topology("dgx-a100:2")).path("gpu0", "gpu9") == first
 
 
+def test_routes_do_not_depend_on_insertion_order():
+    G = load_topology("dgx-a100:3")
+    rng = random.Random(1)
+    nodes, edges = list(G.nodes(data=True)), list(G.edges(data=True))
+    rng.shuffle(nodes)
+    rng.shuffle(edges)
+    H = nx.DiGraph(G.graph)
+    H.add_nodes_from(nodes)
+    H.add_edges_from(edges)
+    a, b = Router(G), Router(H)
+    pairs = [(f"gpu{i}", f"gpu{(i * 7 + 5) % 24}") for i in range(24)]
+    assert [a.path(*p) for p in pairs] == [b.path(*p) for p in pairs]
+
+
 def test_same_routes_in_another_process_with_another_hash_seed():
     code = ("from topologies import Router, load_topology; r = Router(load_topology('dgx-h100:40')); "
             "print([r.path(f'gpu{i}', f'gpu{(i * 37 + 11) % 320}') for i in range(0, 320, 7)])")
