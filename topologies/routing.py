@@ -112,7 +112,9 @@ class Router:
         """Run the bidirectional search; return both sides and the sorted meeting edges."""
         source, target = self._node(src), self._node(dst)
         forward, backward = _Side(source, self._out), _Side(target, self._in)
-        best = _INF
+        # Settle both roots first: then, if one side runs out of nodes, the other end is still settled
+        # on its own side and the cheapest routes still have meeting edges.
+        best = backward.settle_next(forward, forward.settle_next(backward, _INF))
         while True:
             top_f, top_b = forward.top(), backward.top()
             # Strictly greater: then each node of every cheapest route is settled on one side or the other.

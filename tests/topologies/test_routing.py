@@ -8,6 +8,8 @@ import time
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from topologies import Router, TopologyError, gpu_nodes, load_topology
 from topologies.builders import ring, torus_3d
@@ -123,3 +125,42 @@ def test_big_cluster_routes_quickly():
         src, dst = rng.sample(gpus, 2)
         check_route(G, router.path(src, dst), src, dst)
     assert time.perf_counter() - start < 5.0
+
+
+@pytest.mark.parametrize("build", [lambda: ring(2), lambda: ring(3), lambda: nx.DiGraph(ring(2).edges(data=True))])
+def test_tiny_graphs_route(build):
+    G = build()
+    router = Router(G)
+    assert router.path("gpu0", "gpu1") == (("gpu0", "gpu1"),)
+    assert router.path("gpu1", "gpu0") == (("gpu1", "gpu0"),)
+
+
+def test_one_way_links_are_followed():
+    G = ring(4)
+    G.remove_edges_from([("gpu1", "gpu0"), ("gpu2", "gpu1"), ("gpu3", "gpu2"), ("gpu0", "gpu3")])
+    assert Router(G).nodes("gpu1", "gpu0") == ("gpu1", "gpu2", "gpu3", "gpu0")
+
+
+def cost(u, v, data):
+    return (1 << 16) + (data["kind"] in ("ib", "ethernet"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(3, 12), st.floats(0.15, 0.6), st.integers(0, 10_000))
+def test_routes_are_exactly_the_cheapest_paths_networkx_finds(n, density, seed):
+    rng = random.Random(seed)
+    G = nx.DiGraph()
+    G.add_nodes_from(f"v{i}" for i in range(n))
+    for a in range(n):
+        for b in range(n):
+            if a != b and rng.random() < density:
+                G.add_edge(f"v{a}", f"v{b}", kind=rng.choice(["nvlink", "ib", "pcie"]), bandwidth_GBps=1.0,
+                           latency_us=0.0)
+    router = Router(G)
+    for src in G:
+        for dst in G:
+            if src == dst or not nx.has_path(G, src, dst):
+                continue
+            expected = sorted(tuple(p) for p in nx.all_shortest_paths(G, src, dst, weight=cost))
+            assert router.equal_cost_paths(src, dst, limit=10_000) == expected
+            assert router.nodes(src, dst) in expected
