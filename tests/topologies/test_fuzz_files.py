@@ -29,7 +29,7 @@ def paths(doc, prefix=()):
 ALL_PATHS = list(paths(BASE))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(ALL_PATHS), junk), min_size=1, max_size=3))
 def test_mutated_documents_fail_cleanly(mutations):
     doc = copy.deepcopy(BASE)
