@@ -6,8 +6,10 @@ one point-to-point flow. For all_reduce NCCL chooses between its ring and its do
 its tuning model (src/graph/tuning.cc): the tree's latency grows with log2 of the number of nodes,
 the ring's with the number of ranks, and the ring has more bandwidth. We make the same comparison
 with NCCL's published constants (``protocols.nccl_model_time_us``, each family with its best
-protocol): on one NVSwitch server the ring wins at every size; across many servers the tree wins for
-small and medium messages, as in NCCL.
+protocol). On one 8-GPU NVSwitch server the ring wins except near 1-2 MiB (tree/LL128 there);
+across servers the tree wins for small and medium messages (16 DGX A100s: up to 8 MiB), as in NCCL.
+NCCL's ``treeCorrectionFactor`` (a medium-size fudge of its tree bandwidth) is left out, so the tree
+is chosen in a somewhat wider window than NCCL's own table would choose it.
 """
 
 from __future__ import annotations

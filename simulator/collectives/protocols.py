@@ -16,9 +16,10 @@ ring baseLat = {LL 3.6, LL128 10.0, Simple 8.4} us, hwLat on NVLink = {0.47, 1.9
 network = {2.7, 4.0, 9.6} us per step; for a tree baseLat = {4.4, 4.4, 0} us, hwLat NVLink =
 {0.52, 1.2, 28} us, network = {5.0, 8.5, 50} us. algBw = busBw x nRanks/nsteps for rings, busBw/2
 for trees; busBw is the group's bottleneck bandwidth scaled by the protocol fraction (trees also by
-0.9, LL 1/3.8, LL128 7/9). NCCL's per-channel LL128 cap and its 235 GB/s A100 cap are left out (they
-need NCCL's channel count). The result: LL for small messages, LL128 for medium ones on NVLink,
-Simple for large ones; e.g. on 8 A100s at 230 GB/s, LL128 up to ~28 MiB.
+0.9, LL 1/3.8, LL128 7/9). Left out: NCCL's per-channel LL128 cap and 235 GB/s A100 cap (they need
+NCCL's channel count) and its tree correction factors. The result: LL for small messages, LL128 for
+medium ones on NVLink, Simple for large ones; a ring on 8 A100s at 230 GB/s uses LL up to ~1.2 MiB,
+LL128 up to ~28 MiB, then Simple.
 """
 
 from __future__ import annotations

@@ -162,3 +162,39 @@ def test_bad_sim_parameters_are_input_errors():
     with pytest.raises(InputError, match="pipeline_chunks must be an integer >= 1"):
         CollectiveParams.from_sim({"collective_pipeline_chunks": 0})
     assert CollectiveParams.from_sim({"collective_startup_bytes": 1048576.0}).startup_bytes == 2**20
+
+
+def test_whole_timeline_of_a_three_rank_ring_all_gather():
+    # S = 3 GB, Simple, no start-up: 8 us base + 1 step (1 us) in front; flows of 2 GB at 100 GB/s.
+    G = switch(3)
+    G.graph["sim"].update(collective_protocol="simple", collective_startup_bytes=0)
+    env = simpy.Environment()
+    net = FlowNetwork(env, G, router=HopRouter(G), record=True)
+    run_collective(env, net, "all_gather", ["gpu0", "gpu1", "gpu2"], 3e9, algorithm="ring")
+    env.run()
+    got = [(round(e.time_s, 12), e.flow, e.event, e.rate_GBps) for e in net.timeline]
+    assert got == [
+        (9e-6, 0, "start", 100.0), (9e-6, 1, "start", 100.0), (9e-6, 2, "start", 100.0),
+        (0.020009, 0, "drain", None), (0.020009, 1, "drain", None), (0.020009, 2, "drain", None),
+        (0.02001, 0, "arrive", None), (0.02001, 1, "arrive", None), (0.02001, 2, "arrive", None),
+    ]
+
+
+def test_whole_timeline_of_a_two_phase_direct_all_reduce_on_two_ranks():
+    G = switch(2)
+    G.graph["sim"].update(collective_protocol="simple", collective_startup_bytes=0)
+    env = simpy.Environment()
+    net = FlowNetwork(env, G, router=HopRouter(G), record=True)
+    run_collective(env, net, "all_reduce", ["gpu0", "gpu1"], 2e9, algorithm="direct")
+    env.run()
+    got = [(round(e.time_s, 12), e.flow, e.event) for e in net.timeline]
+    # Phase 1 (reduce-scatter, 1 GB each way) starts after the 8 us base latency; phase 2 when
+    # phase 1 has arrived.
+    assert got == [
+        (8e-6, 0, "start"), (8e-6, 1, "start"),
+        (0.010008, 0, "drain"), (0.010008, 1, "drain"),
+        (0.010009, 0, "arrive"), (0.010009, 1, "arrive"),
+        (0.010009, 2, "start"), (0.010009, 3, "start"),
+        (0.020009, 2, "drain"), (0.020009, 3, "drain"),
+        (0.02001, 2, "arrive"), (0.02001, 3, "arrive"),
+    ]

@@ -1,0 +1,152 @@
+"""`tpsim collective`: simulate one collective (or an nccl-tests-style size sweep) on a topology.
+
+Ranks go on the topology's first N GPUs, or where ``--placement`` puts them. Times come from the
+flow network (``simulator.network``) running the collective's flows (``simulator.collectives``);
+``analytic_time_s`` is the closed form (``simulator.cost``) for the same algorithm and protocol.
+algbw = S / t and busbw = algbw x factor follow nccl-tests (factor 2(n-1)/n for all_reduce,
+(n-1)/n for all_gather and reduce_scatter, 1 for broadcast and reduce); S is the buffer size, the
+output size for all_gather, the input size for reduce_scatter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from simulator.errors import InputError
+
+OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
+SWEEP_SIZES = tuple(8 << k for k in range(28))  # 8 B .. 1 GiB, factor 2, as nccl-tests -b 8 -e 1G -f 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `collective`."""
+    p = subparsers.add_parser(
+        "collective", help="simulate one collective on a topology (time, algbw, busbw)",
+        description="Simulate one NCCL-style collective on a topology with the flow-level network model.")
+    p.add_argument("--op", choices=OPS, help="the collective (with --compare: the log's)")
+    p.add_argument("--ranks", type=int, metavar="N", help="group size (with --compare: the log's)")
+    p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
+    p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
+    p.add_argument("--algo", metavar="A", help="algorithm (default: NCCL-like choice): ring, chain, "
+                   "binomial_tree, double_binary_tree, direct")
+    p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"), help="NCCL protocol (default auto)")
+    p.add_argument("--root", type=int, default=None, help="root rank for broadcast/reduce (default 0)")
+    p.add_argument("--placement", metavar="P", help="rank -> GPU placement (topologies.resolve_placement)")
+    p.add_argument("--sweep", action="store_true", help="sizes 8 B .. 1 GiB (factor 2), an nccl-tests-style table")
+    p.add_argument("--compare", metavar="LOG", help="predict every size of an nccl-tests log and print the "
+                   "error against its out-of-place time")
+    p.add_argument("--json", action="store_true", help="print JSON (an object, or a list with --sweep/--compare)")
+    p.set_defaults(func=collective_command)
+
+
+def _members(args, G) -> list:
+    from topologies import gpu_nodes, resolve_placement
+
+    gpus = gpu_nodes(G)
+    if args.ranks < 1:
+        raise InputError(f"--ranks {args.ranks}: a group has at least 1 rank")
+    if args.placement is None:
+        if args.ranks > len(gpus):
+            raise InputError(f"--ranks {args.ranks}: topology {args.topology} has only {len(gpus)} GPUs")
+        return gpus[: args.ranks]
+    return resolve_placement(args.placement, G, args.ranks, None)
+
+
+def collective_command(args: argparse.Namespace) -> int:
+    """Run `tpsim collective`; print a summary, a table (--sweep) or JSON."""
+    import dataclasses
+
+    import simpy
+
+    from simulator.collectives import CollectiveParams, run_collective
+    from simulator.cost import algbw_GBps, busbw_GBps, predict_collective_s
+    from simulator.network import FlowNetwork
+    from simulator.sizes import format_size, parse_size
+    from topologies import load_topology
+
+    measured = None
+    if args.compare:
+        from simulator.nccl_tests import parse_nccl_tests
+
+        log = parse_nccl_tests(args.compare)
+        args.op = args.op or log.op
+        args.ranks = args.ranks or log.n_ranks
+        if log.op and args.op != log.op:
+            raise InputError(f"--op {args.op}: {args.compare} is a {log.op} log")
+        measured = {row.size_bytes: row.time_us * 1e-6 for row in log.rows}
+    if args.op is None or args.ranks is None:
+        raise InputError("give --op and --ranks (or --compare LOG, which names both)")
+    if sum((args.sweep, args.bytes is not None, measured is not None)) != 1:
+        raise InputError("give exactly one of --bytes SIZE, --sweep or --compare LOG")
+    sizes = SWEEP_SIZES if args.sweep else tuple(measured) if measured else (parse_size(args.bytes),)
+    G = load_topology(args.topology)
+    members = _members(args, G)
+    params = CollectiveParams.from_graph(G)
+    if args.protocol:
+        params = dataclasses.replace(params, protocol=args.protocol)
+    root = args.root if args.op in ("broadcast", "reduce") else None
+    env = simpy.Environment()
+    net = FlowNetwork(env, G)
+    results = []
+    for size in sizes:
+        start = env.now
+        proc = run_collective(env, net, args.op, members, size, root=root, algorithm=args.algo, params=params)
+        env.run(until=proc)
+        t = env.now - start
+        plan = proc.value
+        n = len(members)
+        results.append({
+            "op": args.op, "ranks": n, "bytes": size, "topology": G.graph.get("name", args.topology),
+            "algorithm": plan.algorithm, "protocol": plan.protocol, "root": root,
+            "time_s": t, "algbw_GBps": algbw_GBps(size, t), "busbw_GBps": busbw_GBps(args.op, n, size, t),
+            "analytic_time_s": predict_collective_s(net, args.op, members, size, root, args.algo, params),
+        })
+    if measured:
+        for r in results:
+            r["measured_time_s"] = measured[r["bytes"]]
+            r["error"] = r["time_s"] / r["measured_time_s"] - 1
+    if args.json:
+        print(json.dumps(results if args.sweep or measured else results[0], indent=2))
+    elif measured:
+        print(_compare_table(results, args.compare))
+    elif args.sweep:
+        print(_table(results, members))
+    else:
+        r = results[0]
+        print(f"{r['op']} of {format_size(r['bytes'])} on {r['ranks']} ranks of {r['topology']} "
+              f"({members[0]}..{members[-1]}): {r['algorithm']}/{r['protocol']}")
+        print(f"time {r['time_s'] * 1e6:.2f} us  algbw {r['algbw_GBps']:.2f} GB/s  busbw {r['busbw_GBps']:.2f} GB/s"
+              f"  (closed form {r['analytic_time_s'] * 1e6:.2f} us)")
+    return 0
+
+
+def _table(results: list[dict], members: list) -> str:
+    """nccl-tests-style: size, count (float elements), type, redop, root, time, algbw, busbw + choice."""
+    first = results[0]
+    lines = [f"# tpsim collective: {first['op']} on {first['ranks']} ranks of {first['topology']}, "
+             f"simulated (flow-level network)",
+             f"#{'size':>12} {'count':>12} {'type':>6} {'redop':>6} {'root':>5} {'time':>9} {'algbw':>7} "
+             f"{'busbw':>7}  algorithm/protocol",
+             f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'':>6} {'':>5} {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7}"]
+    redop = "sum" if first["op"] in ("all_reduce", "reduce", "reduce_scatter") else "none"
+    for r in results:
+        root = -1 if r["root"] is None else r["root"]
+        lines.append(f" {r['bytes']:>12} {r['bytes'] // 4:>12} {'float':>6} {redop:>6} {root:>5} "
+                     f"{r['time_s'] * 1e6:>9.2f} {r['algbw_GBps']:>7.2f} {r['busbw_GBps']:>7.2f}  "
+                     f"{r['algorithm']}/{r['protocol']}")
+    return "\n".join(lines)
+
+
+def _compare_table(results: list[dict], log_path: str) -> str:
+    """Measured (out-of-place) vs simulated time per size."""
+    import os
+
+    first = results[0]
+    lines = [f"# {first['op']} on {first['ranks']} ranks of {first['topology']} vs {os.path.basename(log_path)}",
+             f"#{'size':>12} {'measured':>10} {'simulated':>10} {'error':>7}  algorithm/protocol",
+             f"#{'(B)':>12} {'(us)':>10} {'(us)':>10} {'':>7}"]
+    for r in results:
+        lines.append(f" {r['bytes']:>12} {r['measured_time_s'] * 1e6:>10.2f} {r['time_s'] * 1e6:>10.2f} "
+                     f"{r['error'] * 100:>+6.1f}%  {r['algorithm']}/{r['protocol']}")
+    return "\n".join(lines)
