@@ -67,7 +67,7 @@ def options_from_args(args: argparse.Namespace):
                       timeout_s=args.timeout, tolerance=args.tolerance, fault=fault)
 
 
-def finish(schedule, result: dict, options, args: argparse.Namespace, out=sys.stdout) -> int:
+def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) -> int:
     """Write the measured JSON and trace (atomically), print the summary; 0 if correct, else 1."""
     from executor.measure import chrome_trace, measured_record, summary
     from simulator.serialize import write_json_atomic
@@ -81,7 +81,7 @@ def finish(schedule, result: dict, options, args: argparse.Namespace, out=sys.st
     written = [f"{label} {path}" for label, path in (("measured JSON", args.json), ("trace", args.trace)) if path]
     if written:
         lines.append("wrote " + ", ".join(written))
-    out.write("\n".join(lines) + "\n")
+    (out or sys.stdout).write("\n".join(lines) + "\n")
     return 0 if record["ok"] else 1
 
 

@@ -41,9 +41,13 @@ class Fault:
             raise InputError(usage)
         return cls(int(parts[0]), None if where == "init" else int(where), action)
 
+    def hits(self, rank: int, step: int | None) -> bool:
+        """True when this fault is ``rank``'s at ``step`` (None = init)."""
+        return rank == self.rank and step == self.step
+
     def fire(self, rank: int, step: int | None) -> None:
         """Raise or hang when this fault is ``rank``'s at ``step`` (None = init); else return."""
-        if rank != self.rank or step != self.step:
+        if not self.hits(rank, step):
             return
         where = "before the rendezvous" if step is None else f"at step {step}"
         if self.action == "hang":

@@ -166,7 +166,8 @@ def _run_program(program: list[Op], ops: TorchOps, clock, fault: Fault | None, r
     for step, op in enumerate(program):
         waits = op.is_comm or isinstance(op, Wait)
         report("communicating" if waits else "computing", step)
-        if fault is not None:
+        if fault is not None and fault.hits(rank, step):
+            report("computing", step)  # the hook runs in this rank's own code, not in a collective
             fault.fire(rank, step)
         start = clock.mark()
         if isinstance(op, Wait):

@@ -1,0 +1,111 @@
+"""The collectives the executor really issues (kind, group, bytes, per rank, in order) equal the IR's.
+
+torch.distributed's entry points are wrapped in the pytest process before the ranks fork, so every
+rank records each call it makes, with the tensors it really passed, into a file of its own. The
+executor's own traffic (the iteration barrier, the max-over-ranks reduction and the result gather on
+the default group) is not schedule traffic and is left out; schedule groups are always new groups.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+from executor.launch import run_local  # noqa: E402
+from executor.run_rank import RunOptions  # noqa: E402
+from simulator.accounting import account  # noqa: E402
+from simulator.ops import CommOp, Send  # noqa: E402
+
+from executor_cases import make  # noqa: E402
+
+# torch entry point -> (IR kind, index of the argument holding the IR's payload buffer)
+ENTRY_POINTS = {
+    "broadcast": ("broadcast", 0), "reduce": ("reduce", 0), "all_reduce": ("all_reduce", 0),
+    "all_gather": ("all_gather", 0), "all_gather_single": ("all_gather", 0),
+    "all_gather_into_tensor": ("all_gather", 0),
+    "reduce_scatter": ("reduce_scatter", 1), "reduce_scatter_single": ("reduce_scatter", 1),
+    "reduce_scatter_tensor": ("reduce_scatter", 1),
+    "send": ("send", 0), "isend": ("send", 0), "recv": ("recv", 0), "irecv": ("recv", 0),
+}
+
+
+def _nbytes(payload) -> int:
+    tensors = payload if isinstance(payload, (list, tuple)) else [payload]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@pytest.fixture
+def issued(monkeypatch, tmp_path):
+    """Wrap torch.distributed's entry points; return a reader of what rank r issued."""
+    for name, (kind, index) in ENTRY_POINTS.items():
+        if not hasattr(dist, name):
+            continue
+
+        def recorder(*args, __fn=getattr(dist, name), __kind=kind, __index=index, **kwargs):
+            if __kind in ("send", "recv"):
+                peer = kwargs.get("dst", kwargs.get("src", args[1] if len(args) > 1 else None))
+                where = ["p2p", peer]
+            else:
+                group = kwargs.get("group")
+                if group is None:  # the executor's own bookkeeping on the default group
+                    return __fn(*args, **kwargs)
+                where = dist.get_process_group_ranks(group)
+            with open(tmp_path / f"calls.{dist.get_rank()}", "a") as handle:
+                handle.write(json.dumps([__kind, where, _nbytes(args[__index])]) + "\n")
+            return __fn(*args, **kwargs)
+
+        monkeypatch.setattr(dist, name, recorder)
+
+    def read(rank: int) -> list[tuple]:
+        path = tmp_path / f"calls.{rank}"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [(kind, tuple(where), nbytes) for kind, where, nbytes in map(json.loads, lines)]
+
+    return read
+
+
+def _ir_calls(schedule, rank: int) -> list[tuple]:
+    calls = []
+    for op in schedule.programs[rank]:
+        if isinstance(op, CommOp):
+            where = ("p2p", op.peer) if hasattr(op, "peer") else tuple(sorted(schedule.groups[op.group]))
+            calls.append((op.kind, where, schedule.payload_bytes(rank, op)))
+    return calls
+
+
+def _check(schedules, issued, world: int) -> None:
+    for rank in range(world):
+        calls = issued(rank)
+        assert calls == [c for s in schedules for c in _ir_calls(s, rank)], f"rank {rank}"
+        # and the totals equal simulator.accounting's per-rank view
+        accounts = [account(s)[rank] for s in schedules]
+        assert sum(nbytes for _, _, nbytes in calls) == sum(a.payload_bytes for a in accounts)
+        assert sum(1 for kind, _, _ in calls if kind in ("send", "recv")) == sum(a.p2p_messages for a in accounts)
+        by_kind = Counter(f"{kind}/{len(where)}" for kind, where, _ in calls if where[0] != "p2p")
+        assert by_kind == sum((a.collectives_by_kind for a in accounts), Counter())
+
+
+def test_issued_collectives_equal_the_ir_on_8_ranks(issued):
+    schedules = [make("summa25d", "mlp", "both", overlap=True), make("cannon25d", "gemm", "both")]
+    assert any(isinstance(op, Send) for op in schedules[1].programs[1])
+    run_local(schedules, RunOptions(warmup=0, iters=1), 8)
+    _check(schedules, issued, 8)
+
+
+def test_issued_collectives_equal_the_ir_for_every_kind(issued, mixed):
+    run_local([mixed], RunOptions(warmup=0, iters=1), 3)
+    _check([mixed], issued, 3)
+    kinds = {kind for rank in range(3) for kind, _, _ in issued(rank)}
+    assert kinds == {"broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "send", "recv"}
+
+
+def test_every_iteration_issues_the_same_calls(issued):
+    schedule = make("1d", "mlp", "both")
+    run_local([schedule], RunOptions(warmup=1, iters=2), 4)
+    for rank in range(4):
+        assert issued(rank) == _ir_calls(schedule, rank) * 3

@@ -1,0 +1,44 @@
+"""The NCCL path on real GPUs: device tensors, torch.cuda.set_device(local_rank), CUDA-event timing.
+
+Skipped without CUDA. NCCL refuses two ranks on one GPU, so on a single-GPU machine only the
+world-size-1 runs can happen; the multi-rank test needs as many GPUs as ranks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from executor.launch import run_local  # noqa: E402
+from executor.measure import measured_record, summary  # noqa: E402
+from executor.run_rank import RunOptions  # noqa: E402
+from simulator.generators import build_schedule  # noqa: E402
+from simulator.workloads import Workload  # noqa: E402
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU and NCCL")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_one_rank_nccl_run_is_correct_and_timed_with_cuda_events(dtype):
+    schedules = [build_schedule(algo, Workload.mlp(512, 256), "both", dtype, **grid)
+                 for algo, grid in (("1d", {"gpus": 1}), ("summa25d", {"grid": (1, 1, 1)}),
+                                    ("cannon25d", {"grid": (1, 1, 1)}))]
+    options = RunOptions(backend="nccl", warmup=2, iters=5)
+    for schedule, result in zip(schedules, run_local(schedules, options, 1)):
+        record = measured_record(schedule, result, options)
+        assert record["ok"], "\n".join(summary(record))
+        assert record["timing"]["clock"] == "cuda_events"
+        assert "cpu" not in record["host"]["devices"][0]
+        assert all(op["duration_s"] >= 0 for op in record["ops"]) and record["time_s"] > 0
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 4, reason="needs 4 GPUs (one NCCL rank per GPU)")
+def test_four_rank_nccl_runs_match_gloo():
+    schedules = [build_schedule("2d", Workload.mlp(64, 32), "both", "float32", grid=(2, 2, 1), overlap=overlap)
+                 for overlap in (False, True)]
+    options = RunOptions(backend="nccl", warmup=1, iters=3)
+    for schedule, result in zip(schedules, run_local(schedules, options, 4)):
+        record = measured_record(schedule, result, options)
+        assert record["ok"], "\n".join(summary(record))

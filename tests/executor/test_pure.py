@@ -1,0 +1,160 @@
+"""Executor parts that need no process group: reference blocks, error measure, op rules, fault hook, reports."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from executor.check import TOLERANCES, check_rank, combine, reference_block  # noqa: E402
+from executor.faults import Fault  # noqa: E402
+from executor.launch import _failure_report  # noqa: E402
+from executor.ops_torch import TorchOps  # noqa: E402
+from simulator.builder import ScheduleBuilder  # noqa: E402
+from simulator.errors import InputError  # noqa: E402
+from simulator.interpret import run_schedule  # noqa: E402
+from simulator.ops import Gemm, Local, Slice  # noqa: E402
+from simulator.workloads import Workload  # noqa: E402
+
+from executor_cases import GEMM, MLP, make  # noqa: E402
+
+
+@pytest.mark.parametrize("workload", [GEMM, MLP, Workload.gemm(12, 6, 9)], ids=["gemm", "mlp", "gemm-odd"])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_reference_blocks_from_panels_equal_the_dense_reference(workload, seed):
+    dense = workload.reference(seed, "both")
+    for name, full in dense.items():
+        rows, cols = full.shape
+        for r0, r1, c0, c1 in ((0, rows, 0, cols), (1, rows // 2, 0, cols // 3 + 1), (rows // 2, rows, cols // 2, cols)):
+            block = reference_block(workload, seed, name, (r0, r1), (c0, c1)).numpy()
+            np.testing.assert_allclose(block, full[r0:r1, c0:c1], rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_reference_of_an_unknown_tensor_is_a_clear_error():
+    with pytest.raises(ValueError, match="no reference for output tensor 'Q'"):
+        reference_block(GEMM, 0, "Q", (0, 1), (0, 1))
+
+
+def test_tolerances_cover_every_generator_dtype_with_margin_over_observed():
+    observed = {"float64": 1e-14, "float32": 1e-7, "bfloat16": 4e-3}  # DESIGN.md
+    for dtype, error in observed.items():
+        assert TOLERANCES[dtype] >= 5 * error
+
+
+def _blocks_of(schedule, value_of):
+    """Block records as check_rank makes them, with every rank's buffers given by ``value_of(block)``."""
+    records = []
+    for rank in range(schedule.world_size):
+        buffers = {b.buffer: value_of(b) for b in schedule.outputs if b.rank == rank}
+        records += check_rank(schedule, rank, buffers, seed=0)
+    return records
+
+
+def test_combine_measures_max_norm_error_and_flags_nan_and_gaps():
+    schedule = make("2d", "gemm", "fwd")
+    workload = Workload.from_dict(schedule.workload)
+    exact = lambda b: reference_block(workload, 0, b.tensor, b.rows, b.cols)  # noqa: E731
+    verdict = combine(schedule, _blocks_of(schedule, exact), 1e-12)
+    assert verdict["ok"] and verdict["errors"] == {"C": 0.0}
+    scale = float(np.abs(workload.reference(0, "fwd")["C"]).max())
+    off = _blocks_of(schedule, lambda b: exact(b) + (1e-3 if b.rank == 3 else 0.0))
+    verdict = combine(schedule, off, 1e-5)
+    assert not verdict["ok"] and verdict["errors"]["C"] == pytest.approx(1e-3 / scale)
+    assert [b["rank"] for b in off if not b["ok"]] == [3]
+    nan = _blocks_of(schedule, lambda b: exact(b) * (math.nan if b.rank == 1 else 1.0))
+    assert combine(schedule, nan, 1.0)["errors"]["C"] == math.inf
+    schedule.outputs = [b for b in schedule.outputs if b.rank != 2]
+    gap = combine(schedule, _blocks_of(schedule, exact), 1.0)
+    assert gap["uncovered"] == ["C"] and gap["errors"]["C"] == math.inf and not gap["ok"]
+
+
+def test_compute_ops_follow_the_interpreter():
+    w = Workload.gemm(4, 3, 5)
+    b = ScheduleBuilder("t", (1,), w, "fwd", "float64", 1, {})
+    for name, shape in (("a", (4, 3)), ("bt", (5, 3)), ("c", (4, 5)), ("h", (4, 5)), ("g", (4, 5)), ("s", (4, 5)),
+                        ("z", (4, 5)), ("cut", (2, 5))):
+        b.buffer(0, name, shape)
+    for op in (Gemm(out="c", a="a", b="bt", trans_b=True), Gemm(out="c", a="a", b="bt", trans_b=True, accumulate=True),
+               Local(fn="gelu", out="h", inputs=("c",)), Local(fn="gelu_backward", out="g", inputs=("h", "c")),
+               Local(fn="add", out="s", inputs=("g", "h")), Local(fn="copy", out="z", inputs=("s",)),
+               Local(fn="zero", out="h"), Slice(out="cut", src="z", src_rows=(1, 3)),
+               Slice(out="z", src="cut", src_cols=(0, 2), out_rows=(2, 4), out_cols=(3, 5))):
+        b.emit(0, op)
+    schedule = b.build()
+    rng = np.random.default_rng(1)
+    start = {"a": rng.uniform(-2, 2, (4, 3)), "bt": rng.uniform(-2, 2, (5, 3))}
+    schedule.inputs = []
+    expected = _interpret_one_rank(schedule, start)
+    buffers = {name: torch.full(spec.shape, math.nan, dtype=torch.float64) for name, spec in schedule.buffers[0].items()}
+    for name, value in start.items():
+        buffers[name].copy_(torch.from_numpy(value))
+    ops = TorchOps(schedule, 0, buffers, {}, reduce_clobbers_input=False)
+    for step, op in enumerate(schedule.programs[0]):
+        assert ops.run(step, op) is None
+    for name, value in expected.items():
+        np.testing.assert_allclose(buffers[name].numpy(), value, rtol=1e-13, atol=1e-13, err_msg=name)
+
+
+def _interpret_one_rank(schedule, start):
+    """Run a compute-only one-rank schedule in the numpy interpreter from ``start`` buffers."""
+    from simulator.ir import TensorBlock
+
+    schedule.tensors = {name: value.shape for name, value in start.items()}
+    schedule.inputs = [TensorBlock(0, name, name, (0, v.shape[0]), (0, v.shape[1])) for name, v in start.items()]
+    return run_schedule(schedule, start)[0]
+
+
+@pytest.mark.parametrize("text, fault", [("3:7", Fault(3, 7, "raise")), ("0:init", Fault(0, None, "raise")),
+                                         ("2:5:hang", Fault(2, 5, "hang")), ("1:init:hang", Fault(1, None, "hang"))])
+def test_fault_hook_parses(text, fault):
+    assert Fault.parse(text) == fault
+
+
+@pytest.mark.parametrize("text", ["3", "x:1", "1:-2", "1:2:explode", "1:2:hang:now"])
+def test_fault_hook_rejects_bad_forms(text):
+    with pytest.raises(InputError, match="expected RANK:STEP"):
+        Fault.parse(text)
+
+
+def test_fault_fires_only_on_its_rank_and_step():
+    fault = Fault(2, 4)
+    fault.fire(1, 4)
+    fault.fire(2, 3)
+    fault.fire(2, None)
+    with pytest.raises(RuntimeError, match="injected fault on rank 2 at step 4"):
+        fault.fire(2, 4)
+
+
+def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_path):
+    errors = {0: ("DistBackendError: Connection closed by peer [127.0.0.1]:1234", 10.0),
+              3: ("RuntimeError: the real problem", 10.5),
+              5: ("RuntimeError: Connection reset by peer", 10.2)}
+    for rank, (summary, when) in errors.items():
+        with open(tmp_path / f"rank{rank}.err", "wb") as handle:
+            pickle.dump({"rank": rank, "time": when, "summary": summary,
+                         "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
+    report, reason, ranks = _failure_report(0, 1, str(tmp_path), 8)
+    assert reason == "error" and ranks[0] == 3
+    assert report.startswith("rank 3 failed first")
+    assert report.index("the real problem") < report.index("Connection closed")
+
+
+def test_failure_report_of_a_rank_killed_by_a_signal(tmp_path):
+    (tmp_path / "rank2.log").write_text("some output\nlast words\n")
+    report, _, ranks = _failure_report(2, -9, str(tmp_path), 4)
+    assert ranks == [2] and "rank 2 was killed by SIGKILL without a Python traceback" in report
+    assert "last words" in report
+
+
+def test_registering_tpsim_run_does_not_import_torch():
+    code = ("import sys, simulator.cli as cli; parser = cli.build_parser(); "
+            "assert 'run' in parser._subparsers._group_actions[0].choices; "
+            "assert 'torch' not in sys.modules, 'registration imported torch'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(__file__))
