@@ -9,17 +9,25 @@ the result is a lower bound on the simulated makespan, and equals it on a topolo
 instances never share a link.
 
 ``critical_path(plan, comm_time)`` is the walk for any ``comm_time(instance) -> seconds``;
-``analyze`` builds a ``SimResult`` for a schedule on a topology graph.
+``analyze(schedule, G)`` builds a ``SimResult`` (model "analytic") for a schedule on a topology graph,
+each collective timed by ``simulator.cost.predict_collective_s`` with the algorithm and protocol
+``run_collective`` would use, so the two models differ only by contention.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Callable
 
-from simulator.plan import COMM, RUN, Instance, Plan, fill_timeline
+import networkx as nx
 
-__all__ = ["CriticalPath", "critical_path"]
+from simulator.compute import ComputeConfig
+from simulator.ir import Schedule
+from simulator.plan import COMM, RUN, Instance, Plan, fill_timeline
+from simulator.results import RankTimes, SimResult, Timeline
+
+__all__ = ["CriticalPath", "critical_path", "ClosedForms", "analyze"]
 
 
 class CriticalPath:
@@ -108,3 +116,72 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> Critica
                          f"{len(stuck)} of {world} ranks never finish")
     fill_timeline(plan, out.starts, out.ends)
     return out
+
+
+class ClosedForms:
+    """``comm_time`` from ``simulator.cost``: each instance alone on the network, memoised by its shape.
+
+    The time is ``simulator.cost.predict_collective_s``'s: the plan ``run_collective`` would run (its
+    algorithm, protocol, step latency and bottleneck) in ``collective_time_s``; only the per-GPU port
+    capacity is read once per GPU here instead of once per collective.
+    """
+
+    def __init__(self, G: nx.DiGraph, algorithms: dict[str, str] | None = None, params=None, router=None):
+        import simpy
+
+        from simulator.collectives import CollectiveParams
+        from simulator.network import FlowNetwork
+
+        self.graph = G
+        self.net = FlowNetwork(simpy.Environment(), G, router=router)  # routes and plan cache; never run
+        self.params = params if params is not None else CollectiveParams.from_graph(G)
+        self.algorithms = dict(algorithms or {})
+        self._memo: dict[tuple, float] = {}
+        self._port_Bps: dict[str, float] = {}
+
+    def _injection_Bps(self, node: str) -> float:
+        # As simulator.cost.group_alpha_beta: the smaller of the node's total out- and in-capacity.
+        cap = self._port_Bps.get(node)
+        if cap is None:
+            out = sum(d["bandwidth_GBps"] for _, _, d in self.graph.out_edges(node, data=True))
+            inn = sum(d["bandwidth_GBps"] for _, _, d in self.graph.in_edges(node, data=True))
+            cap = self._port_Bps[node] = min(out * 1e9, inn * 1e9)
+        return cap
+
+    def __call__(self, inst: Instance) -> float:
+        key = (inst.kind, inst.gpus, inst.nbytes, inst.root)
+        time_s = self._memo.get(key)
+        if time_s is None:
+            from simulator.collectives import plan_collective
+            from simulator.cost import collective_time_s
+
+            kind = "send" if inst.kind == "p2p" else inst.kind
+            plan = plan_collective(self.net, kind, list(inst.gpus), inst.nbytes, inst.root,
+                                   self.algorithms.get(kind), self.params)
+            injection = min(self._injection_Bps(g) for g in plan.members)
+            time_s = self._memo[key] = collective_time_s(
+                kind, plan.algorithm, len(plan.members), inst.nbytes, plan.alpha_s, plan.bandwidth_Bps,
+                self.params, plan.protocol, injection)
+        return time_s
+
+
+def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None = None, *,
+            algorithms: dict[str, str] | None = None, compute: ComputeConfig | None = None,
+            timeline: bool = True, plan: Plan | None = None, router=None) -> SimResult:
+    """The analytic (contention-free) timing of ``schedule`` on ``G``, as a ``SimResult``; arguments as
+    ``simulator.simulation.simulate``'s."""
+    from simulator.simulation import paused_gc, plan_on_graph, run_meta
+
+    began = time.perf_counter()
+    with paused_gc():
+        plan = plan if plan is not None else plan_on_graph(schedule, G, placement, compute)
+        compiled = time.perf_counter()
+        walk = critical_path(plan, ClosedForms(G, algorithms, router=router))
+    per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], walk.comm_s[r], walk.wait_s[r],
+                               walk.finish_s[r]) for r in range(schedule.world_size))
+    stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
+             "p2p": sum(i.group is None for i in plan.instances), "compile_wall_s": compiled - began,
+             "simulate_wall_s": time.perf_counter() - compiled}
+    return SimResult("analytic", max(walk.finish_s, default=0.0), per_rank, (),
+                     Timeline(schedule, walk.starts, walk.ends, walk.waits) if timeline else None,
+                     meta=run_meta(schedule, G, placement, algorithms), stats=stats)

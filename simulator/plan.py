@@ -177,9 +177,12 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
 
 def fill_timeline(plan: Plan, starts: list[list[float]], ends: list[list[float]]) -> None:
     """Complete per-op times after a run that recorded only each compute stretch's start and each
-    blocking op's end: compute ops follow from their stretch, asynchronous ops end with their instance."""
+    blocking op's end: compute ops follow from their stretch; an asynchronous op ends when its wait
+    returns (what a measured run observes, as the executor records it), or with its instance if no
+    wait follows."""
     for rank, items in enumerate(plan.items):
         durations, rank_starts, rank_ends = plan.durations[rank], starts[rank], ends[rank]
+        waited = {item[1].index: item[2] for item in items if item[0] == WAIT}
         for item in items:
             code = item[0]
             if code == RUN:
@@ -188,5 +191,7 @@ def fill_timeline(plan: Plan, starts: list[list[float]], ends: list[list[float]]
                     rank_starts[step] = t
                     t += durations[step]
                     rank_ends[step] = t
-            elif code == COMM and item[3]:
-                rank_ends[item[2]] = item[1].end_s
+        for item in items:
+            if item[0] == COMM and item[3]:
+                wait_step = waited.get(item[1].index)
+                rank_ends[item[2]] = item[1].end_s if wait_step is None else rank_ends[wait_step]

@@ -1,0 +1,65 @@
+"""Arguments `tpsim simulate` and `tpsim predict` share: topology, placement, collective overrides."""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.errors import InputError
+
+__all__ = ["add_topology_arguments", "parse_overrides", "load_graph", "format_time", "format_bytes"]
+
+
+def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--topology``, ``--placement`` and ``--algo-override``."""
+    group = parser.add_argument_group("machine")
+    group.add_argument("--topology", required=True, metavar="NAME|FILE",
+                       help="a preset (dgx-a100, dgx-h100:128, a100-4gpu:16, loopback:8, ...) or a "
+                            ".yaml/.json/.graphml file")
+    group.add_argument("--placement", metavar="P",
+                       help="rank -> GPU: linear (default), depth-major, column-major, or a file of GPU indices")
+    group.add_argument("--algo-override", action="append", default=[], metavar="KIND=ALGO",
+                       help="force a collective algorithm, e.g. all_reduce=ring (repeatable; send=p2p for "
+                            "send/recv)")
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["all_reduce=ring"]`` -> ``{"all_reduce": "ring"}``; InputError naming valid kinds and algorithms."""
+    from simulator.collectives import ALGORITHMS
+
+    overrides: dict[str, str] = {}
+    for item in items:
+        kind, sep, algorithm = item.partition("=")
+        if not sep or not kind or not algorithm:
+            raise InputError(f"--algo-override {item!r}: expected KIND=ALGO, e.g. all_reduce=ring")
+        if kind not in ALGORITHMS:
+            raise InputError(f"--algo-override {item!r}: unknown collective kind {kind!r}; valid: "
+                             f"{', '.join(ALGORITHMS)}")
+        if algorithm not in ALGORITHMS[kind]:
+            raise InputError(f"--algo-override {item!r}: {kind} has no algorithm {algorithm!r}; valid: "
+                             f"{', '.join(ALGORITHMS[kind])}")
+        overrides[kind] = algorithm
+    return overrides
+
+
+def load_graph(spec: str):
+    """The topology graph for ``--topology`` (errors are TopologyError, one line)."""
+    from topologies import load_topology
+
+    return load_topology(spec)
+
+
+def format_time(seconds: float) -> str:
+    """A time with a unit a person reads at a glance: "812.4 us", "14.287 ms", "2.103 s"."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.3f} s"
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes in decimal units: "512 B", "3.2 MB", "1.07 GB"."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"

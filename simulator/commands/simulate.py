@@ -1,0 +1,115 @@
+"""`tpsim simulate`: time one schedule on one topology with the flow-level simulator.
+
+    tpsim simulate <schedule args> --topology NAME|FILE [--placement P] [--algo-override KIND=ALGO ...]
+                   [--trace OUT.json] [--json] [--ops] [--analytic]
+
+Human output is a short summary; ``--json`` prints ``simulator.results.SimResult.to_dict`` (makespan,
+the critical rank's compute/comm/wait split, per rank, the busiest links, and per-op records). Per-op
+records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are left out (the
+object says so in ``ops_omitted``) unless ``--ops`` asks for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.commands.sim_args import (add_topology_arguments, format_bytes, format_time, load_graph,
+                                         parse_overrides)
+
+OPS_INLINE_LIMIT = 100_000
+"""Most per-op records ``--json`` prints without ``--ops``."""
+
+TRACE_LINK_SAMPLES = 200
+"""Link-utilisation samples taken for the trace's counter tracks."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `simulate`."""
+    p = subparsers.add_parser("simulate", help="simulate one schedule on a topology (flow-level network)",
+                              description="Simulate one schedule on a topology: makespan, per-rank split, "
+                                          "busiest links, per-op times, Perfetto trace.")
+    add_schedule_arguments(p)
+    add_topology_arguments(p)
+    out = p.add_argument_group("output")
+    out.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
+    out.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    out.add_argument("--ops", action="store_true",
+                     help=f"with --json: include per-op records even above {OPS_INLINE_LIMIT:,} ops")
+    out.add_argument("--analytic", action="store_true",
+                     help="also compute the analytic, contention-free bound (simulator.cost_schedule)")
+    p.set_defaults(func=simulate_command)
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    from simulator.cost_schedule import analyze
+    from simulator.simulation import simulate
+    from simulator.validate import validate_schedule
+
+    overrides = parse_overrides(args.algo_override)
+    G = load_graph(args.topology)
+    schedule = schedule_from_args(args)
+    validate_schedule(schedule)
+    n_ops = sum(len(program) for program in schedule.programs)
+    with_ops = args.json and (args.ops or n_ops <= OPS_INLINE_LIMIT)
+    began = time.perf_counter()
+    result = simulate(schedule, G, args.placement, algorithms=overrides, timeline=bool(with_ops or args.trace),
+                      link_samples=TRACE_LINK_SAMPLES if args.trace else 0)
+    wall_s = time.perf_counter() - began
+    bound = analyze(schedule, G, args.placement, algorithms=overrides, timeline=False) if args.analytic else None
+    if args.trace:
+        from simulator.trace import simulated_trace, write_trace
+
+        write_trace(args.trace, simulated_trace(result))
+    if args.json:
+        data = result.to_dict(ops=with_ops)
+        if not with_ops:
+            data["ops_omitted"] = f"{n_ops:,} ops > {OPS_INLINE_LIMIT:,}; pass --ops to include them"
+        if bound is not None:
+            data["analytic_makespan_s"] = bound.makespan_s
+        json.dump(data, sys.stdout, separators=(",", ":"))
+        sys.stdout.write("\n")
+        return 0
+    for line in summary_lines(result, bound, wall_s):
+        print(line)
+    if args.trace:
+        print(f"  trace           {args.trace} (open in https://ui.perfetto.dev)")
+    return 0
+
+
+def summary_lines(result, bound=None, wall_s: float | None = None) -> list[str]:
+    """The human summary of a simulated result."""
+    meta, stats = result.meta, result.stats
+    workload = ", ".join(f"{k}={v}" for k, v in meta["workload"].items() if k != "name")
+    critical = result.critical
+    span = result.makespan_s or 1.0
+    per_rank = result.per_rank
+
+    def spread(attr: str) -> str:
+        values = [getattr(r, attr) for r in per_rank]
+        return f"{format_time(min(values))}..{format_time(max(values))}"
+
+    lines = [f"{meta['algorithm']} grid {meta['grid']} {meta['workload']['name']} ({workload}) {meta['passes']} "
+             f"{meta['dtype']} on {meta['topology']}, {meta['world_size']} GPUs, placement "
+             f"{meta['placement'] or 'linear'}",
+             f"  makespan        {format_time(result.makespan_s)}"
+             + (f"   (analytic, contention-free: {format_time(bound.makespan_s)})" if bound is not None else ""),
+             f"  critical rank   {critical.rank} on {critical.gpu}: compute {format_time(critical.compute_s)} "
+             f"({100 * critical.compute_s / span:.0f}%), comm {format_time(critical.comm_s)} "
+             f"({100 * critical.comm_s / span:.0f}%), wait {format_time(critical.wait_s)} "
+             f"({100 * critical.wait_s / span:.0f}%)",
+             f"  per rank        compute {spread('compute_s')}, comm {spread('comm_s')}, wait {spread('wait_s')}"]
+    for i, link in enumerate(result.links[:5]):
+        label = "  busiest links   " if i == 0 else "                  "
+        lines.append(f"{label}{link.src}->{link.dst} ({link.kind}): {format_bytes(link.bytes)}, "
+                     f"busy {100 * link.busy_fraction:.0f}%")
+    run = f"  simulated       {stats['collectives']:,} collectives, {stats['p2p']:,} send/recv, {stats['flows']:,} flows"
+    if stats.get("events") is not None:
+        run += f", {stats['events']:,} events"
+    if wall_s is not None:
+        run += f" in {wall_s:.2f} s"
+    lines.append(run)
+    return lines
