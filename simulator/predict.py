@@ -1,0 +1,157 @@
+"""The arrangement predictor: every legal way to lay P GPUs out for every algorithm, simulated and ranked.
+
+Arrangements of P GPUs (``simulator.generators.legal_grids``): ``1d`` on P; ``2d`` on [q, q, 1] with
+q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on every [q, q, c] with c | q.
+Each arrangement is built for the workload; one whose sizes do not divide (``build_schedule`` raises
+ValueError) or whose placement does not fit (a ``TopologyError``) is reported as skipped with that
+reason. Every other is simulated on the flow network (``simulator.simulation``, contention included)
+and timed by the analytic, contention-free model (``simulator.cost_schedule``) as a bound, then the
+list is ranked by simulated time (ties: algorithm, then grid, then placement, in listing order).
+
+Per-GPU memory is what the blocks need: the sum of a rank's declared buffer bytes (inputs, outputs,
+workspaces), the largest over ranks; it does not count framework overheads or activations kept for
+other layers.
+
+Example::
+
+    >>> rows = predict(load_topology("dgx-a100:8"), Workload.mlp(32768, 4096), gpus=64)   # doctest: +SKIP
+    >>> rows[0].algorithm, rows[0].grid, rows[0].time_s                                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import networkx as nx
+
+from simulator.generators import ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm, legal_grids
+from simulator.ir import Schedule
+from simulator.workloads import Workload
+
+__all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """One algorithm on one grid with one placement (None: linear) and SUMMA prefetch on or off."""
+
+    algorithm: str
+    grid: tuple[int, ...]
+    placement: str | None = None
+    overlap: bool = False
+
+    @property
+    def label(self) -> str:
+        """E.g. "summa25d [4,4,4]", "2d+overlap [8,8,1] depth-major"."""
+        name = self.algorithm + ("+overlap" if self.overlap else "")
+        grid = "[" + ",".join(map(str, self.grid)) + "]"
+        return f"{name} {grid}" + (f" {self.placement}" if self.placement else "")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The outcome for one arrangement; times are None when it was skipped."""
+
+    arrangement: Arrangement
+    time_s: float | None = None
+    """Simulated makespan (flow network, contention), seconds."""
+    compute_s: float | None = None
+    """The critical rank's compute seconds."""
+    comm_s: float | None = None
+    """The critical rank's exposed communication seconds."""
+    wait_s: float | None = None
+    """The critical rank's seconds waiting for peers."""
+    analytic_s: float | None = None
+    """The contention-free analytic makespan, a lower bound on ``time_s``."""
+    memory_bytes: int | None = None
+    """Largest per-rank sum of declared buffer bytes."""
+    collectives: int | None = None
+    """Collective instances plus send/recv pairs simulated."""
+    skipped: str | None = None
+    """Why the arrangement was skipped, or None."""
+
+    @property
+    def algorithm(self) -> str:
+        return self.arrangement.algorithm
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return self.arrangement.grid
+
+    def to_dict(self) -> dict:
+        """The JSON / CSV row (``tpsim predict --json`` list entries)."""
+        a = self.arrangement
+        return {"algorithm": a.algorithm, "grid": list(a.grid), "placement": a.placement or "linear",
+                "overlap": a.overlap, "status": "skipped" if self.skipped else "ok", "time_s": self.time_s,
+                "compute_s": self.compute_s, "comm_s": self.comm_s, "wait_s": self.wait_s,
+                "analytic_s": self.analytic_s, "memory_bytes": self.memory_bytes,
+                "collectives": self.collectives, "reason": self.skipped}
+
+
+def arrangements(gpus: int, algorithms: Iterable[str] = ALGORITHMS, placements: Iterable[str | None] = (None,),
+                 overlap: bool = False) -> list[Arrangement]:
+    """Every arrangement of ``gpus`` GPUs, in listing order: algorithm, then grid (largest q first),
+    then placement; with ``overlap``, each 2d/summa25d arrangement also with SUMMA prefetch."""
+    if not (isinstance(gpus, int) and gpus >= 1):
+        raise ValueError(f"--gpus must be a positive integer, got {gpus!r}")
+    out = []
+    for algorithm in dict.fromkeys(canonical_algorithm(a) for a in algorithms):
+        for grid in legal_grids(algorithm, gpus):
+            # A grid placement means nothing to 1d's one group; it runs linear only.
+            for placement in ((None,) if algorithm == "1d" else tuple(dict.fromkeys(placements))):
+                out.append(Arrangement(algorithm, grid, placement))
+                if overlap and algorithm in OVERLAP_ALGORITHMS:
+                    out.append(Arrangement(algorithm, grid, placement, overlap=True))
+    return out
+
+
+def memory_bytes(schedule: Schedule) -> int:
+    """The largest per-rank sum of declared buffer bytes."""
+    return max((sum(spec.nbytes for spec in buffers.values()) for buffers in schedule.buffers), default=0)
+
+
+def _build(a: Arrangement, workload: Workload, passes: str, dtype: str) -> Schedule:
+    if a.algorithm == "1d":
+        return build_schedule("1d", workload, passes, dtype, gpus=a.grid[0])
+    return build_schedule(a.algorithm, workload, passes, dtype, grid=a.grid, overlap=a.overlap)
+
+
+def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str = "both", dtype: str = "bfloat16",
+                algorithms: dict[str, str] | None = None, router=None) -> Prediction:
+    """Build, simulate and bound one arrangement; a ValueError on the way makes it a skipped row."""
+    from simulator.cost_schedule import analyze
+    from simulator.simulation import plan_on_graph, simulate
+
+    try:
+        schedule = _build(a, workload, passes, dtype)
+        plan = plan_on_graph(schedule, G, a.placement)
+    except ValueError as error:  # sizes that do not divide, a placement that does not fit
+        return Prediction(a, skipped=str(error).splitlines()[0])
+    sim = simulate(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
+    bound = analyze(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
+    return Prediction(a, sim.makespan_s, sim.compute_s, sim.comm_s, sim.wait_s, bound.makespan_s,
+                      memory_bytes(schedule), len(plan.instances))
+
+
+def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", dtype: str = "bfloat16",
+            algorithms: dict[str, str] | None = None, candidates: list[Arrangement] | None = None,
+            progress: Callable[[Arrangement], None] | None = None) -> list[Prediction]:
+    """Predictions for ``candidates`` (default: every arrangement of ``gpus``), ranked fastest first,
+    skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes."""
+    from topologies import Router
+
+    candidates = arrangements(gpus) if candidates is None else candidates
+    router = Router(G)  # one route cache for every arrangement on this topology
+    rows = []
+    for a in candidates:
+        rows.append(predict_one(G, a, workload, passes, dtype, algorithms, router))
+        log.info("%s: %s", a.label, rows[-1].skipped or f"{rows[-1].time_s:.6g} s")
+        if progress is not None:
+            progress(a)
+    order = {a: i for i, a in enumerate(candidates)}
+    done = sorted((r for r in rows if not r.skipped), key=lambda r: (r.time_s, order[r.arrangement]))
+    return done + [r for r in rows if r.skipped]
