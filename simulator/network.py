@@ -118,7 +118,7 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label")
+                 "event", "label", "share", "seen", "frozen")
 
     def __init__(self, fid, route, nbytes, event, label):
         self.fid = fid
@@ -133,6 +133,9 @@ class _Flow:
         self.latency_s = latency_s
         self.event = event
         self.label = label
+        self.share = 0.0  # rate assigned by the fill in progress
+        self.seen = 0  # stamp of the last component search that reached this flow
+        self.frozen = 0  # stamp of the last fill that froze this flow
 
 
 class FlowNetwork:
@@ -275,14 +278,15 @@ class FlowNetwork:
         self._flush_scheduled = False
         new, self._pending = self._pending, []
         now = self.env.now
-        on_link, busy_since = self._on_link, self._busy_since
+        on_link, busy_since, active = self._on_link, self._busy_since, self._active
         for flow in new:
-            self._active[flow.fid] = flow
+            fid = flow.fid
+            active[fid] = flow
             for link in flow.links:
                 flows = on_link[link]
                 if not flows:
                     busy_since[link] = now
-                flows[flow.fid] = flow
+                flows[fid] = flow
             if self.timeline is not None:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
         self._refill(new)
@@ -293,74 +297,80 @@ class FlowNetwork:
         if not seeds:
             return
         self.fills += 1
-        on_link, cap, mark = self._on_link, self._cap, self._mark
         stamp = self.fills
+        on_link, mark = self._on_link, self._mark
         if len(seeds) == 1 and all(len(on_link[link]) == 1 for link in seeds[0].links):
             # A flow alone on its route (the common case inside a server): its rate is the bottleneck.
             order = seeds
-            new_rate = {seeds[0].fid: seeds[0].bottleneck}
+            seeds[0].share = seeds[0].bottleneck
         else:
             # Components: breadth-first over flows and the links they share, in insertion order.
-            seen_flows = {f.fid for f in seeds}
+            for flow in seeds:
+                flow.seen = stamp
             order = list(seeds)
             links: list[int] = []
+            append_link, append_flow = links.append, order.append
             i = 0
             while i < len(order):
                 for link in order[i].links:
                     if mark[link] != stamp:
                         mark[link] = stamp
-                        links.append(link)
+                        append_link(link)
                         for other in on_link[link].values():
-                            if other.fid not in seen_flows:
-                                seen_flows.add(other.fid)
-                                order.append(other)
+                            if other.seen != stamp:
+                                other.seen = stamp
+                                append_flow(other)
                 i += 1
-            new_rate = self._fill(links)
+            self._fill(links, stamp)
         now = self.env.now
+        drains, timeline = self._drains, self.timeline
+        push = heapq.heappush
+        changes = 0
         for flow in order:
-            rate = new_rate[flow.fid]
-            if rate == flow.rate:
+            rate = flow.share
+            old = flow.rate
+            if rate == old:
                 continue
-            if flow.rate:
-                flow.left -= flow.rate * (now - flow.t_last)
-                if flow.left < 0.0:
-                    flow.left = 0.0
+            if old:
+                left = flow.left - old * (now - flow.t_last)
+                flow.left = left if left > 0.0 else 0.0
             flow.t_last = now
-            if self.timeline is not None:
-                self._log(flow, "rate" if flow.rate else "start", rate)
+            if timeline is not None:
+                self._log(flow, "rate" if old else "start", rate)
             flow.rate = rate
             flow.version += 1
-            self.rate_changes += 1
-            heapq.heappush(self._drains, (now + flow.left / rate, flow.fid, flow.version))
+            changes += 1
+            push(drains, (now + flow.left / rate, flow.fid, flow.version))
+        self.rate_changes += changes
 
-    def _fill(self, links: list[int]) -> dict[int, float]:
+    def _fill(self, links: list[int], stamp: int) -> None:
         """Progressive filling over ``links`` (a closed component): repeatedly saturate the link with the
-        smallest fair share and freeze its flows at that share."""
-        on_link, residual, count = self._on_link, self._residual, self._count
+        smallest fair share and freeze its flows at that share (``flow.share``)."""
+        on_link, residual, count, cap = self._on_link, self._residual, self._count, self._cap
         heap = []
         for link in links:
-            residual[link] = self._cap[link]
+            residual[link] = c = cap[link]
             n = count[link] = len(on_link[link])
-            heap.append((residual[link] / n, link))
+            heap.append((c / n, link))
         heapq.heapify(heap)
         push, pop = heapq.heappush, heapq.heappop
-        new_rate: dict[int, float] = {}
         while heap:
             share, link = pop(heap)
             n = count[link]
             if n == 0 or share != residual[link] / n:
                 continue  # saturated already, or a stale entry (shares only grow)
             for flow in on_link[link].values():
-                if flow.fid in new_rate:
+                if flow.frozen == stamp:
                     continue
-                new_rate[flow.fid] = share
+                flow.frozen = stamp
+                flow.share = share
                 for other in flow.links:
-                    residual[other] -= share
-                    count[other] -= 1
-                    if count[other] > 0 and other != link:
-                        left = residual[other]
-                        push(heap, ((left if left > 0.0 else 0.0) / count[other], other))
-        return new_rate
+                    left = residual[other] - share
+                    residual[other] = left
+                    n = count[other] - 1
+                    count[other] = n
+                    if n > 0 and other != link:
+                        push(heap, ((left if left > 0.0 else 0.0) / n, other))
 
     def _schedule_wakeup(self) -> None:
         drains, active = self._drains, self._active
@@ -389,34 +399,47 @@ class FlowNetwork:
         now = self.env.now
         horizon = now + _SAME_INSTANT * max(now, 1e-9)
         drains, active, on_link = self._drains, self._active, self._on_link
+        pop = heapq.heappop
         drained: list[_Flow] = []
         while drains and drains[0][0] <= horizon:
-            _, fid, version = heapq.heappop(drains)
+            _, fid, version = pop(drains)
             flow = active.get(fid)
-            if flow is None or flow.version != version:
-                continue
-            drained.append(flow)
-        drained.sort(key=lambda f: f.fid)
+            if flow is not None and flow.version == version:
+                drained.append(flow)
+        if len(drained) > 1:
+            drained.sort(key=_fid)
+        bytes_done, busy_s, busy_since = self._bytes_done, self._busy_s, self._busy_since
+        schedule, timeline = self.env.schedule, self.timeline
         touched: dict[int, None] = {}
         for flow in drained:
-            del active[flow.fid]
+            fid, nbytes = flow.fid, flow.nbytes
+            del active[fid]
             flow.left = 0.0
             for link in flow.links:
                 flows = on_link[link]
-                del flows[flow.fid]
-                self._bytes_done[link] += flow.nbytes
-                if not flows:
-                    self._busy_s[link] += now - self._busy_since[link]
-                touched[link] = None
-            if self.timeline is not None:
+                del flows[fid]
+                bytes_done[link] += nbytes
+                if flows:
+                    touched[link] = None
+                else:
+                    busy_s[link] += now - busy_since[link]
+            if timeline is not None:
                 self._log(flow, "drain")
-            self._arrive_later(flow.event, flow.nbytes, flow.latency_s)
-        seeds: list[_Flow] = []
-        seen: set[int] = set()
-        for link in touched:
-            for flow in on_link[link].values():
-                if flow.fid not in seen:
-                    seen.add(flow.fid)
-                    seeds.append(flow)
-        self._refill(seeds)
+            event = flow.event  # succeeds one route latency later (what simpy's Timeout does)
+            event._ok = True
+            event._value = nbytes
+            schedule(event, delay=flow.latency_s)
+        if touched:
+            stamp = -self.fills - 1  # a mark no fill uses
+            seeds: list[_Flow] = []
+            for link in touched:
+                for flow in on_link[link].values():
+                    if flow.seen != stamp:
+                        flow.seen = stamp
+                        seeds.append(flow)
+            self._refill(seeds)
         self._schedule_wakeup()
+
+
+def _fid(flow: _Flow) -> int:
+    return flow.fid
