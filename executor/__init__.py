@@ -1,7 +1,7 @@
 """The reference executor: runs a tpsim Schedule under torch.distributed, checks it, and times it.
 
 The same code path serves gloo (CPU tensors) and NCCL (one GPU per rank). ``tpsim run`` forks its
-own local ranks (``executor.launch``); ``torchrun -m executor`` runs one rank per process under
+own local ranks (``executor.launch``); ``torchrun -m executor -- <args>`` runs one rank per process under
 torchrun's rendezvous, multi-node included (``executor.__main__``).
 
 ===================  ==========================================================================

@@ -1,11 +1,14 @@
-"""One rank of a run under torchrun: ``torchrun --nproc-per-node G [--nnodes ...] -m executor <args>``.
+"""One rank of a run under torchrun: ``torchrun --nproc-per-node G [--nnodes ...] -m executor -- <args>``.
 
 The arguments are those of `tpsim run` (``--nproc`` is optional here and, if given, must equal
-WORLD_SIZE). Rank, world size and local rank come from torchrun's environment (RANK, WORLD_SIZE,
-LOCAL_RANK); the rendezvous is ``env://`` (MASTER_ADDR, MASTER_PORT), so multi-node runs use torchrun's
-own. Rank 0 writes ``--json`` / ``--trace`` and prints the summary, and exits 1 when results are wrong,
-which makes torchrun fail the job. torchrun, not this module, stops the other ranks when one fails
-(its error summary shows the first failure's traceback, recorded by ``@record``); ``--timeout`` is the
+WORLD_SIZE). The ``--`` matters: without it torchrun's own parser reads ``--m`` / ``--n`` as
+ambiguous prefixes of its options and refuses to start.
+
+Rank, world size and local rank come from torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK);
+the rendezvous is ``env://`` (MASTER_ADDR, MASTER_PORT), so multi-node runs use torchrun's own. Rank
+0 writes ``--json`` / ``--trace`` and prints the summary, and exits 1 when results are wrong, which
+makes torchrun fail the job. torchrun, not this module, stops the other ranks when one fails (its
+error summary shows the first failure's traceback, recorded by ``@record``); ``--timeout`` is the
 process groups' collective timeout.
 """
 
@@ -24,7 +27,7 @@ def _environment() -> tuple[int, int, int]:
     missing = [name for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
     if missing:
         raise InputError(f"{', '.join(missing)} not set: start this under torchrun "
-                         f"(torchrun --nproc-per-node G -m executor ...), or use `tpsim run` for local ranks")
+                         f"(torchrun --nproc-per-node G -m executor -- ...), or use `tpsim run` for local ranks")
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     return rank, world, int(os.environ.get("LOCAL_RANK", rank))
 

@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "run", help="run a schedule with torch.distributed (gloo or NCCL): check it and time it",
         description="Run a schedule on N local ranks (forked, FileStore rendezvous), check every output block "
-                    "against float64, and time it. On a cluster: torchrun --nproc-per-node G -m executor <same args>.")
+                    "against float64, and time it. On a cluster: "
+                    "torchrun --nproc-per-node G -m executor -- <same args>.")
     add_schedule_arguments(p)
     add_run_arguments(p)
     p.set_defaults(func=run_command)

@@ -119,7 +119,8 @@ def test_the_torchrun_entry_point_outside_torchrun_is_one_line_exit_2(monkeypatc
         monkeypatch.delenv(name, raising=False)
     assert executor_main([*SMALL_2D]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set: start this under torchrun" in err
+    assert err.count("\n") == 1
+    assert "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set: start this under torchrun" in err
 
 
 def _free_port() -> int:
@@ -128,13 +129,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(os.path.join(os.path.dirname(sys.executable), "torchrun")),
-                    reason="torchrun not installed")
+TORCHRUN = shutil.which("torchrun", path=os.path.dirname(sys.executable)) or shutil.which("torchrun")
+
+
+@pytest.mark.skipif(TORCHRUN is None, reason="torchrun not installed")
 def test_torchrun_runs_the_same_code_with_its_own_rendezvous(tmp_path):
     out = tmp_path / "m.json"
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
     # `--` keeps torchrun's own parser away from our options (it would read --m as an ambiguous prefix)
-    proc = subprocess.run([torchrun, "--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "executor",
+    proc = subprocess.run([TORCHRUN, "--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "executor",
                            "--", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "16", "--k", "8",
                            "--n", "8", "--iters", "2", "--json", str(out)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,

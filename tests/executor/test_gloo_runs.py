@@ -78,7 +78,8 @@ def test_measured_records_compare_key_for_key_with_the_simulator():
 
 
 def test_float64_and_bfloat16_meet_their_tolerances():
-    schedules = [make(algo, "mlp", "both", dtype) for dtype in ("float64", "bfloat16") for algo in ("summa25d", "cannon25d")]
+    schedules = [make(algo, "mlp", "both", dtype)
+                 for dtype in ("float64", "bfloat16") for algo in ("summa25d", "cannon25d")]
     results = run_local(schedules, ONCE, 8)
     for schedule, result in zip(schedules, results):
         record = measured_record(schedule, result, ONCE)

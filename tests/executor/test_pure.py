@@ -32,7 +32,8 @@ def test_reference_blocks_from_panels_equal_the_dense_reference(workload, seed):
     dense = workload.reference(seed, "both")
     for name, full in dense.items():
         rows, cols = full.shape
-        for r0, r1, c0, c1 in ((0, rows, 0, cols), (1, rows // 2, 0, cols // 3 + 1), (rows // 2, rows, cols // 2, cols)):
+        parts = ((0, rows, 0, cols), (1, rows // 2, 0, cols // 3 + 1), (rows // 2, rows, cols // 2, cols))
+        for r0, r1, c0, c1 in parts:
             block = reference_block(workload, seed, name, (r0, r1), (c0, c1)).numpy()
             np.testing.assert_allclose(block, full[r0:r1, c0:c1], rtol=0, atol=1e-12, err_msg=name)
 
@@ -92,7 +93,8 @@ def test_compute_ops_follow_the_interpreter():
     start = {"a": rng.uniform(-2, 2, (4, 3)), "bt": rng.uniform(-2, 2, (5, 3))}
     schedule.inputs = []
     expected = _interpret_one_rank(schedule, start)
-    buffers = {name: torch.full(spec.shape, math.nan, dtype=torch.float64) for name, spec in schedule.buffers[0].items()}
+    buffers = {name: torch.full(spec.shape, math.nan, dtype=torch.float64)
+               for name, spec in schedule.buffers[0].items()}
     for name, value in start.items():
         buffers[name].copy_(torch.from_numpy(value))
     ops = TorchOps(schedule, 0, buffers, {}, reduce_clobbers_input=False)
