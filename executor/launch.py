@@ -105,7 +105,8 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int) -> lis
     folder = tempfile.mkdtemp(prefix="tpsim-run-")
     board = ProgressBoard(nproc)
     deadline = time.monotonic() + options.timeout_s
-    children: dict[int, int] = {}  # pid -> rank
+    # pid -> rank of every child not yet reaped; only these may be killed (a reaped pid can be reused)
+    children: dict[int, int] = {}
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -115,7 +116,7 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int) -> lis
             if pid == 0:  # pragma: no cover - runs in the child, which never returns
                 _child(schedules, options, rank, nproc, folder, board, parent)
             children[pid] = rank
-        _watch(children, schedules, options, folder, board, deadline)
+        _watch(children, nproc, schedules, options, folder, board, deadline)
         with open(os.path.join(folder, "result.pkl"), "rb") as handle:
             return pickle.load(handle)
     finally:
@@ -172,8 +173,9 @@ def _dump(path: str, data) -> None:
     os.replace(tmp, path)
 
 
-def _watch(children: dict[int, int], schedules, options, folder, board: ProgressBoard, deadline: float) -> None:
-    running = dict(children)
+def _watch(running: dict[int, int], nproc: int, schedules, options, folder, board: ProgressBoard,
+           deadline: float) -> None:
+    """Reap children as they exit (removing them from ``running``) until all are done or one fails."""
     while running:
         for pid in list(running):
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -182,7 +184,7 @@ def _watch(children: dict[int, int], schedules, options, folder, board: Progress
             rank = running.pop(pid)
             code = os.waitstatus_to_exitcode(status)
             if code != 0:
-                raise JobFailed(*_failure_report(rank, code, folder, len(children)))
+                raise JobFailed(*_failure_report(rank, code, folder, nproc))
         if running and time.monotonic() > deadline:
             raise JobFailed(*_timeout_report(sorted(running.values()), schedules, options, board))
         if running:
