@@ -180,8 +180,8 @@ def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None
     per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], walk.comm_s[r], walk.wait_s[r],
                                walk.finish_s[r]) for r in range(schedule.world_size))
     stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
-             "p2p": sum(i.group is None for i in plan.instances), "compile_wall_s": compiled - began,
-             "simulate_wall_s": time.perf_counter() - compiled}
+             "p2p": sum(i.group is None for i in plan.instances)}
     return SimResult("analytic", max(walk.finish_s, default=0.0), per_rank, (),
                      Timeline(schedule, walk.starts, walk.ends, walk.waits) if timeline else None,
-                     meta=run_meta(schedule, G, placement, algorithms), stats=stats)
+                     meta=run_meta(schedule, G, placement, algorithms), stats=stats,
+                     wall_s={"compile": compiled - began, "simulate": time.perf_counter() - compiled})

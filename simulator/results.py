@@ -6,7 +6,7 @@ JSON form (``SimResult.to_dict``)::
      "critical_rank": int,           # the rank that finishes last (lowest on ties)
      "compute_s": float, "comm_s": float, "wait_s": float,   # the critical rank's split; they sum to makespan_s
      "meta": {...},                  # algorithm, grid, workload, passes, dtype, topology, placement, ...
-     "stats": {...},                 # instances, events, flows, wall times
+     "stats": {...},                 # instances, collectives, p2p, events, flows, rate changes, fills
      "per_rank": [{"rank", "gpu", "compute_s", "comm_s", "wait_s", "finish_s"}, ...],
      "links": [{"link", "src", "dst", "kind", "bytes", "busy_s", "busy_fraction"}, ...],  # busiest first
      "ops": [{"rank", "step", "kind", "group", "bytes", "flops", "start_s", "end_s", "duration_s"}, ...]}
@@ -105,6 +105,9 @@ class SimResult:
     timeline: Timeline | None = None
     meta: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
+    wall_s: dict = field(default_factory=dict)
+    """Wall-clock seconds per phase (compile, simulate). Not part of the JSON form, which must be the
+    same, byte for byte, for the same inputs."""
     link_series: dict = field(default_factory=dict)
     """Sampled utilisation of the busiest links, "src->dst" -> [(time_s, fraction)], for trace counters."""
 

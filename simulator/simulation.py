@@ -131,11 +131,11 @@ def simulate(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | Non
     stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
              "p2p": sum(i.group is None for i in plan.instances), "events": engine.events_scheduled(),
              "flows": net.flow_count, "rate_changes": getattr(net, "rate_changes", None),
-             "fills": getattr(net, "fills", None), "compile_wall_s": compiled - began,
-             "simulate_wall_s": ran - compiled}
+             "fills": getattr(net, "fills", None)}
     result = SimResult("simulated", makespan, per_rank, links,
                        Timeline(schedule, engine.starts, engine.ends, engine.waits) if timeline else None,
                        meta=run_meta(schedule, G, placement, algorithms), stats=stats,
+                       wall_s={"compile": compiled - began, "simulate": ran - compiled},
                        link_series=sampler.series(links[:8]) if sampler is not None else {})
     log.info("simulated %s %s on %s: %.6g s in %.2f s wall", schedule.algorithm, list(schedule.grid),
              G.graph.get("name"), makespan, time.perf_counter() - began)

@@ -83,6 +83,10 @@ def predict_command(args: argparse.Namespace) -> int:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
     workload = workload_from_args(args)
     G = load_topology(args.topology)
+    available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
+    if args.gpus > available:
+        raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "
+                         f"{available} GPUs (world size {args.gpus} needs {args.gpus} GPUs)")
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     bar = _progress(len(candidates))
     try:

@@ -1,0 +1,90 @@
+"""`tpsim predict` and ``simulator.predict``: enumeration, ranking, skipped arrangements, outputs."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from simulator.cli import main
+from simulator.predict import Arrangement, arrangements, memory_bytes, predict
+from simulator.generators import build_schedule
+from simulator.workloads import Workload
+from topologies import load_topology
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exit_:
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_every_legal_arrangement_of_64_gpus():
+    labels = [a.label for a in arrangements(64)]
+    assert labels == ["1d [64]", "2d [8,8,1]", "cannon25d [8,8,1]", "cannon25d [4,4,4]", "summa25d [8,8,1]",
+                      "summa25d [4,4,4]", "summa25d [2,2,16]", "summa25d [1,1,64]"]
+    with_variants = [a.label for a in arrangements(16, ("2d", "1d"), placements=(None, "depth-major"), overlap=True)]
+    assert with_variants == ["2d [4,4,1]", "2d+overlap [4,4,1]", "2d [4,4,1] depth-major",
+                             "2d+overlap [4,4,1] depth-major", "1d [16]"]
+
+
+def test_predictions_are_ranked_and_bounded_and_sizes_that_do_not_divide_are_skipped():
+    G = load_topology("dgx-a100")
+    workload = Workload.gemm(96, 21, 24)  # K = 21 does not split over q = 2
+    rows = predict(G, workload, gpus=8)
+    ok = [r for r in rows if not r.skipped]
+    assert [r.time_s for r in ok] == sorted(r.time_s for r in ok)
+    assert all(r.time_s >= r.analytic_s * (1 - 1e-12) for r in ok)
+    assert all(r.compute_s + r.comm_s + r.wait_s == pytest.approx(r.time_s, rel=1e-12) for r in ok)
+    assert {r.arrangement.label for r in ok} == {"1d [8]", "summa25d [1,1,8]"}
+    assert [(r.arrangement.label, r.skipped) for r in rows[len(ok):]] == [
+        ("cannon25d [2,2,2]", "cannon25d on [2,2,2]: K=21 must be divisible by q = 2"),
+        ("summa25d [2,2,2]", "summa25d on [2,2,2]: K=21 must be divisible by q = 2")]
+    for r in ok:
+        grid = dict(gpus=8) if r.algorithm == "1d" else dict(grid=r.grid)
+        assert r.memory_bytes == memory_bytes(build_schedule(r.algorithm, workload, "both", "bfloat16", **grid))
+
+
+def test_a_placement_that_does_not_fit_is_skipped_with_its_reason():
+    G = load_topology("dgx-a100")
+    rows = predict(G, Workload.gemm(64, 32, 32), gpus=8,
+                   candidates=[Arrangement("summa25d", (2, 2, 2), "no-such-placement")])
+    assert rows[0].skipped.startswith('unknown placement "no-such-placement"')
+
+
+def test_cli_table_json_csv_png(capsys, tmp_path):
+    common = ("predict", "--gpus", "8", "--topology", "a100-4gpu:2", "--workload", "gemm", "--m", "512",
+              "--k", "256", "--n", "128")
+    status, out, err = run(capsys, *common, "--csv", str(tmp_path / "p.csv"), "--png", str(tmp_path / "p.png"))
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "tpsim predict: gemm (m=512, k=256, n=128) fwd+bwd bfloat16 on 8 GPUs of a100-4gpu:2"
+    assert lines[1].split()[:3] == ["#", "arrangement", "time"]
+    assert lines[2].split()[0] == "1" and lines[2].rstrip().endswith("1.00x")
+    with open(tmp_path / "p.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["rank"] for r in rows] == [str(i) for i in range(1, len(rows) + 1)]
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    status, out, _ = run(capsys, *common, "--json", "--placement", "all", "--algos", "summa25d,1d")
+    data = json.loads(out)
+    assert status == 0 and isinstance(data, list)
+    assert all({"algorithm", "grid", "time_s", "placement", "status"} <= set(row) for row in data)
+    assert {row["placement"] for row in data} == {"linear", "depth-major", "column-major"}
+    times = [row["time_s"] for row in data if row["status"] == "ok"]
+    assert times == sorted(times)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--gpus", "8", "--topology", "nope"), "preset"),
+    (("--gpus", "0", "--topology", "dgx-a100"), "--gpus must be >= 1"),
+    (("--gpus", "16", "--topology", "dgx-a100"), "world size 16 needs 16 GPUs"),
+    (("--gpus", "8", "--topology", "dgx-a100", "--algos", "3d"), "unknown algorithm '3d'"),
+])
+def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
+    status, out, err = run(capsys, "predict", *argv, "--workload", "mlp", "--m", "64", "--hidden", "16")
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err
