@@ -25,7 +25,8 @@ A group of one rank costs T0. When the closed form is exact (the tests hold the 
 of one phase share no link except a rank's own port, whose capacity is B_inj (the smaller of the
 rank's total out- and in-capacity): GPUs on one NVSwitch (``topologies`` NvSwitchServer), a
 full NVLink mesh for the ring, chain, binomial and direct algorithms, a loopback star. Elsewhere it
-uses the slowest pair (``group_alpha_beta``) and the simulator's fair sharing decides.
+uses the slowest pair (``group_alpha_beta``) and the simulator's fair sharing decides; for several
+rings across servers it is an estimate (per-ring path or per-rank port, whichever binds).
 """
 
 from __future__ import annotations
@@ -84,10 +85,12 @@ def busbw_GBps(kind: str, n: int, nbytes: float, time_s: float) -> float:
 
 def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s: float, bandwidth_Bps: float,
                       params: CollectiveParams | None = None, protocol: str = "simple",
-                      injection_Bps: float | None = None) -> float:
+                      injection_Bps: float | None = None, rings: int = 1) -> float:
     """Closed-form time of one contention-free collective (table in the module docstring).
 
     ``injection_Bps`` (per-rank port capacity) defaults to ``bandwidth_Bps``, as on a switch.
+    ``rings`` > 1 (ring and chain across servers, ``CollectivePlan.rings``): each ring carries S/R,
+    and a rank's R flows share its port, so a term X / B becomes X max(1 / (R B), 1 / B_inj).
     """
     params = params or CollectiveParams()
     if n == 1:
@@ -96,12 +99,16 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
     inj = B if injection_Bps is None else float(injection_Bps)
     W = wire_factor(protocol, kind)
     front = params.base_latency_s + startup_s(protocol, nbytes, params)
+
+    def over_rings(x: float) -> float:  # x bytes per rank over R rings
+        return x / B if rings == 1 else x * max(1.0 / (rings * B), 1.0 / inj)
+
     if algorithm == "ring" and kind == "all_reduce":
-        return front + 2 * (n - 1) * a + W * (2 * (n - 1) / n * S) / B
+        return front + 2 * (n - 1) * a + W * over_rings(2 * (n - 1) / n * S)
     if algorithm == "ring" and kind in ("all_gather", "reduce_scatter"):
-        return front + (n - 1) * a + W * ((n - 1) / n * S) / B
+        return front + (n - 1) * a + W * over_rings((n - 1) / n * S)
     if algorithm == "chain" and kind in ("broadcast", "reduce"):
-        return front + (n - 1) * a + (n - 2) * W * params.chunk_bytes(S) / B + W * S / B
+        return front + (n - 1) * a + (n - 2) * W * params.chunk_bytes(S / rings) / B + W * over_rings(S)
     if algorithm == "binomial_tree" and kind in ("broadcast", "reduce", "all_reduce"):
         rounds = math.ceil(math.log2(n)) * (2 if kind == "all_reduce" else 1)
         return front + rounds * (a + W * S / B)
@@ -137,4 +144,4 @@ def predict_collective_s(net, kind: str, members, nbytes: float, root: int | Non
     plan = plan_collective(net, kind, members, nbytes, root, algorithm, params)
     ab = group_alpha_beta(net, plan)
     return collective_time_s(kind, plan.algorithm, len(plan.members), nbytes, ab.alpha_s, ab.bandwidth_Bps,
-                             params, plan.protocol, ab.injection_Bps)
+                             params, plan.protocol, ab.injection_Bps, plan.rings)

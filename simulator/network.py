@@ -191,32 +191,35 @@ class FlowNetwork:
 
     # ---- routes -----------------------------------------------------------------------------------
 
-    def route(self, src, dst) -> Route:
-        """The cached ``Route`` from ``src`` to ``dst`` (computed by the router on first use)."""
-        key = (src, dst)
+    def route(self, src, dst, via=None) -> Route:
+        """The cached ``Route`` from ``src`` to ``dst`` (by the router on first use); with ``via``, the
+        route to ``via`` followed by the route on from it (how NCCL's PXN reaches another NIC rail)."""
+        key = (src, dst) if via is None else (src, via, dst)
         route = self._routes.get(key)
         if route is None:
-            ids = []
-            for edge in self.router.path(src, dst):
-                link = self._link_id.get(tuple(edge))
-                if link is None:
-                    raise InputError(f"route {src}->{dst} uses {edge!r}, which is not an edge of the graph")
-                ids.append(link)
-            if not ids:
-                raise InputError(f"no route from {src!r} to {dst!r}")
-            route = Route(
-                tuple(ids), sum(self._lat[i] for i in ids), min(self._cap[i] for i in ids)
-            )
+            if via is not None and via not in (src, dst):
+                first, second = self.route(src, via), self.route(via, dst)
+                ids = first.links + second.links
+            else:
+                ids = []
+                for edge in self.router.path(src, dst):
+                    link = self._link_id.get(tuple(edge))
+                    if link is None:
+                        raise InputError(f"route {src}->{dst} uses {edge!r}, which is not an edge of the graph")
+                    ids.append(link)
+                if not ids:
+                    raise InputError(f"no route from {src!r} to {dst!r}")
+            route = Route(tuple(ids), sum(self._lat[i] for i in ids), min(self._cap[i] for i in ids))
             self._routes[key] = route
         return route
 
     # ---- the public operations --------------------------------------------------------------------
 
-    def transfer(self, src, dst, nbytes: float, tag=None) -> simpy.Event:
+    def transfer(self, src, dst, nbytes: float, tag=None, via=None) -> simpy.Event:
         """Start sending ``nbytes`` from ``src`` to ``dst``; the event succeeds when the last byte arrives.
 
         ``src == dst`` takes zero time; ``nbytes == 0`` between distinct nodes takes the route latency.
-        The event's value is ``nbytes``.
+        ``via``: route through that node (see ``route``). The event's value is ``nbytes``.
         """
         if not nbytes >= 0:
             raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
@@ -227,7 +230,7 @@ class FlowNetwork:
         if src == dst:
             event.succeed(nbytes)
             return event
-        route = self.route(src, dst)
+        route = self.route(src, dst, via)
         label = fid if tag is None else tag
         if nbytes == 0:
             self._arrive_later(event, nbytes, route.latency_s)

@@ -12,6 +12,9 @@ and the input for reduce_scatter.
   all_gather / reduce_scatter: each flow (n-1)/n S, n-1 steps.
 - chain (broadcast, reduce): NCCL's pipelined ring from the root, root -> root+1 -> ... (reduce: the
   reverse, towards the root): n-1 hop flows of S, n-1 steps, n-2 chunk times of fill.
+- Several rings (``orders``): NCCL runs one ring per channel, and across servers each channel leaves
+  a server through a different NIC. Given R rank orders, ring and chain run R rings at once, each
+  with S/R (``ring_orders`` builds NCCL-like orders; one order 0..n-1 inside a server).
 - binomial_tree (broadcast, reduce, all_reduce = reduce + broadcast): ceil(log2 n) rounds of S-byte
   flows, not pipelined.
 - double_binary_tree (all_reduce): both trees reduce S/2 up and broadcast S/2 down at once; with
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 
 from simulator.collectives.trees import binomial_rounds, dbtree_parents, tree_depth
 
-__all__ = ["Phase", "ALGORITHMS", "KINDS", "decompose"]
+__all__ = ["Phase", "ALGORITHMS", "KINDS", "decompose", "ring_orders"]
 
 KINDS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "send")
 
@@ -56,18 +59,49 @@ class Phase:
     """Payload bytes of one pipeline chunk."""
 
 
-def _ring(kind: str, n: int, nbytes: float) -> list[Phase]:
-    per_flow = (2 if kind == "all_reduce" else 1) * (n - 1) / n * nbytes
+def ring_orders(servers: list) -> list[tuple[int, ...]]:
+    """NCCL-like ring orders for ranks whose servers are ``servers[rank]``.
+
+    One order, 0..n-1, unless the group spans several servers with the same number k >= 2 of ranks on
+    each: then k orders (NCCL's channels), each leaving and entering servers on its own NIC rail.
+    Ring r walks the ranks of the 1st, 3rd, ... server (in rank order) from local index r to r-1, and
+    those of the 2nd, 4th, ... backwards from r-1 to r, so every hop between servers joins GPUs of the
+    same local index (the same rail): a route NIC to NIC, never through a spine or another GPU's NIC.
+    Example, servers [0, 0, 1, 1]: orders (0, 1, 3, 2) and (1, 0, 2, 3).
+    """
+    by_server: dict = {}
+    for rank, server in enumerate(servers):
+        by_server.setdefault(server, []).append(rank)
+    groups = list(by_server.values())
+    k = len(groups[0]) if groups else 0
+    if len(groups) < 2 or k < 2 or any(len(g) != k for g in groups):
+        return [tuple(range(len(servers)))]
+    orders = []
+    for r in range(k):
+        forward = [(r + i) % k for i in range(k)]
+        backward = forward[::-1]
+        orders.append(tuple(g[i] for j, g in enumerate(groups) for i in (forward if j % 2 == 0 else backward)))
+    return orders
+
+
+def _ring(kind: str, n: int, nbytes: float, orders) -> list[Phase]:
+    per_flow = (2 if kind == "all_reduce" else 1) * (n - 1) / n * nbytes / len(orders)
     steps = (2 if kind == "all_reduce" else 1) * (n - 1)
-    return [Phase(tuple((r, (r + 1) % n, per_flow) for r in range(n)), steps)]
+    flows = tuple((order[i], order[(i + 1) % n], per_flow) for order in orders for i in range(n))
+    return [Phase(flows, steps)]
 
 
-def _chain(kind: str, n: int, nbytes: float, root: int, chunk) -> list[Phase]:
-    order = [(root + i) % n for i in range(n)]
-    hops = list(zip(order[:-1], order[1:]))
-    if kind == "reduce":
-        hops = [(b, a) for a, b in reversed(hops)]
-    return [Phase(tuple((a, b, float(nbytes)) for a, b in hops), n - 1, n - 2, chunk(nbytes))]
+def _chain(kind: str, n: int, nbytes: float, root: int, chunk, orders) -> list[Phase]:
+    share = float(nbytes) / len(orders)
+    flows = []
+    for order in orders:
+        start = order.index(root)
+        path = [order[(start + i) % n] for i in range(n)]
+        hops = list(zip(path[:-1], path[1:]))
+        if kind == "reduce":
+            hops = [(b, a) for a, b in reversed(hops)]
+        flows.extend((a, b, share) for a, b in hops)
+    return [Phase(tuple(flows), n - 1, n - 2, chunk(share))]
 
 
 def _binomial(kind: str, n: int, nbytes: float, root: int) -> list[Phase]:
@@ -96,16 +130,19 @@ def _direct(kind: str, n: int, nbytes: float) -> list[Phase]:
     return [exchange, exchange] if kind == "all_reduce" else [exchange]
 
 
-def decompose(kind: str, algorithm: str, n: int, nbytes: float, root: int = 0, chunk=None) -> list[Phase]:
+def decompose(kind: str, algorithm: str, n: int, nbytes: float, root: int = 0, chunk=None,
+              orders=None) -> list[Phase]:
     """The phases of ``algorithm`` for ``kind`` on ``n`` ranks; ``chunk(stream_bytes)`` sizes pipeline
-    chunks (``CollectiveParams.chunk_bytes``). Assumes arguments already validated; [] when n == 1."""
+    chunks (``CollectiveParams.chunk_bytes``); ``orders``: ring orders for ring and chain (default the
+    one order 0..n-1). Assumes arguments already validated; [] when n == 1."""
     if n == 1:
         return []
     chunk = chunk or (lambda stream: stream)
+    orders = orders or [tuple(range(n))]
     if algorithm == "ring":
-        return _ring(kind, n, nbytes)
+        return _ring(kind, n, nbytes, orders)
     if algorithm == "chain":
-        return _chain(kind, n, nbytes, root, chunk)
+        return _chain(kind, n, nbytes, root, chunk, orders)
     if algorithm == "binomial_tree":
         return _binomial(kind, n, nbytes, root)
     if algorithm == "double_binary_tree":

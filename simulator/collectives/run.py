@@ -21,7 +21,7 @@ import simpy
 
 from simulator.collectives.choose import choose_algorithm
 from simulator.collectives.params import CollectiveParams
-from simulator.collectives.patterns import ALGORITHMS, KINDS, decompose
+from simulator.collectives.patterns import ALGORITHMS, KINDS, decompose, ring_orders
 from simulator.collectives.protocols import choose_protocol, startup_s, wire_factor
 from simulator.errors import InputError
 
@@ -44,10 +44,12 @@ class CollectivePlan:
     """Smallest route bottleneck among the used pairs, bytes/s."""
     wire_factor: float
     """Wire bytes per payload byte of the protocol."""
+    rings: int
+    """Concurrent rings of a ring or chain algorithm (NCCL channels across servers), else 1."""
     front_s: float
     """Base latency plus protocol start-up, charged once before the first phase."""
-    phases: tuple[tuple[float, tuple[tuple[object, object, float], ...]], ...]
-    """(delay in front, ((src node, dst node, wire bytes), ...)) per phase."""
+    phases: tuple[tuple[float, tuple[tuple[object, object, float, object], ...]], ...]
+    """(delay in front, ((src node, dst node, wire bytes, via node or None), ...)) per phase."""
 
 
 def _validate(kind, members, nbytes, root, algorithm) -> int:
@@ -70,9 +72,9 @@ def _validate(kind, members, nbytes, root, algorithm) -> int:
     return n
 
 
-def _servers(graph, members) -> int:
+def _servers(graph, members) -> list:
     nodes = graph.nodes
-    return len({nodes[m].get("server", 0) if m in nodes else 0 for m in members})
+    return [nodes[m].get("server", 0) if m in nodes else 0 for m in members]
 
 
 def plan_collective(net, kind: str, members, nbytes: float, root: int | None = None,
@@ -88,7 +90,8 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     root = root or 0
     pairs_probe = decompose(kind, algorithm or ALGORITHMS[kind][0], n, 1.0, root)
     bandwidth = _bottleneck(net, members, pairs_probe)
-    n_nodes = _servers(net.graph, members)
+    servers = _servers(net.graph, members)
+    n_nodes = len(set(servers))
     if algorithm is None:
         algorithm = choose_algorithm(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=bandwidth / 1e9)
     family = "tree" if algorithm == "double_binary_tree" else "ring"
@@ -97,23 +100,51 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
         protocol = "simple"  # nothing moves; any protocol costs the base latency alone
     elif protocol == "auto":
         protocol = choose_protocol(kind, family, n, nbytes, bandwidth / 1e9, n_nodes)
-    phases = decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes)
+    orders = ring_orders(servers) if algorithm in ("ring", "chain") else None
+    phases = decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders)
     wire = wire_factor(protocol, kind)
-    routes = {(a, b): net.route(members[a], members[b]) for ph in phases for a, b, _ in ph.flows}
+    via = _rail_vias(servers, orders)
+    routes = {(a, b): net.route(members[a], members[b], _node(members, via.get((a, b))))
+              for ph in phases for a, b, _ in ph.flows}
     hop = max((r.latency_s for r in routes.values()), default=0.0)
     bandwidth = min((r.bandwidth_Bps for r in routes.values()), default=bandwidth)
     step = params.step_latency_s
     timed = tuple(
         (
             (ph.steps - 1) * (hop + step) + step + ph.fill_chunks * wire * ph.chunk_bytes / bandwidth,
-            tuple((members[a], members[b], wire * size) for a, b, size in ph.flows),
+            tuple((members[a], members[b], wire * size, _node(members, via.get((a, b)))) for a, b, size in ph.flows),
         )
         for ph in phases
     )
     front = params.base_latency_s + (startup_s(protocol, nbytes, params) if n > 1 else 0.0)
-    plan = CollectivePlan(kind, algorithm, protocol, members, nbytes, hop + step, bandwidth, wire, front, timed)
+    plan = CollectivePlan(kind, algorithm, protocol, members, nbytes, hop + step, bandwidth, wire,
+                          len(orders) if orders else 1, front, timed)
     net.cache[key] = plan
     return plan
+
+
+def _node(members, rank):
+    return None if rank is None else members[rank]
+
+
+def _rail_vias(servers, orders) -> dict:
+    """For multi-ring orders: (src, dst) -> the rank in src's server with dst's local index, for hops
+    between servers whose local indices differ, so the flow uses dst's NIC rail (NCCL's PXN)."""
+    if not orders or len(orders) == 1:
+        return {}
+    by_server: dict = {}
+    local = {}
+    for rank, server in enumerate(servers):
+        group = by_server.setdefault(server, [])
+        local[rank] = len(group)
+        group.append(rank)
+    vias = {}
+    for order in orders:
+        for a, b in zip(order, order[1:] + order[:1]):
+            for x, y in ((a, b), (b, a)):  # reduce chains run the hops backwards
+                if servers[x] != servers[y] and local[x] != local[y]:
+                    vias[(x, y)] = by_server[servers[x]][local[y]]
+    return vias
 
 
 def _bottleneck(net, members, phases) -> float:
@@ -132,7 +163,7 @@ def _execute(env: simpy.Environment, net, plan: CollectivePlan):
         if delay:
             yield env.timeout(delay)
         delay = 0.0
-        yield env.all_of([net.transfer(src, dst, size) for src, dst, size in flows])
+        yield env.all_of([net.transfer(src, dst, size, None, via) for src, dst, size, via in flows])
     if delay:
         yield env.timeout(delay)
     return plan

@@ -171,3 +171,13 @@ def test_bad_transfers_are_input_errors():
         net.transfer("h0", "h1", -1)
     with pytest.raises(InputError, match="no route from 'h0' to 'island'"):
         net.transfer("h0", "island", 1)
+
+
+def test_a_route_via_a_node_joins_two_routes():
+    G = star(3)
+    env, net = network(G)
+    direct, detour = net.route("h0", "h1"), net.route("h0", "h1", via="h2")
+    assert len(detour.links) == 4 and detour.latency_s == pytest.approx(2 * direct.latency_s)
+    done = net.transfer("h0", "h1", 10**9, via="h2")
+    env.run()
+    assert done.processed and net.link_stats()[("s", "h2")].bytes == 10**9
