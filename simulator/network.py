@@ -260,6 +260,14 @@ class FlowNetwork:
                 stats[edge] = LinkStats(carried[link], busy)
         return stats
 
+    def link_utilisation(self) -> dict[tuple, float]:
+        """Fraction of capacity in use right now on every link that carries an active flow, by (u, v)."""
+        used: dict[int, float] = {}
+        for flow in self._active.values():
+            for link in flow.links:
+                used[link] = used.get(link, 0.0) + flow.rate
+        return {self._edges[link]: rate / self._cap[link] for link, rate in sorted(used.items())}
+
     @property
     def active_flows(self) -> int:
         """Flows currently sending bytes."""

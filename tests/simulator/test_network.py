@@ -181,3 +181,11 @@ def test_a_route_via_a_node_joins_two_routes():
     done = net.transfer("h0", "h1", 10**9, via="h2")
     env.run()
     assert done.processed and net.link_stats()[("s", "h2")].bytes == 10**9
+
+
+def test_link_utilisation_now():
+    env, net = network(star(3))
+    net.transfer("h0", "h2", 10**9)
+    net.transfer("h1", "h2", 10**9)
+    env.run(until=0.01)
+    assert net.link_utilisation() == {("h0", "s"): 0.5, ("s", "h2"): 1.0, ("h1", "s"): 0.5}
