@@ -239,7 +239,7 @@ def _position(state: tuple[str, int, int, int], schedules, rank: int) -> str:
         return name
     op = schedules[index].programs[rank][step]
     prefix = f"schedule {index} " if len(schedules) > 1 else ""
-    return f"{name} in {prefix}iteration {iteration} step {step} ({op.short()})"
+    return f"{name} at {prefix}iteration {iteration} step {step} ({op.short()})"
 
 
 def _ranks(ranks: list[int]) -> str:

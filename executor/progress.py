@@ -13,7 +13,7 @@ import mmap
 import numpy as np
 
 STATES = ("starting (before the rendezvous)", "rendezvous", "creating groups", "allocating", "computing",
-          "communicating", "checking", "gathering results", "done")
+          "communicating", "busy in its own code", "checking", "gathering results", "done")
 WAITING = frozenset({"rendezvous", "creating groups", "communicating", "gathering results"})
 _CODE = {name: code for code, name in enumerate(STATES)}
 

@@ -167,7 +167,7 @@ def _run_program(program: list[Op], ops: TorchOps, clock, fault: Fault | None, r
         waits = op.is_comm or isinstance(op, Wait)
         report("communicating" if waits else "computing", step)
         if fault is not None and fault.hits(rank, step):
-            report("computing", step)  # the hook runs in this rank's own code, not in a collective
+            report("busy in its own code", step)  # the hook runs before the op is issued
             fault.fire(rank, step)
         start = clock.mark()
         if isinstance(op, Wait):

@@ -43,8 +43,8 @@ def test_a_rank_that_hangs_mid_schedule_is_named_at_the_timeout():
     assert 2.0 <= elapsed < 5, f"took {elapsed:.1f} s"
     assert failure.reason == "timeout" and failure.ranks == [2]
     first = failure.report.splitlines()[0]
-    assert first.startswith("timed out after 2 s (--timeout): rank 2 never arrived: it is computing in iteration 0 "
-                            f"step 3 ({schedule.programs[2][3].short()})")
+    assert first == ("timed out after 2 s (--timeout): rank 2 never arrived: it is busy in its own code at "
+                     f"iteration 0 step 3 ({schedule.programs[2][3].short()})")
     assert "waiting for them: ranks 0, 1, 3" in failure.report
 
 
