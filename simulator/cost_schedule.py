@@ -119,12 +119,8 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> Critica
 
 
 class ClosedForms:
-    """``comm_time`` from ``simulator.cost``: each instance alone on the network, memoised by its shape.
-
-    The time is ``simulator.cost.predict_collective_s``'s: the plan ``run_collective`` would run (its
-    algorithm, protocol, step latency and bottleneck) in ``collective_time_s``; only the per-GPU port
-    capacity is read once per GPU here instead of once per collective.
-    """
+    """``comm_time`` from ``simulator.cost.predict_collective_s``: each instance alone on the network,
+    with the algorithm and protocol ``run_collective`` would use, memoised by the instance's shape."""
 
     def __init__(self, G: nx.DiGraph, algorithms: dict[str, str] | None = None, params=None, router=None):
         import simpy
@@ -132,36 +128,21 @@ class ClosedForms:
         from simulator.collectives import CollectiveParams
         from simulator.network import FlowNetwork
 
-        self.graph = G
         self.net = FlowNetwork(simpy.Environment(), G, router=router)  # routes and plan cache; never run
         self.params = params if params is not None else CollectiveParams.from_graph(G)
         self.algorithms = dict(algorithms or {})
         self._memo: dict[tuple, float] = {}
-        self._port_Bps: dict[str, float] = {}
-
-    def _injection_Bps(self, node: str) -> float:
-        # As simulator.cost.group_alpha_beta: the smaller of the node's total out- and in-capacity.
-        cap = self._port_Bps.get(node)
-        if cap is None:
-            out = sum(d["bandwidth_GBps"] for _, _, d in self.graph.out_edges(node, data=True))
-            inn = sum(d["bandwidth_GBps"] for _, _, d in self.graph.in_edges(node, data=True))
-            cap = self._port_Bps[node] = min(out * 1e9, inn * 1e9)
-        return cap
 
     def __call__(self, inst: Instance) -> float:
         key = (inst.kind, inst.gpus, inst.nbytes, inst.root)
         time_s = self._memo.get(key)
         if time_s is None:
-            from simulator.collectives import plan_collective
-            from simulator.cost import collective_time_s
+            from simulator.cost import predict_collective_s
 
             kind = "send" if inst.kind == "p2p" else inst.kind
-            plan = plan_collective(self.net, kind, list(inst.gpus), inst.nbytes, inst.root,
-                                   self.algorithms.get(kind), self.params)
-            injection = min(self._injection_Bps(g) for g in plan.members)
-            time_s = self._memo[key] = collective_time_s(
-                kind, plan.algorithm, len(plan.members), inst.nbytes, plan.alpha_s, plan.bandwidth_Bps,
-                self.params, plan.protocol, injection)
+            time_s = self._memo[key] = predict_collective_s(
+                self.net, kind, list(inst.gpus), inst.nbytes, root=inst.root,
+                algorithm=self.algorithms.get(kind), params=self.params)
         return time_s
 
 
