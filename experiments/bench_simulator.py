@@ -104,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"summa25d mlp fwd+bwd, M={TOKENS} tokens, hidden={HIDDEN}, bfloat16")
     print(f"{'GPUs':>5} {'grid':>10} {'topology':>13} {'ops':>9} {'instances':>9} {'events':>9} {'flows':>8}"
           f" {'build':>7} {'valid.':>7} {'compile':>7} {'simul.':>7} {'target':>6} {'analyt.':>7} {'peak MB':>7}"
-          f" {'makespan':>9}")
+          f" {'makespan':>9} {'bound':>9}")
     for r in rows:
         w = r["wall_s"]
         print(f"{r['gpus']:>5} {'x'.join(map(str, r['grid'])):>10} {r['topology']:>13} {r['ops']:>9,} "
               f"{r['instances']:>9,} {r['events']:>9,} {r['flows']:>8,} {w['build']:>6.2f}s {w['validate']:>6.2f}s "
               f"{w['compile']:>6.2f}s {w['simulate']:>6.2f}s {r['target_s']:>5.0f}s "
-              f"{w.get('analytic', float('nan')):>6.2f}s {r['peak_rss_MB']:>7.0f} {r['makespan_s'] * 1e3:>7.3f}ms")
+              f"{w.get('analytic', float('nan')):>6.2f}s {r['peak_rss_MB']:>7.0f} {r['makespan_s'] * 1e3:>7.3f}ms"
+              f" {r.get('analytic_makespan_s', float('nan')) * 1e3:>7.3f}ms")
     return 0
 
 
