@@ -125,7 +125,7 @@ def _progress(total: int):
 def _title(args, G, workload) -> str:
     sizes = ", ".join(f"{k}={v}" for k, v in workload.to_dict().items() if k != "name")
     passes = {"both": "fwd+bwd", "fwd": "fwd", "bwd": "bwd"}[args.passes]
-    return (f"{workload.name} ({sizes}) {passes} {args.dtype} on {args.gpus} GPUs of "
+    return (f"{workload.name} ({sizes}) {passes} {args.dtype} on {args.gpus} GPU{'' if args.gpus == 1 else 's'} of "
             f"{G.graph.get('name', args.topology)}")
 
 
