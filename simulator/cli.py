@@ -26,7 +26,9 @@ COMMAND_MODULES = (
     "simulator.commands.collective",
     "topologies.command",
     "executor.command",
+    "executor.bench_command",
     "simulator.commands.calibrate",
+    "simulator.commands.compare",
 )
 
 
