@@ -110,7 +110,7 @@ class Engine:
         # simulation; an instance launches at its latest member's t, scheduled ahead if need be.
         env = self.env
         starts, ends, waits = self.starts[rank], self.ends[rank], self.waits[rank]
-        t = env.now
+        t = float(env.now)  # simpy starts at the int 0; keep every recorded time a float
         comm = wait = 0.0
         for item in self.plan.items[rank]:
             code = item[0]
