@@ -20,11 +20,10 @@ import json
 import os
 import sys
 
-from simulator.commands.schedule_args import workload_from_args
+from simulator.commands.schedule_args import add_workload_arguments, workload_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
 from simulator.errors import InputError
-from simulator.generators import ALGORITHMS, ALIASES, DTYPES
-from simulator.workloads import PASSES
+from simulator.generators import ALGORITHMS, ALIASES
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
               "wait_s", "analytic_s", "memory_bytes", "collectives", "reason")
@@ -37,14 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "rank them by predicted time.")
     p.add_argument("--gpus", type=int, required=True, metavar="P", help="number of GPUs to arrange")
     add_topology_arguments(p)
-    w = p.add_argument_group("workload")
-    w.add_argument("--workload", choices=("gemm", "mlp"), help="one linear (gemm) or a transformer MLP")
-    w.add_argument("--m", type=int, metavar="M", help="rows of A / tokens (batch x sequence)")
-    w.add_argument("--k", type=int, metavar="K", help="gemm: columns of A, rows of B")
-    w.add_argument("--n", type=int, metavar="N", help="gemm: columns of B")
-    w.add_argument("--hidden", type=int, metavar="H", help="mlp: hidden size h (FC1 h->4h, FC2 4h->h)")
-    w.add_argument("--pass", dest="passes", choices=PASSES, default="both", help="default: both")
-    w.add_argument("--dtype", choices=DTYPES, default="bfloat16", help="element type (default bfloat16)")
+    add_workload_arguments(p.add_argument_group("workload"), default_dtype="bfloat16")
     s = p.add_argument_group("search")
     s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)})")
     s.add_argument("--overlap", action="store_true", help="also try 2d/summa25d with SUMMA prefetch")

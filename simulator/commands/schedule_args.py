@@ -33,15 +33,20 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--algo", choices=ALGORITHMS + tuple(ALIASES), help="parallel algorithm")
     group.add_argument("--grid", metavar="Q,Q,D", help="process grid [q, q, d] (2d, cannon25d, summa25d)")
     group.add_argument("--gpus", type=int, metavar="P", help="number of ranks (1d; or 2d when P = q*q)")
+    add_workload_arguments(group, default_dtype="float32")
+    group.add_argument("--overlap", action="store_true",
+                       help="2d/summa25d: prefetch each SUMMA step's broadcasts during the previous gemm")
+
+
+def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -> None:
+    """Add ``--workload --m --k --n --hidden --pass --dtype`` (read back by ``workload_from_args``)."""
     group.add_argument("--workload", choices=("gemm", "mlp"), help="one linear (gemm) or a transformer MLP")
     group.add_argument("--m", type=int, metavar="M", help="rows of A / tokens (batch x sequence)")
     group.add_argument("--k", type=int, metavar="K", help="gemm: columns of A, rows of B")
     group.add_argument("--n", type=int, metavar="N", help="gemm: columns of B")
     group.add_argument("--hidden", type=int, metavar="H", help="mlp: hidden size h (FC1 h->4h, FC2 4h->h)")
     group.add_argument("--pass", dest="passes", choices=PASSES, default="both", help="default: both")
-    group.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    group.add_argument("--overlap", action="store_true",
-                       help="2d/summa25d: prefetch each SUMMA step's broadcasts during the previous gemm")
+    group.add_argument("--dtype", choices=DTYPES, default=default_dtype, help=f"element type (default {default_dtype})")
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
