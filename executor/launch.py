@@ -34,6 +34,8 @@ import tempfile
 import time
 import traceback
 
+from typing import Callable
+
 from executor.progress import WAITING, ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
 from simulator.errors import InputError
@@ -92,11 +94,16 @@ def check_job(schedules: list[Schedule], options: RunOptions, nproc: int) -> Non
                              f"visible ({build}); use --backend gloo")
 
 
-def run_local(schedules: list[Schedule], options: RunOptions, nproc: int) -> list[dict]:
+Job = Callable[..., list | None]
+"""What each rank runs: ``job(schedules, options, rdv, report)``, returning rank 0's results (others None)."""
+
+
+def run_local(schedules: list[Schedule], options: RunOptions, nproc: int, job: Job = run_rank) -> list[dict]:
     """Run ``schedules`` (one after another, in one job) on ``nproc`` forked ranks; rank 0's results.
 
-    Raises InputError before forking for a job that cannot start, JobFailed when a rank fails or the
-    job outlasts ``options.timeout_s``.
+    ``job`` is the per-rank function: ``run_rank`` (``tpsim run``), or ``executor.bench.bench_rank``
+    (``tpsim bench``, whose microbenchmarks are schedules too). Raises InputError before forking for a
+    job that cannot start, JobFailed when a rank fails or the job outlasts ``options.timeout_s``.
     """
     import torch
 
@@ -114,7 +121,7 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int) -> lis
         for rank in range(nproc):
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child, which never returns
-                _child(schedules, options, rank, nproc, folder, board, parent)
+                _child(schedules, options, rank, nproc, folder, board, parent, job)
             children[pid] = rank
         _watch(children, nproc, schedules, options, folder, board, deadline)
         with open(os.path.join(folder, "result.pkl"), "rb") as handle:
@@ -133,7 +140,7 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int) -> lis
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _child(schedules, options, rank, nproc, folder, board, parent) -> None:  # pragma: no cover - child
+def _child(schedules, options, rank, nproc, folder, board, parent, job) -> None:  # pragma: no cover - child
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -145,7 +152,7 @@ def _child(schedules, options, rank, nproc, folder, board, parent) -> None:  # p
         os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
                           LOCAL_WORLD_SIZE=str(nproc))
         rdv = Rendezvous(rank, nproc, rank, os.path.join(folder, "store"))
-        results = run_rank(schedules, options, rdv, lambda *state: board.update(rank, *state))
+        results = job(schedules, options, rdv, lambda *state: board.update(rank, *state))
         if rank == 0:
             _dump(os.path.join(folder, "result.pkl"), results)
         code = 0

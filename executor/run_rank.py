@@ -96,6 +96,20 @@ def run_rank(schedules: list[Schedule], options: RunOptions, rdv: Rendezvous,
             raise ValueError(f"schedule has {schedule.world_size} ranks but the job has {rdv.world_size}")
     if options.fault is not None:
         options.fault.fire(rdv.rank, None)
+    report("rendezvous")
+    device = init_distributed(options, rdv)
+    try:
+        cache = GroupCache()
+        results = [_run_schedule(index, schedule, options, rdv.rank, device, cache, report)
+                   for index, schedule in enumerate(schedules)]
+    finally:
+        report("done")
+    dist.destroy_process_group()
+    return results if rdv.rank == 0 else None
+
+
+def init_distributed(options: RunOptions, rdv: Rendezvous) -> torch.device:
+    """Join the job's default process group (FileStore or ``env://``); the device this rank computes on."""
     device = torch.device("cpu")
     init = {"backend": options.backend, "rank": rdv.rank, "world_size": rdv.world_size,
             "timeout": timedelta(seconds=options.timeout_s)}
@@ -107,16 +121,8 @@ def run_rank(schedules: list[Schedule], options: RunOptions, rdv: Rendezvous,
         init["store"] = dist.FileStore(rdv.store_path, rdv.world_size)
     else:
         init["init_method"] = "env://"
-    report("rendezvous")
     dist.init_process_group(**init)
-    try:
-        cache = GroupCache()
-        results = [_run_schedule(index, schedule, options, rdv.rank, device, cache, report)
-                   for index, schedule in enumerate(schedules)]
-    finally:
-        report("done")
-    dist.destroy_process_group()
-    return results if rdv.rank == 0 else None
+    return device
 
 
 def _run_schedule(index: int, schedule: Schedule, options: RunOptions, rank: int, device: torch.device,
