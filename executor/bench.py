@@ -1,0 +1,112 @@
+"""What each rank runs under `tpsim bench`: every microbenchmark schedule, timed the nccl-tests way.
+
+``bench_rank`` is a launcher job (``executor.launch.run_local(cases, options, nproc, job=bench_rank)``),
+so ranks are forked, rendezvous and are supervised exactly as under `tpsim run`. For each case
+(``executor.bench_cases``): create its groups (``executor.groups``, in declared order on every rank),
+allocate its buffers, enter a barrier on the default group, run the ``warmup`` untimed repetitions
+back to back, then time the ``iters`` timed ones back to back, and keep ``elapsed / iters``, the
+time per op, as nccl-tests does (its ``-w`` / ``-n``). The warm-up absorbs the barrier's release
+skew, so the timed ops run in steady state. Ops are issued by ``executor.ops_torch``, the calls a
+schedule's own ops make; an asynchronous op (the send/recv exchange) completes at its ``wait``.
+
+Buffers hold zeros for communication (sums of zeros never overflow nor go denormal, whatever the
+repetition count) and uniform [0, 1) values for gemm operands. Nothing is checked: the values are
+meaningless after a repeated in-place reduce, so the reduce's scratch copy that ``tpsim run`` makes on
+gloo for live non-root buffers is not made here either (a schedule's reduce partials are overwritten
+next, so they need none).
+
+At the end rank 0 gathers, per case, every rank's seconds per op and the perf_counter readings that
+bracket its timed ops (None where the rank took no part). On CPU those readings share one clock across
+the host's processes, which lets a gemm run by several ranks at once be timed by its span.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+
+from executor.buffers import TORCH_DTYPES
+from executor.clock import clock_for
+from executor.groups import GroupCache
+from executor.ops_torch import TorchOps
+from executor.run_rank import Rendezvous, RunOptions, init_distributed
+from simulator.ir import Schedule
+from simulator.ops import Wait
+
+__all__ = ["bench_rank"]
+
+
+def _nothing(*_args, **_kwargs) -> None:
+    return None
+
+
+def bench_rank(cases: list[Schedule], options: RunOptions, rdv: Rendezvous, report=_nothing) -> list | None:
+    """Time every case on this rank; rank 0 returns ``times[case][rank]``: (seconds per op, first timed
+    perf_counter, last perf_counter), or None for a rank that took no part."""
+    report("rendezvous")
+    device = init_distributed(options, rdv)
+    try:
+        cache = GroupCache()
+        mine = [_time_case(index, case, rdv.rank, device, cache, report) for index, case in enumerate(cases)]
+        report("gathering results")
+        gathered = [None] * rdv.world_size if rdv.rank == 0 else None
+        dist.gather_object(mine, gathered, dst=0)
+    finally:
+        report("done")
+    dist.destroy_process_group()
+    if rdv.rank != 0:
+        return None
+    return [[gathered[rank][index] for rank in range(rdv.world_size)] for index in range(len(cases))]
+
+
+def _buffers(case: Schedule, rank: int, device: torch.device) -> dict[str, torch.Tensor]:
+    out = {}
+    gemm = case.options["bench"]["op"] == "gemm"
+    for name, spec in case.buffers[rank].items():
+        make = torch.rand if gemm and name in ("a", "b") else torch.zeros
+        out[name] = make(spec.shape, dtype=TORCH_DTYPES[spec.dtype], device=device)
+    return out
+
+
+def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cache: GroupCache,
+               report) -> tuple[float, float | None, float | None] | None:
+    """(seconds per timed repetition, perf_counter at the first timed op, at the end) of ``case`` on
+    ``rank``; None if the rank has no ops in it; the perf_counter marks are None on GPU."""
+    report("creating groups", index)
+    groups = cache.create(case, rank)
+    program = case.programs[rank]
+    buffers = _buffers(case, rank, device)
+    ops = TorchOps(case, rank, buffers, groups, reduce_clobbers_input=False)
+    bench = case.options["bench"]
+    first_timed = bench["warmup_steps"]
+    clock = clock_for(device)
+    # One report per case, none inside the timed loop: the case index is enough to name a hang.
+    report("communicating", index, 0, 0 if program else -1)
+    dist.barrier()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    if not program:
+        return None
+    pending = {}
+    clock.start()
+    begin = wall_begin = None
+    for step, op in enumerate(program):
+        if step == first_timed:
+            begin, wall_begin = clock.mark(), time.perf_counter()
+        if isinstance(op, Wait):
+            pending.pop(op.handle).wait()
+            continue
+        work = ops.run(step, op)
+        if work is not None:
+            pending[op.handle] = work
+    end = clock.mark()
+    clock.finish()
+    wall_end = time.perf_counter()
+    per_op_s = (clock.seconds(end) - clock.seconds(begin)) / bench["iters"]
+    # perf_counter is CLOCK_MONOTONIC, one clock for every process of the host: rank 0 can take the span
+    # of ranks that ran at once (on GPU the events time each device, and devices do not share work).
+    if device.type == "cuda":
+        return per_op_s, None, None
+    return per_op_s, wall_begin, wall_end

@@ -1,0 +1,164 @@
+"""`tpsim bench`: microbenchmarks through the executor: collectives, point-to-point and gemm throughput.
+
+    tpsim bench --backend gloo|nccl --nproc N [--ops OP,...] [--sizes 1KiB:64MiB[:F] | --sizes A,B,...]
+                [--group-sizes G,...] [--groups all|one] [--gemm-shapes MxKxN,...]
+                [--gemm-concurrency C,...] [--dtype D] [--warmup W] [--iters I] [--timeout S] [--json OUT]
+
+Every collective over every group size and message size, the pairwise send/recv exchange, and gemm
+throughput over shapes, each timed the nccl-tests way (``executor.bench``) and printed as nccl-tests
+tables; ``--json`` writes the ``tpsim-bench`` record (``executor.bench_report``) that
+``tpsim calibrate --from-bench`` reads. Exit status 0, 1 for a failed job, 2 for bad input.
+
+Registration imports neither torch nor the rest of the executor; ``bench_command`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+from simulator.errors import InputError
+
+log = logging.getLogger(__name__)
+
+OPS_HELP = "broadcast, reduce, all_reduce, all_gather, reduce_scatter, send, gemm"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `bench`."""
+    p = subparsers.add_parser(
+        "bench", help="microbenchmark collectives, send/recv and gemm through the executor (nccl-tests style)",
+        description="Time every collective over group and message sizes, the pairwise send/recv exchange and "
+                    "gemm throughput over shapes on N local ranks; print nccl-tests tables and write the "
+                    "tpsim-bench JSON that `tpsim calibrate --from-bench` reads.")
+    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo", help="default gloo")
+    p.add_argument("--nproc", type=int, required=True, metavar="N", help="local ranks to start")
+    p.add_argument("--ops", metavar="OP,...", help=f"what to measure (default all): {OPS_HELP}")
+    p.add_argument("--sizes", default="1KiB:64MiB", metavar="MIN:MAX[:F] | S,S,...",
+                   help="nccl-tests S values: MIN to MAX by factor F (default 2), or a list; default 1KiB:64MiB")
+    p.add_argument("--group-sizes", metavar="G,...", help="collective group sizes (default: divisors of N from 2)")
+    p.add_argument("--groups", choices=("all", "one"), default="all",
+                   help="all: every disjoint group of a size runs at once, so every rank is busy as in a "
+                        "schedule (default); one: a single group, the other ranks idle")
+    p.add_argument("--gemm-shapes", metavar="MxKxN,...", help="gemm shapes (default 128^3 .. 1024^3 and two thin)")
+    p.add_argument("--gemm-concurrency", metavar="C,...",
+                   help="ranks running each gemm at once (default 1 and N)")
+    p.add_argument("--dtype", choices=("float32", "float64", "bfloat16"), default="float32")
+    p.add_argument("--warmup", type=int, default=5, metavar="W", help="untimed ops per size (nccl-tests -w; default 5)")
+    p.add_argument("--iters", type=int, default=20, metavar="I", help="timed ops per size (nccl-tests -n; default 20)")
+    p.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
+                   help="end the whole job after this long (default 3600)")
+    p.add_argument("--json", metavar="OUT.json", help="write the tpsim-bench record")
+    p.set_defaults(func=bench_command)
+
+
+def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise InputError(f"{flag} {text!r}: expected integers separated by commas") from None
+    if not values:
+        raise InputError(f"{flag} {text!r}: give at least one value")
+    return values
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``"1KiB:64MiB"`` (factor 2), ``"1KiB:1MiB:4"`` or ``"1KiB,4KiB"`` -> sizes in bytes, ascending."""
+    from simulator.sizes import parse_size
+
+    if ":" not in text:
+        return tuple(sorted({parse_size(part) for part in text.split(",") if part.strip()}))
+    parts = text.split(":")
+    if len(parts) > 3:
+        raise InputError(f"--sizes {text!r}: expected MIN:MAX or MIN:MAX:FACTOR")
+    low, high = parse_size(parts[0]), parse_size(parts[1])
+    try:
+        factor = int(parts[2]) if len(parts) == 3 else 2
+    except ValueError:
+        raise InputError(f"--sizes {text!r}: the factor {parts[2]!r} is not an integer") from None
+    if low < 1 or high < low or factor < 2:
+        raise InputError(f"--sizes {text!r}: need 1 <= MIN <= MAX and FACTOR >= 2")
+    sizes = []
+    size = low
+    while size <= high:
+        sizes.append(size)
+        size *= factor
+    return tuple(sizes)
+
+
+def parse_shapes(text: str | None) -> tuple[tuple[int, int, int], ...] | None:
+    """``"512x512x512,1024x128x1024"`` -> ((512, 512, 512), (1024, 128, 1024))."""
+    if text is None:
+        return None
+    shapes = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            m, k, n = (int(x) for x in part.lower().split("x"))
+        except ValueError:
+            raise InputError(f"--gemm-shapes {part!r}: expected MxKxN, e.g. 512x512x512") from None
+        shapes.append((m, k, n))
+    return tuple(shapes)
+
+
+def settings_from_args(args: argparse.Namespace):
+    """The BenchSettings the arguments describe; InputError for bad values."""
+    from executor.bench_cases import BENCH_OPS, BenchSettings
+
+    if args.nproc < 1:
+        raise InputError(f"--nproc must be >= 1, got {args.nproc}")
+    ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else BENCH_OPS
+    changes = {"ops": ops, "sizes_bytes": parse_sizes(args.sizes), "group_sizes": _ints(args.group_sizes, "--group-sizes"),
+               "groups": args.groups, "gemm_concurrency": _ints(args.gemm_concurrency, "--gemm-concurrency"),
+               "dtype": args.dtype, "warmup": args.warmup, "iters": args.iters}
+    shapes = parse_shapes(args.gemm_shapes)
+    if shapes is not None:
+        changes["gemm_shapes"] = shapes
+    return BenchSettings(**changes)
+
+
+def _terminate(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """`tpsim bench`."""
+    settings = settings_from_args(args)
+    cases = settings.cases(args.nproc)
+    if not cases:
+        raise InputError(f"nothing to measure: --ops {','.join(settings.ops)} on --nproc {args.nproc} "
+                         f"(collectives and send need 2 ranks or more)")
+    from executor.bench import bench_rank
+    from executor.bench_report import bench_record, bench_rows, host_info, tables
+    from executor.launch import JobFailed, run_local
+    from executor.run_rank import RunOptions
+    from simulator.serialize import write_json_atomic
+
+    options = RunOptions(backend=args.backend, timeout_s=args.timeout)
+    load = os.getloadavg()
+    cores = os.cpu_count() or 1
+    if load[0] > 0.5 * cores:
+        log.warning("load average %.2f on %d cores: other work shares this machine, timings will be noisy",
+                    load[0], cores)
+    log.info("bench: %d measurements on %d ranks (%s)", len(cases), args.nproc, args.backend)
+    previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
+    try:
+        times = run_local(cases, options, args.nproc, job=bench_rank)
+    except JobFailed as failure:
+        sys.stderr.write(f"tpsim bench: {failure.report}\n")
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    record = bench_record(settings, args.nproc, args.backend, bench_rows(cases, times), host_info(args.backend, load))
+    print(f"# tpsim bench: {args.nproc} ranks, {args.backend}, {record['host']['hostname']} "
+          f"({record['host']['cpu_count']} cores, load average {load[0]:.2f} before, "
+          f"{record['host']['load_average_after'][0]:.2f} after)")
+    print("\n".join(tables(record)))
+    if args.json:
+        write_json_atomic(args.json, record)
+        print(f"wrote bench JSON {args.json}")
+    return 0

@@ -1,0 +1,130 @@
+"""The bench record (``tpsim-bench`` JSON) and its nccl-tests-style tables, from the gathered times.
+
+Record (``format: "tpsim-bench"``, ``version: 1``)::
+
+    backend, nproc, dtype, warmup, iters, groups     how it was measured ("groups": "all" or "one")
+    host {hostname, platform, processor, cpu_count, python, torch, cuda, devices,
+          load_average_before, load_average_after}   where (1/5/15-minute load averages, os.getloadavg)
+    rows [...]                                       one per measurement, in the order they ran:
+
+    collective / send:  op, ranks (group size), groups (groups at once), bytes (nccl-tests S),
+                        count (elements in S), dtype, redop ("sum" or "none"), root (group-local, -1
+                        none), in_place, time_s (mean over participating ranks of seconds per op,
+                        nccl-tests' default -a 1), time_min_s, time_max_s (over those ranks),
+                        algbw_GBps (S / time_s), busbw_GBps (algbw x nccl-tests' factor)
+    gemm:               op, m, k, n, dtype, concurrent (ranks running it at once), time_s (seconds per
+                        gemm on one rank while ``concurrent`` ranks run it: on CPU with concurrent > 1
+                        the span from the first rank's first timed gemm to the last rank's end, over
+                        iters; else the mean over ranks), time_mean_s (the mean of the ranks' own
+                        times, CPU concurrent > 1 only), time_min_s, time_max_s (of the ranks' own
+                        times), flops (2mkn), gflops_per_s (per rank: flops / time_s / 1e9)
+
+S is the buffer of broadcast / reduce / all_reduce, the output of all_gather, the input of
+reduce_scatter, the message of send (one exchange: each side sends S and receives S).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import statistics
+
+from simulator.cost import algbw_GBps, busbw_GBps
+
+__all__ = ["FORMAT", "VERSION", "bench_rows", "bench_record", "host_info", "tables"]
+
+FORMAT = "tpsim-bench"
+VERSION = 1
+
+_REDOP = {"reduce": "sum", "all_reduce": "sum", "reduce_scatter": "sum"}
+_TYPE = {"float32": "float", "float64": "double", "bfloat16": "bfloat16", "float16": "half"}  # nccl-tests names
+
+
+def bench_rows(cases, times: list[list[float | None]]) -> list[dict]:
+    """One row per case from ``times[case][rank]`` (seconds per op; None for ranks that took no part)."""
+    rows = []
+    for case, per_rank in zip(cases, times):
+        bench = case.options["bench"]
+        taken = [t for t in per_rank if t is not None]
+        if not taken:
+            raise ValueError(f"bench case {case.algorithm}: no rank reported a time")
+        seen = [t[0] for t in taken]
+        time_s = statistics.fmean(seen)
+        spread = {"time_s": time_s, "time_min_s": min(seen), "time_max_s": max(seen)}
+        if bench["op"] == "gemm":
+            if len(taken) > 1 and all(t[1] is not None for t in taken):
+                # Ranks started apart and the first to finish left the others more CPU: the mean of their
+                # own times would flatter contention. The batch's span is what all of them together took.
+                spread["time_s"] = (max(t[2] for t in taken) - min(t[1] for t in taken)) / bench["iters"]
+                spread["time_mean_s"] = time_s
+                time_s = spread["time_s"]
+            flops = 2 * bench["m"] * bench["k"] * bench["n"]
+            rows.append({"op": "gemm", "m": bench["m"], "k": bench["k"], "n": bench["n"], "dtype": bench["dtype"],
+                         "concurrent": bench["groups"], **spread, "flops": flops,
+                         "gflops_per_s": flops / time_s / 1e9 if time_s > 0 else None})
+            continue
+        op, g, nbytes = bench["op"], bench["ranks"], bench["nbytes"]
+        rows.append({"op": op, "ranks": g, "groups": bench["groups"], "bytes": nbytes, "count": bench["count"],
+                     "dtype": bench["dtype"],
+                     "redop": _REDOP.get(op, "none"), "root": 0 if op in ("broadcast", "reduce") else -1,
+                     "in_place": bench["in_place"], **spread, "algbw_GBps": algbw_GBps(nbytes, time_s),
+                     "busbw_GBps": busbw_GBps(op, g, nbytes, time_s)})
+    return rows
+
+
+def host_info(backend: str, load_before: tuple[float, float, float] | None) -> dict:
+    """Where the bench ran (imports torch)."""
+    import torch
+
+    devices = []
+    if backend == "nccl" and torch.cuda.is_available():
+        devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+            "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "devices": devices, "load_average_before": list(load_before) if load_before else None,
+            "load_average_after": list(os.getloadavg())}
+
+
+def bench_record(settings, nproc: int, backend: str, rows: list[dict], host: dict) -> dict:
+    """The ``tpsim-bench`` JSON object (see the module docstring)."""
+    return {"format": FORMAT, "version": VERSION, "backend": backend, "nproc": nproc, "dtype": settings.dtype,
+            "warmup": settings.warmup, "iters": settings.iters, "groups": settings.groups, "host": host,
+            "rows": rows}
+
+
+def tables(record: dict) -> list[str]:
+    """nccl-tests-style tables: one per (op, group size, groups at once), then one for gemms."""
+    lines = []
+    head = (f"{record['backend']} {record['dtype']}, {record['warmup']} warm-up + {record['iters']} timed ops "
+            f"per size, time = mean over ranks of seconds per op")
+    blocks: dict[tuple, list[dict]] = {}
+    for row in record["rows"]:
+        key = ("gemm",) if row["op"] == "gemm" else (row["op"], row["ranks"], row["groups"])
+        blocks.setdefault(key, []).append(row)
+    for key, rows in blocks.items():
+        if lines:
+            lines.append("")
+        if key == ("gemm",):
+            lines += [f"# gemm, {head}",
+                      f"#{'m':>7} {'k':>7} {'n':>7} {'type':>7} {'ranks':>6} {'time':>11} {'GFLOP/s':>9} {'GFLOP/s':>9}",
+                      f"#{'':>7} {'':>7} {'':>7} {'':>7} {'at once':>6} {'(us)':>11} {'per rank':>9} {'total':>9}"]
+            for r in rows:
+                rate = r["gflops_per_s"] or 0.0
+                lines.append(f" {r['m']:>7} {r['k']:>7} {r['n']:>7} {_TYPE.get(r['dtype'], r['dtype']):>7} "
+                             f"{r['concurrent']:>6} {r['time_s'] * 1e6:>11.1f} {rate:>9.2f} "
+                             f"{rate * r['concurrent']:>9.2f}")
+            continue
+        op, g, count = key
+        what = "exchange between pairs" if op == "send" else f"on {g} ranks"
+        at_once = f"{count} {'pair' if op == 'send' else 'group'}{'s' if count > 1 else ''} at once"
+        place = "in place" if rows[0]["in_place"] else "out of place"
+        lines += [f"# {op} {what}, {at_once}, {place}; {head}",
+                  f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'time':>11} {'algbw':>8} "
+                  f"{'busbw':>8}",
+                  f"#{'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8}"]
+        for r in rows:
+            lines.append(f" {r['bytes']:>12} {r['count']:>12} {_TYPE.get(r['dtype'], r['dtype']):>8} {r['redop']:>6} "
+                         f"{r['root']:>5} {r['time_s'] * 1e6:>11.1f} {r['algbw_GBps']:>8.3f} {r['busbw_GBps']:>8.3f}")
+    return lines
