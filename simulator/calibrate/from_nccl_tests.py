@@ -1,0 +1,45 @@
+"""nccl-tests logs (all_reduce_perf, all_gather_perf, ...) as ``CollectiveSample``s.
+
+One sample per row: the out-of-place time (``tpsim collective --compare`` compares the same column),
+the rank count from the log's device list or ``nGpus``, the test from the file name or the log's
+"Collective test starting" line (``simulator.nccl_tests``). nccl-tests' size column is already the S
+of ``CollectiveSample``. Example::
+
+    >>> samples = samples_from_nccl_tests(["all_reduce_perf_8gpu.log"])          # doctest: +SKIP
+    >>> samples[0]                                                                 # doctest: +SKIP
+    CollectiveSample(kind='all_reduce', ranks=8, nbytes=8, time_s=3.144e-05, source='all_reduce_perf_8gpu.log')
+"""
+
+from __future__ import annotations
+
+import os
+
+from simulator.calibrate.samples import CollectiveSample
+from simulator.errors import InputError
+
+__all__ = ["samples_from_nccl_tests"]
+
+
+def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
+    """Samples of every row of every log in ``paths``; InputError names a file that is missing or unfit."""
+    from simulator.nccl_tests import parse_nccl_tests
+
+    samples: list[CollectiveSample] = []
+    for path in paths:
+        path = str(path)
+        name = os.path.basename(path)
+        if not os.path.isfile(path):
+            raise InputError(f"nccl-tests log {path} not found")
+        log = parse_nccl_tests(path)
+        if log.op is None:
+            raise InputError(f"{name}: cannot tell which test this is; name the file after it "
+                             f"(all_reduce_perf..., all_gather_perf..., ...) as nccl-tests' binaries are")
+        if not log.n_ranks:
+            raise InputError(f"{name}: the log lists no ranks (no '# Rank' lines and no nGpus in its header)")
+        for row in log.rows:
+            if row.time_us <= 0:
+                raise InputError(f"{name}: size {row.size_bytes} has time {row.time_us} us; times must be > 0")
+            samples.append(CollectiveSample(log.op, log.n_ranks, row.size_bytes, row.time_us * 1e-6, name))
+    if not samples:
+        raise InputError("no nccl-tests logs given")
+    return samples
