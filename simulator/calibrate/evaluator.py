@@ -1,0 +1,183 @@
+"""Fast closed-form collective times for the fit's inner loop, as knob values change.
+
+``simulator.cost.predict_collective_s`` plans a collective on a ``FlowNetwork`` (routes, algorithm,
+protocol) and evaluates its closed form; building a network per trial costs ~15 ms for 84 samples.
+Routes depend only on the graph's shape (``topologies.routing``: fewest hops, then fewest network
+hops), never on rates, so this module plans each group once on the base graph and keeps, per used
+route, the hop count per link class and the smallest base rate per class. A trial then only redoes
+the arithmetic ``plan_collective`` and ``group_alpha_beta`` do, with the same functions:
+
+- route latency = sum over classes of hops x latency; route bandwidth = min over classes of
+  base rate x scale; injection = min over members of the scaled sums of out- and in-edge rates;
+- algorithm = ``choose_algorithm`` on the bottleneck of the default algorithm's pairs, protocol =
+  ``choose_protocol`` on that same bottleneck (as ``plan_collective`` does);
+- time = ``simulator.cost.collective_time_s`` with alpha = slowest used route + step latency.
+
+The tests hold ``predict`` to ``predict_collective_s`` on the scaled graph, sample by sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from simulator.collectives.choose import choose_algorithm
+from simulator.collectives.params import CollectiveParams
+from simulator.collectives.patterns import ALGORITHMS, decompose
+from simulator.collectives.protocols import choose_protocol
+from simulator.collectives.run import plan_collective
+from simulator.cost import collective_time_s
+from simulator.errors import InputError
+from simulator.network import FlowNetwork
+
+__all__ = ["CollectiveEvaluator", "members_for"]
+
+_PROBE_BYTES = 1 << 20  # any size: the pairs an algorithm uses do not depend on it
+
+
+def members_for(G, ranks: int, what: str = "sample") -> list:
+    """The first ``ranks`` GPU nodes of ``G`` (where ``tpsim collective`` puts ranks 0..ranks-1)."""
+    from topologies import gpu_nodes
+
+    gpus = gpu_nodes(G)
+    if ranks > len(gpus):
+        raise InputError(f"a {what} on {ranks} ranks does not fit topology {G.graph.get('name', '?')}, "
+                         f"which has {len(gpus)} GPUs")
+    return gpus[:ranks]
+
+
+@dataclass(frozen=True)
+class _Routes:
+    """Used routes of one algorithm: hops per class (routes x classes), smallest base rate per class."""
+
+    hops: np.ndarray
+    min_rate_Bps: np.ndarray
+    """inf where a route has no edge of the class."""
+    rings: int
+
+
+class _Group:
+    """One (kind, ranks) group planned once on the base graph."""
+
+    def __init__(self, net: FlowNetwork, classes: dict, kind: str, members: list, params: CollectiveParams):
+        graph = net.graph
+        self.kind, self.n = kind, len(members)
+        self.n_nodes = len({graph.nodes[m].get("server", 0) for m in members})
+        self.classes = classes
+        probe_pairs = [(members[a], members[b], None) for ph in decompose(kind, ALGORITHMS[kind][0], self.n, 1.0, 0)
+                       for a, b, _ in ph.flows]
+        self.probe = self._routes(net, probe_pairs, 1)
+        candidates = [ALGORITHMS[kind][0]] + (["double_binary_tree"] if kind == "all_reduce" and self.n > 2 else [])
+        self.algorithms = {}
+        for algorithm in candidates:
+            plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
+            pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows]
+            self.algorithms[algorithm] = self._routes(net, pairs, plan.rings)
+        width = len(classes)
+        self.out_rate = np.zeros((self.n, width))
+        self.in_rate = np.zeros((self.n, width))
+        for i, node in enumerate(members):
+            for _, _, data in graph.out_edges(node, data=True):
+                self.out_rate[i, classes[data["kind"]]] += data["bandwidth_GBps"] * 1e9
+            for _, _, data in graph.in_edges(node, data=True):
+                self.in_rate[i, classes[data["kind"]]] += data["bandwidth_GBps"] * 1e9
+
+    def _routes(self, net, pairs, rings: int) -> _Routes:
+        graph, width = net.graph, len(self.classes)
+        hops, rates = [], []
+        for src, dst, via in dict.fromkeys(pairs):
+            legs = [(src, dst)] if via is None or via in (src, dst) else [(src, via), (via, dst)]
+            count, rate = np.zeros(width), np.full(width, np.inf)
+            for a, b in legs:
+                for u, v in net.router.path(a, b):
+                    data = graph.edges[u, v]
+                    c = self.classes[data["kind"]]
+                    count[c] += 1
+                    rate[c] = min(rate[c], data["bandwidth_GBps"] * 1e9)
+            hops.append(count)
+            rates.append(rate)
+        shape = (0, width)
+        return _Routes(np.array(hops).reshape(shape if not hops else (-1, width)),
+                       np.array(rates).reshape(shape if not rates else (-1, width)), rings)
+
+    def exercised(self) -> set[int]:
+        """Class indices on any route this group may use."""
+        used = set()
+        for routes in [self.probe, *self.algorithms.values()]:
+            used.update(int(c) for c in np.nonzero(routes.hops.sum(axis=0))[0])
+        return used
+
+    def time_s(self, nbytes: float, scale: np.ndarray, latency_s: np.ndarray, params: CollectiveParams) -> float:
+        """Closed-form time with per-class bandwidth ``scale`` and per-hop ``latency_s``."""
+        if self.n == 1:
+            return params.base_latency_s
+        probe_bw = float(np.min(self.probe.min_rate_Bps * scale))
+        algorithm = choose_algorithm(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes,
+                                     bandwidth_GBps=probe_bw / 1e9)
+        family = "tree" if algorithm == "double_binary_tree" else "ring"
+        protocol = params.protocol
+        if protocol == "auto":
+            protocol = choose_protocol(self.kind, family, self.n, nbytes, probe_bw / 1e9, self.n_nodes)
+        routes = self.algorithms[algorithm]
+        hop = float(np.max(routes.hops @ latency_s)) if len(routes.hops) else 0.0
+        bandwidth = float(np.min(routes.min_rate_Bps * scale)) if len(routes.hops) else probe_bw
+        injection = float(min(np.min(self.out_rate @ scale), np.min(self.in_rate @ scale)))
+        return collective_time_s(self.kind, algorithm, self.n, nbytes, hop + params.step_latency_s, bandwidth,
+                                 params, protocol, injection, routes.rings)
+
+
+class CollectiveEvaluator:
+    """Predicts (kind, ranks, nbytes) times on ``base`` with link classes rescaled; see the module doc."""
+
+    def __init__(self, base, keys: list[tuple[str, int, int]]):
+        """``keys``: (kind, ranks, nbytes) to predict, ranks on the first GPUs of ``base``."""
+        kinds = sorted({data["kind"] for _, _, data in base.edges(data=True)})
+        self.classes = {kind: i for i, kind in enumerate(kinds)}
+        self.keys = list(keys)
+        params = CollectiveParams.from_graph(base)
+        net = FlowNetwork(simpy.Environment(), base)
+        self._groups: dict[tuple[str, int], _Group] = {}
+        for kind, ranks, _ in self.keys:
+            if (kind, ranks) not in self._groups:
+                members = members_for(base, ranks)
+                self._groups[(kind, ranks)] = _Group(net, self.classes, kind, members, params)
+        self._base_latency = np.zeros(len(kinds))
+        for _, _, data in base.edges(data=True):  # only read for classes that are not fitted
+            c = self.classes[data["kind"]]
+            self._base_latency[c] = max(self._base_latency[c], data.get("latency_us", 0.0) * 1e-6)
+        self._uniform = self._latency_uniform(base)
+
+    @staticmethod
+    def _latency_uniform(base) -> set[str]:
+        seen: dict[str, set] = {}
+        for _, _, data in base.edges(data=True):
+            seen.setdefault(data["kind"], set()).add(data.get("latency_us", 0.0))
+        return {kind for kind, values in seen.items() if len(values) == 1}
+
+    def exercised_kinds(self) -> list[str]:
+        """Edge kinds on a route some key may use, in sorted order."""
+        used = set()
+        for group in self._groups.values():
+            used |= group.exercised()
+        names = {i: kind for kind, i in self.classes.items()}
+        return [names[i] for i in sorted(used)]
+
+    def check_latency_uniform(self, kinds: list[str]) -> None:
+        """The fit sets one latency per class: InputError if a fitted class has several in the base."""
+        mixed = [kind for kind in kinds if kind not in self._uniform]
+        if mixed:
+            raise InputError(f"link kind {mixed[0]} has different latency_us on different edges of the base topology; "
+                             f"calibration fits one per-hop latency per kind")
+
+    def predict(self, scale: dict[str, float], latency_us: dict[str, float], params: CollectiveParams) -> np.ndarray:
+        """Seconds per key; classes missing from ``scale``/``latency_us`` keep their base values."""
+        s = np.ones(len(self.classes))
+        lat = self._base_latency.copy()
+        for kind, value in scale.items():
+            s[self.classes[kind]] = value
+        for kind, value in latency_us.items():
+            lat[self.classes[kind]] = value * 1e-6
+        return np.array([self._groups[(kind, ranks)].time_s(nbytes, s, lat, params)
+                         for kind, ranks, nbytes in self.keys])

@@ -1,0 +1,214 @@
+"""``calibrate``: fit a base topology to measured collectives and gemms, and check the fit.
+
+1. Samples are grouped into size buckets (kind, ranks, nbytes; median time). Buckets of at least
+   ``fit_min_bytes`` are eligible; ``holdout`` (default ``holdout.alternate_sizes`` over the eligible
+   ones) holds some out. The rest are fitted.
+2. Collective knobs (``knobs``: per exercised link kind a bandwidth factor and a per-hop latency,
+   plus the base latency and the start-up regime) are fitted by ``lsq.fit_knobs``: log-time least
+   squares through the closed forms (``evaluator``). Gemm knobs by ``gemm_fit``.
+3. The fitted graph is built (``knobs.apply_values``) and every bucket, fitted, held out or below
+   the floor, is predicted by the flow simulation (``run_collective`` on a ``FlowNetwork``, as
+   ``tpsim collective`` does), so the rows are what the written file reproduces.
+
+Example::
+
+    >>> cal = calibrate(load_topology("dgx-a100"), samples, [])                # doctest: +SKIP
+    >>> cal.parameters["nvswitch.bandwidth_GBps"], cal.write("calibrated.yaml")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+
+import numpy as np
+import simpy
+
+from simulator.calibrate.evaluator import CollectiveEvaluator, members_for
+from simulator.calibrate.gemm_fit import fit_gemms
+from simulator.calibrate.holdout import Holdout, alternate_sizes
+from simulator.calibrate.knobs import apply_values, collective_knobs
+from simulator.calibrate.lsq import fit_knobs
+from simulator.calibrate.result import Calibration
+from simulator.calibrate.rows import ErrorRow
+from simulator.calibrate.samples import CollectiveSample, GemmSample
+from simulator.collectives.params import CollectiveParams
+from simulator.compute import ComputeConfig
+from simulator.errors import InputError
+
+__all__ = ["calibrate", "simulate_buckets"]
+
+log = logging.getLogger(__name__)
+
+Bucket = tuple[str, int, int]
+
+
+def simulate_buckets(G, keys: list[Bucket]) -> list[float]:
+    """Flow-simulated seconds of each (kind, ranks, nbytes) on ``G``'s first GPUs, one after another."""
+    from simulator.collectives import run_collective
+    from simulator.network import FlowNetwork
+
+    env = simpy.Environment()
+    net = FlowNetwork(env, G)
+    times = []
+    for kind, ranks, nbytes in keys:
+        start = env.now
+        root = 0 if kind in ("broadcast", "reduce") else None
+        proc = run_collective(env, net, kind, members_for(G, ranks), nbytes, root=root)
+        env.run(until=proc)
+        times.append(env.now - start)
+    return times
+
+
+def _buckets(samples: list[CollectiveSample]) -> dict[Bucket, list[CollectiveSample]]:
+    groups: dict[Bucket, list[CollectiveSample]] = {}
+    for s in samples:
+        groups.setdefault((s.kind, s.ranks, s.nbytes), []).append(s)
+    return dict(sorted(groups.items()))
+
+
+def _sources(collectives, gemms) -> str:
+    names = dict.fromkeys(s.source.split(":")[0] for s in [*collectives, *gemms] if s.source)
+    return ", ".join(names) or "unnamed samples"
+
+
+def _check(base, collectives, gemms) -> None:
+    from topologies import gpu_nodes
+
+    if not collectives and not gemms:
+        raise InputError("calibrate: no samples (give collective and/or gemm measurements)")
+    bad = [s for s in collectives if not isinstance(s, CollectiveSample)] + \
+          [g for g in gemms if not isinstance(g, GemmSample)]
+    if bad:
+        raise InputError(f"calibrate: expected CollectiveSample / GemmSample, got {type(bad[0]).__name__}")
+    if not gpu_nodes(base):
+        raise InputError(f"base topology {base.graph.get('name', '?')} has no GPU nodes")
+    for s in collectives:
+        members_for(base, s.ranks, f"{s.kind} sample from {s.source or '?'}")
+
+
+def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample], *,
+              holdout: Holdout | None = None, fit_min_bytes: int = 0, protocol: str | None = None) -> Calibration:
+    """Fit ``base`` to the samples; see the module docstring.
+
+    ``holdout``: True for samples the fit must not see (default: every other eligible size of each
+    series, ``holdout.alternate_sizes``; ``holdout.nothing`` fits all). ``fit_min_bytes``: buckets
+    below it are not fitted (reported as below the fit range). ``protocol``: set the base's
+    ``collective_protocol`` (auto, simple, ll128, ll) before fitting; default the base's own.
+    """
+    collectives, gemms = list(collectives), list(gemms)
+    _check(base, collectives, gemms)
+    G0 = base.copy()
+    G0.graph["sim"] = dict(base.graph.get("sim") or {})
+    if protocol is not None:
+        G0.graph["sim"]["collective_protocol"] = protocol
+    params = CollectiveParams.from_graph(G0)  # InputError for a bad protocol or sim value
+    buckets = _buckets(collectives)
+    reps = {key: CollectiveSample(*key, statistics.median(s.time_s for s in group), group[0].source)
+            for key, group in buckets.items()}
+    eligible = [key for key in reps if key[2] >= fit_min_bytes]
+    held_by = holdout if holdout is not None else alternate_sizes(reps[key] for key in eligible)
+    held = [key for key in reps if held_by(reps[key])]
+    fit_keys = [key for key in eligible if key not in held]
+    below = [key for key in reps if key not in held and key not in eligible]
+    if collectives and not fit_keys:
+        raise InputError(f"calibrate: no collective bucket left to fit ({len(held)} held out, {len(below)} below "
+                         f"the {fit_min_bytes} B fit floor); hold out fewer or lower the floor")
+    notes = [f"Calibrated by tpsim calibrate from {base.graph.get('name', '?')} with measurements from: "
+             f"{_sources(collectives, gemms)}."]
+    parameters: dict = {}
+    base_parameters: dict = {}
+    graph = G0
+    if fit_keys:
+        evaluator = CollectiveEvaluator(G0, fit_keys)
+        kinds = evaluator.exercised_kinds()
+        evaluator.check_latency_uniform(kinds)
+        knobs = collective_knobs(G0, kinds, params.protocol, max(key[2] for key in fit_keys))
+        measured = np.array([reps[key].time_s for key in fit_keys])
+        values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
+        graph = apply_values(G0, knobs, values)
+        fitted, before = _collective_parameters(G0, graph, knobs, values)
+        parameters.update(fitted)
+        base_parameters.update(before)
+        notes += _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, rms, params.protocol)
+    gemm = fit_gemms(graph, gemms)
+    if gemm.sim:
+        graph.graph["sim"].update(gemm.sim)
+        parameters.update(gemm.sim)
+        config = ComputeConfig.from_sim(G0.graph["sim"])
+        base_parameters.update(gemm_efficiency=config.gemm_efficiency, half_efficiency_dim=config.half_efficiency_dim)
+        for dtype, (listed, raised) in gemm.peaks_TFLOPs.items():
+            parameters[f"peak_tflops.{dtype}"], base_parameters[f"peak_tflops.{dtype}"] = raised, listed
+        _raise_peaks(graph, gemm.peaks_TFLOPs)
+        notes += list(gemm.notes)
+    graph.graph["name"] = f"{base.graph.get('name', 'topology')}-calibrated"
+    base_notes = base.graph.get("notes", "")
+    graph.graph["notes"] = " ".join(notes) + (f" Base: {base_notes}" if base_notes else "")
+    keys = list(reps)
+    predicted = dict(zip(keys, simulate_buckets(graph, keys))) if keys else {}
+
+    def rows(selected) -> tuple[ErrorRow, ...]:
+        return tuple(ErrorRow(*key, reps[key].time_s, predicted[key], predicted[key] / reps[key].time_s - 1,
+                              len(buckets[key])) for key in selected)
+
+    return Calibration(graph, parameters, rows(fit_keys), rows(held), rows(below), gemm.rows, tuple(notes),
+                       fit_min_bytes, base_parameters)
+
+
+def _raise_peaks(graph, peaks: dict) -> None:
+    from topologies import gpu_nodes
+
+    if not peaks:
+        return
+    name = graph.nodes[gpu_nodes(graph)[0]]["device"].get("name")
+    for node in gpu_nodes(graph):
+        device = graph.nodes[node]["device"]
+        if device.get("name") == name:
+            rates = {**device["peak_tflops"], **{dtype: raised for dtype, (_, raised) in peaks.items()}}
+            graph.nodes[node]["device"] = {**device, "peak_tflops": rates}
+
+
+def _collective_parameters(G0, graph, knobs, values) -> tuple[dict, dict]:
+    fitted, base = {}, {}
+    for knob, value in zip(knobs, values):
+        if knob.key == "collective_startup_bytes":
+            value = graph.graph["sim"][knob.key]
+        fitted[knob.name], base[knob.name] = value, knob.base
+        if knob.target == "bandwidth":
+            name = f"{knob.key}.bandwidth_GBps"
+            fitted[name] = max(d["bandwidth_GBps"] for _, _, d in graph.edges(data=True) if d.get("kind") == knob.key)
+            base[name] = max(d["bandwidth_GBps"] for _, _, d in G0.edges(data=True) if d.get("kind") == knob.key)
+    return fitted, base
+
+
+def _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, rms, protocol) -> list[str]:
+    from simulator.sizes import format_size
+
+    series = sorted({(k, r) for k, r, _ in fit_keys})
+    fitted = ", ".join(f"{k.name} {k.start:.4g} -> {v:.4g}" for k, v in zip(knobs, values))
+    notes = [f"Fitted (log-time least squares, rms log error {rms:.3f}) to {len(fit_keys)} size buckets of "
+             f"{', '.join(f'{k} on {r}' for k, r in series)} from {format_size(min(b for *_, b in fit_keys))} to "
+             f"{format_size(max(b for *_, b in fit_keys))} ({len(held)} held out"
+             + (f", sizes below {format_size(fit_min_bytes)} not fitted" if fit_min_bytes else "") + f"): {fitted}."]
+    others = sorted({d["kind"] for _, _, d in G0.edges(data=True)} - set(kinds))
+    kept = ["collective_step_latency_us (indistinguishable from hop latency)", "pipeline chunking",
+            f"collective_protocol ({protocol})"]
+    if others:
+        kept.insert(0, f"links of kind {', '.join(others)} (no sample crosses them)")
+    notes.append(f"Kept at base values: {'; '.join(kept)}.")
+    names = [k.name for k in knobs]
+    if "collective_startup_bytes" in names:
+        startup = int(round(values[names.index("collective_startup_bytes")]))
+        inside = sum(1 for *_, b in fit_keys if b < startup)
+        if inside > len(fit_keys) / 2:
+            notes.append(f"collective_startup_bytes = {startup / 2**20:.1f} MiB: {inside} of {len(fit_keys)} fitted "
+                         f"buckets lie in the start-up regime, where its term is a per-byte cost S / channel "
+                         f"bandwidth independent of the rank count (what the ring's 2(n-1)/n S / B alone cannot "
+                         f"fit); above that size the cost stops growing.")
+    if fit_min_bytes:
+        notes.append(f"Sizes below {format_size(fit_min_bytes)} were not fitted: predictions there are "
+                     f"extrapolations.")
+    at_bound = [k.name for k, v in zip(knobs, values) if min(abs(np.log(v / k.lower)), abs(np.log(v / k.upper))) < 1e-3]
+    if at_bound:
+        notes.append(f"At a bound (the data push further): {', '.join(at_bound)}.")
+    return notes

@@ -1,0 +1,110 @@
+"""What calibration fits (the knobs), their bounds, and how fitted values land on a topology graph.
+
+Collective knobs, each fitted in log space (every one is a positive rate, time or size), with bounds:
+
+- ``<kind>.bandwidth_scale``: every edge of that kind gets bandwidth_GBps x s (1e-3 .. 1e3);
+- ``<kind>.latency_us``: every edge of that kind gets this latency_us, per hop (1e-4 .. 1e4 us);
+- ``collective_base_latency_us``: the per-collective software latency (1e-2 .. 1e5 us);
+- ``collective_startup_bytes``: the end of the start-up regime (256 B .. 1 GiB, or the largest
+  sample if larger);
+- ``collective_channel_bandwidth_GBps``: the rate during start-up (1e-3 .. 1e4 GB/s).
+
+``<kind>`` is an edge ``kind`` (nvswitch, nvlink, pcie, ib, loopback, ...) that lies on a route the
+samples use; other kinds keep their base values. Bandwidth is a factor, not a value, so a class whose
+edges differ (a fat tree's leaf-spine bundles under oversubscription) keeps its ratios; latency is one
+value per hop for the class. ``collective_step_latency_us`` is not fitted: on a route it only adds to
+the hop latencies, so the two cannot be told apart. The start-up knobs are fitted only when the
+protocol can be LL128 or Simple (they do not touch LL). Compute knobs (``gemm_efficiency``,
+``half_efficiency_dim``) are in ``gemm_fit``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+
+__all__ = ["Knob", "collective_knobs", "apply_values", "STARTUP_KEYS"]
+
+STARTUP_KEYS = ("collective_startup_bytes", "collective_channel_bandwidth_GBps")
+
+_SIM_DEFAULTS = {"collective_base_latency_us": 8.0, "collective_startup_bytes": float(1 << 20),
+                 "collective_channel_bandwidth_GBps": 20.0}  # CollectiveParams' defaults
+_SIM_BOUNDS = {"collective_base_latency_us": (1e-2, 1e5), "collective_startup_bytes": (256.0, float(1 << 30)),
+               "collective_channel_bandwidth_GBps": (1e-3, 1e4)}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One fitted parameter: its name, where it lands, its base (starting) value and bounds."""
+
+    name: str
+    """``<kind>.bandwidth_scale``, ``<kind>.latency_us`` or a sim key."""
+    target: str
+    """"bandwidth" (edges of ``key``), "latency" (edges of ``key``) or "sim" (the sim key ``key``)."""
+    key: str
+    """The edge kind or the sim key."""
+    base: float
+    """Value in the base topology (1.0 for a bandwidth scale); the fit starts here."""
+    lower: float
+    """Smallest value allowed (> 0: knobs are fitted in log space)."""
+    upper: float
+    """Largest value allowed."""
+
+    def __post_init__(self) -> None:
+        if self.target not in ("bandwidth", "latency", "sim"):
+            raise ValueError(f"Knob.target must be bandwidth, latency or sim, got {self.target!r}")
+        if not 0 < self.lower < self.upper:
+            raise ValueError(f"Knob {self.name}: bounds must satisfy 0 < lower < upper, got {self.lower}, {self.upper}")
+
+    @property
+    def start(self) -> float:
+        """The base value clipped into the bounds (a base latency of 0 starts at the lower bound)."""
+        return min(max(self.base, self.lower), self.upper)
+
+    @property
+    def log_bounds(self) -> tuple[float, float]:
+        """(log lower, log upper)."""
+        return math.log(self.lower), math.log(self.upper)
+
+
+def _uniform_latency(G: nx.DiGraph, kind: str) -> float:
+    values = [d.get("latency_us", 0.0) for _, _, d in G.edges(data=True) if d.get("kind") == kind]
+    return max(values) if values else 0.0
+
+
+def collective_knobs(G: nx.DiGraph, link_kinds: list[str], protocol: str, max_nbytes: int = 0) -> list[Knob]:
+    """The collective knobs for the exercised ``link_kinds`` of ``G`` under ``protocol`` (see module doc);
+    the start-up bytes may reach ``max_nbytes`` (the largest sample) where that is above 1 GiB."""
+    knobs = []
+    for kind in link_kinds:
+        knobs.append(Knob(f"{kind}.bandwidth_scale", "bandwidth", kind, 1.0, 1e-3, 1e3))
+        knobs.append(Knob(f"{kind}.latency_us", "latency", kind, _uniform_latency(G, kind), 1e-4, 1e4))
+    sim = G.graph.get("sim") or {}
+    keys = ["collective_base_latency_us"] + (list(STARTUP_KEYS) if protocol != "ll" else [])
+    for key in keys:
+        lower, upper = _SIM_BOUNDS[key]
+        if key == "collective_startup_bytes":
+            upper = max(upper, float(max_nbytes))
+        knobs.append(Knob(key, "sim", key, float(sim.get(key, _SIM_DEFAULTS[key])), lower, upper))
+    return knobs
+
+
+def apply_values(G: nx.DiGraph, knobs: list[Knob], values) -> nx.DiGraph:
+    """A copy of ``G`` (its ``sim`` dict copied too) with each knob's value set; startup bytes rounded."""
+    H = G.copy()
+    H.graph["sim"] = dict(G.graph.get("sim") or {})
+    for knob, value in zip(knobs, values):
+        value = float(value)
+        if knob.target == "sim":
+            H.graph["sim"][knob.key] = int(round(value)) if knob.key == "collective_startup_bytes" else value
+            continue
+        for u, v, data in H.edges(data=True):
+            if data.get("kind") != knob.key:
+                continue
+            if knob.target == "bandwidth":
+                data["bandwidth_GBps"] = G.edges[u, v]["bandwidth_GBps"] * value
+            else:
+                data["latency_us"] = value
+    return H

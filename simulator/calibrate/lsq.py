@@ -1,0 +1,94 @@
+"""The collective fit: bounded least squares on log time, over the knobs of ``knobs``.
+
+Objective: sum over fitted size buckets of log(predicted / measured)^2, i.e. relative error, each
+bucket weighted alike whatever its time (a 30 us and a 8 ms bucket count the same), plus a weak pull
+of every knob towards its base value, PRIOR_WEIGHT^2 x log(value / base)^2. The pull decides knobs
+the samples cannot tell apart (one rank count cannot separate per-hop latency from base latency;
+sizes all above the start-up regime cannot place its end) and is too weak to move a knob the data
+determine: a factor e away from base costs as much as one bucket off by 1%.
+
+Solver: ``scipy.optimize.least_squares`` (trust-region reflective, bounds in log space), finite
+differences (the model has kinks where the algorithm, protocol or start-up regime changes), from
+several starts (the start-up regime has local minima), keeping the lowest cost. One start puts
+the end of the start-up regime at the largest fitted size: there the start-up term is a cost S /
+channel_bandwidth of every fitted size, independent of the rank count, which is how this model can
+absorb a per-byte cost that does not scale as the ring's 2(n-1)/n (``fit`` notes when it wins).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from simulator.calibrate.knobs import Knob
+from simulator.collectives.params import CollectiveParams
+
+__all__ = ["fit_knobs", "PRIOR_WEIGHT", "STARTUP_STARTS"]
+
+log = logging.getLogger(__name__)
+
+PRIOR_WEIGHT = 0.01
+"""Weight of the pull towards base values (see the module docstring)."""
+
+STARTUP_STARTS = (64 << 10, 1 << 20, 16 << 20)
+"""Starting values of collective_startup_bytes, besides the base value."""
+
+
+def _split(knobs: list[Knob], values, sim: dict) -> tuple[dict, dict, CollectiveParams]:
+    scale, latency, merged = {}, {}, dict(sim)
+    for knob, value in zip(knobs, values):
+        if knob.target == "bandwidth":
+            scale[knob.key] = value
+        elif knob.target == "latency":
+            latency[knob.key] = value
+        else:
+            merged[knob.key] = value
+    if "collective_startup_bytes" in merged:
+        merged["collective_startup_bytes"] = int(round(merged["collective_startup_bytes"]))
+    return scale, latency, CollectiveParams.from_sim(merged)
+
+
+def predict_with(evaluator, knobs: list[Knob], values, sim: dict) -> np.ndarray:
+    """The evaluator's times (seconds, one per key) with the knobs at ``values``."""
+    scale, latency, params = _split(knobs, values, sim)
+    return evaluator.predict(scale, latency, params)
+
+
+def fit_knobs(evaluator, knobs: list[Knob], measured_s: np.ndarray, sim: dict) -> tuple[list[float], float]:
+    """Fitted knob values and the final root-mean-square log error over the buckets.
+
+    ``evaluator.keys`` are the fitted buckets in the order of ``measured_s``; ``sim`` is the base
+    topology's sim dict (the knobs' sim keys override it).
+    """
+    from scipy.optimize import least_squares
+
+    log_measured = np.log(measured_s)
+    x_base = np.log([k.start for k in knobs])
+    lower = np.array([k.log_bounds[0] for k in knobs])
+    upper = np.array([k.log_bounds[1] for k in knobs])
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        predicted = predict_with(evaluator, knobs, np.exp(x), sim)
+        return np.concatenate([np.log(predicted) - log_measured, PRIOR_WEIGHT * (x - x_base)])
+
+    starts = [x_base]
+    names = [k.name for k in knobs]
+    if "collective_startup_bytes" in names:
+        i = names.index("collective_startup_bytes")
+        largest = max(nbytes for _, _, nbytes in evaluator.keys)
+        for value in (*STARTUP_STARTS, largest):
+            x = x_base.copy()
+            x[i] = np.clip(math.log(value), lower[i], upper[i])
+            starts.append(x)
+    best = None
+    for x0 in starts:
+        result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", diff_step=1e-3,
+                               x_scale=1.0, max_nfev=200 * len(knobs))
+        log.debug("start %s: cost %.6g after %d evaluations", np.exp(x0), result.cost, result.nfev)
+        if best is None or result.cost < best.cost:
+            best = result
+    values = [float(v) for v in np.exp(best.x)]
+    rms = float(np.sqrt(np.mean(best.fun[: len(measured_s)] ** 2)))
+    return values, rms

@@ -1,0 +1,143 @@
+"""`tpsim calibrate`: fit a topology's links, collective model and compute efficiency to measurements.
+
+Inputs: a `tpsim bench` record (``--from-bench``) or nccl-tests logs (``--from-nccl-tests``, any of
+all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, reduce_perf). The samples ran
+on the base topology's first N GPUs, as ``tpsim collective`` places them. Output: a topology file
+(``-o``, .yaml/.yml/.json, written atomically) that ``--topology`` loads anywhere in tpsim, and the
+fit error per size bucket, on the fitted buckets and on held-out ones (``simulator.calibrate``).
+
+Held out by default: every other size of each (kind, ranks) series among the fitted sizes
+(``--holdout-sizes alternate``), so the printed held-out error is out of sample. Fit floor by default:
+1 MiB for nccl-tests logs (below it NCCL's small-message regime, one channel and LL, and nccl-tests'
+kernel launches dominate, which the collective model does not contain), none for bench records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from simulator.errors import InputError
+
+log = logging.getLogger(__name__)
+
+NCCL_TESTS_FIT_MIN = "1MiB"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `calibrate`."""
+    p = subparsers.add_parser(
+        "calibrate", help="fit a topology to bench or nccl-tests measurements; write the calibrated topology",
+        description="Fit link bandwidth and latency per link kind, the collective model's latency and start-up "
+                    "regime, and gemm efficiency to measurements; write a topology file and print the fit error "
+                    "per size bucket, fitted and held out.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from-bench", metavar="BENCH", help="a tpsim bench JSON record")
+    source.add_argument("--from-nccl-tests", metavar="LOG", nargs="+", help="nccl-tests logs (one or more)")
+    p.add_argument("--topology", required=True, metavar="BASE", help="base topology: preset or file")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="calibrated topology file (.yaml, .json)")
+    p.add_argument("--holdout-sizes", metavar="LIST", help="sizes to hold out, e.g. 4MiB,64MiB, or 'alternate' "
+                   "(every other fitted size of each series; the default when no --holdout-* is given)")
+    p.add_argument("--holdout-ranks", metavar="LIST", help="rank counts to hold out, e.g. 4")
+    p.add_argument("--no-holdout", action="store_true", help="fit every bucket (no held-out error)")
+    p.add_argument("--fit-min-bytes", metavar="SIZE", help=f"do not fit sizes below SIZE (default "
+                   f"{NCCL_TESTS_FIT_MIN} for nccl-tests logs, 0 for bench records)")
+    p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"),
+                   help="set collective_protocol before fitting (default: the base topology's)")
+    p.add_argument("--json", action="store_true", help="print parameters, rows and notes as JSON")
+    p.set_defaults(func=calibrate_command)
+
+
+def _list(text: str, parse, option: str) -> list:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise InputError(f"{option} {text!r}: give a comma-separated list")
+    return [parse(item) for item in items]
+
+
+def _rank_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"--holdout-ranks: {text!r} is not a rank count (an integer >= 1)")
+    return int(text)
+
+
+def _holdout(args, samples, fit_min: int):
+    from simulator.calibrate import holdout as split
+    from simulator.sizes import parse_size
+
+    if args.no_holdout:
+        if args.holdout_sizes or args.holdout_ranks:
+            raise InputError("--no-holdout contradicts --holdout-sizes/--holdout-ranks; give one or the other")
+        return split.nothing
+    parts = []
+    sizes = args.holdout_sizes if args.holdout_sizes or args.holdout_ranks else "alternate"
+    if sizes == "alternate":
+        parts.append(split.alternate_sizes(s for s in samples if s.nbytes >= fit_min))
+    elif sizes:
+        parts.append(split.sizes_in(_list(sizes, parse_size, "--holdout-sizes")))
+    if args.holdout_ranks:
+        parts.append(split.ranks_in(_list(args.holdout_ranks, _rank_count, "--holdout-ranks")))
+    return split.holdout_union(*parts)
+
+
+def _samples(args):
+    if args.from_nccl_tests:
+        from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
+
+        return samples_from_nccl_tests(args.from_nccl_tests), []
+    try:
+        from simulator.calibrate.from_bench import samples_from_bench
+    except ModuleNotFoundError as error:
+        if error.name != "simulator.calibrate.from_bench":
+            raise
+        raise InputError("--from-bench needs simulator.calibrate.from_bench (tpsim bench), which is not "
+                         "installed yet; use --from-nccl-tests") from None
+    return samples_from_bench(args.from_bench)
+
+
+def _check_output(path: str) -> None:
+    import os
+
+    from topologies.loader import FILE_SUFFIXES
+
+    if not path.lower().endswith((".yaml", ".yml", ".json")):
+        raise InputError(f"-o {path}: the calibrated topology is a .yaml, .yml or .json file "
+                         f"(tpsim loads {', '.join(FILE_SUFFIXES)})")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"-o {path}: folder {folder} does not exist")
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    """Run `tpsim calibrate`: load, fit, write atomically, print the report."""
+    from simulator.calibrate.fit import calibrate
+    from simulator.sizes import parse_size
+    from topologies import load_topology
+
+    _check_output(args.output)
+    base = load_topology(args.topology)
+    collectives, gemms = _samples(args)
+    default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
+    fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
+    holdout = _holdout(args, collectives, fit_min)
+    result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min, protocol=args.protocol)
+    result.write(args.output)
+    log.info("wrote %s", args.output)
+    if args.json:
+        print(json.dumps(_as_json(result, args.output), indent=1))
+        return 0
+    print("\n".join(result.report_lines()))
+    print(f"wrote {args.output} ({result.graph.graph['name']}); simulate with --topology {args.output}")
+    return 0
+
+
+def _as_json(result, path: str) -> dict:
+    import dataclasses
+
+    return {"output": path, "topology": result.graph.graph["name"], "parameters": result.parameters,
+            "base_parameters": result.base_parameters, "fit_min_bytes": result.fit_min_bytes,
+            "fit_rows": [dataclasses.asdict(r) for r in result.fit_rows],
+            "holdout_rows": [dataclasses.asdict(r) for r in result.holdout_rows],
+            "below_rows": [dataclasses.asdict(r) for r in result.below_rows],
+            "gemm_rows": [dataclasses.asdict(r) for r in result.gemm_rows], "notes": list(result.notes)}
