@@ -11,7 +11,8 @@ samples at other concurrencies are shown in the rows, not fitted.
 
 A device slower on paper than measured: where a dtype's best measured rate is above the device's
 listed peak (a placeholder CPU core, say), cap <= 1 cannot fit it, so that dtype's ``peak_tflops`` is
-raised to the measured rate on every GPU node with that device, and the notes say so.
+raised, on every GPU node with that device, to the measured rate divided by the thin-matrix factor
+at the base h (the large-gemm rate the model implies), and the notes say so.
 """
 
 from __future__ import annotations
@@ -77,7 +78,10 @@ def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
         name = _device_dtype(device, dtype, base)
         if name not in device["peak_tflops"]:
             continue  # ComputeModel raises the clear error below
-        best = max(2.0 * m * k * n / buckets[(m, k, n, d, c)] for m, k, n, d, c in fitted if d == dtype) / 1e12
+        # The rate a large gemm would reach by the model's thin-matrix factor (at the base h): what
+        # cap = 1 must be able to reproduce.
+        best = max(2.0 * m * k * n / buckets[(m, k, n, d, c)] * (min(m, k, n) + base.half_efficiency_dim)
+                   / min(m, k, n) for m, k, n, d, c in fitted if d == dtype) / 1e12
         listed = float(device["peak_tflops"][name])
         if best > listed:
             device["peak_tflops"][name] = best

@@ -5,14 +5,15 @@ bucket weighted alike whatever its time (a 30 us and a 8 ms bucket count the sam
 of every knob towards its base value, PRIOR_WEIGHT^2 x log(value / base)^2. The pull decides knobs
 the samples cannot tell apart (one rank count cannot separate per-hop latency from base latency;
 sizes all above the start-up regime cannot place its end) and is too weak to move a knob the data
-determine: a factor e away from base costs as much as one bucket off by 1%.
+determine: a factor e away from base costs as much as one bucket off by 0.1%.
 
 Solver: ``scipy.optimize.least_squares`` (trust-region reflective, bounds in log space), finite
 differences (the model has kinks where the algorithm, protocol or start-up regime changes), from
-several starts (the start-up regime has local minima), keeping the lowest cost. One start puts
-the end of the start-up regime at the largest fitted size: there the start-up term is a cost S /
-channel_bandwidth of every fitted size, independent of the rank count, which is how this model can
-absorb a per-byte cost that does not scale as the ring's 2(n-1)/n (``fit`` notes when it wins).
+several starts (the end of the start-up regime has local minima: where every sample lies on one
+side of it, its gradient is zero), keeping the lowest cost. The starts put that end at sizes from the
+smallest to the largest fitted one. At the largest, the start-up term is a cost S / channel_bandwidth
+of every fitted size, independent of the rank count: how this model can absorb a per-byte cost that
+does not scale as the ring's 2(n-1)/n (``fit`` notes when it wins).
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ __all__ = ["fit_knobs", "PRIOR_WEIGHT", "STARTUP_STARTS"]
 
 log = logging.getLogger(__name__)
 
-PRIOR_WEIGHT = 0.01
+PRIOR_WEIGHT = 1e-3
 """Weight of the pull towards base values (see the module docstring)."""
 
-STARTUP_STARTS = (64 << 10, 1 << 20, 16 << 20)
-"""Starting values of collective_startup_bytes, besides the base value."""
+STARTUP_STARTS = 5
+"""Starting values of collective_startup_bytes besides the base value: this many, log-spaced from the
+smallest to the largest fitted size."""
 
 
 def _split(knobs: list[Knob], values, sim: dict) -> tuple[dict, dict, CollectiveParams]:
@@ -77,11 +79,12 @@ def fit_knobs(evaluator, knobs: list[Knob], measured_s: np.ndarray, sim: dict) -
     names = [k.name for k in knobs]
     if "collective_startup_bytes" in names:
         i = names.index("collective_startup_bytes")
-        largest = max(nbytes for _, _, nbytes in evaluator.keys)
-        for value in (*STARTUP_STARTS, largest):
+        sizes = [max(nbytes, 1) for _, _, nbytes in evaluator.keys]
+        for value in np.linspace(math.log(min(sizes)), math.log(max(sizes)), STARTUP_STARTS):
             x = x_base.copy()
-            x[i] = np.clip(math.log(value), lower[i], upper[i])
-            starts.append(x)
+            x[i] = np.clip(value, lower[i], upper[i])
+            if all(abs(x[i] - other[i]) > 0.1 for other in starts):
+                starts.append(x)
     best = None
     for x0 in starts:
         result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", diff_step=1e-3,

@@ -56,6 +56,7 @@ class Calibration:
         if self.below_rows:
             worst = max(abs(r.rel_error) for r in self.below_rows)
             lines.append(f"max |error| below the fit range: {worst * 100:.1f}% ({len(self.below_rows)} buckets)")
+        lines += [f"note: {note}" for note in self.notes[1:]]  # the first names the sources, in the file too
         return lines
 
     def write(self, path: str) -> None:
