@@ -1,0 +1,84 @@
+"""Fitting samples the simulator itself made from known parameters recovers those parameters.
+
+The samples are flow-simulated (``simulate_buckets``, as ``tpsim collective`` runs them) on a
+topology whose knobs were set to known values; ``calibrate`` starts from the unchanged preset.
+"""
+
+import math
+
+import pytest
+
+from simulator.calibrate import CollectiveSample, GemmSample
+from simulator.calibrate.fit import calibrate, simulate_buckets
+from simulator.calibrate.holdout import nothing
+from simulator.calibrate.knobs import collective_knobs
+from simulator.calibrate.knobs import apply_values
+from simulator.compute import ComputeConfig, ComputeModel
+from topologies import gpu_nodes, load_topology
+
+SIZES = [8 << (2 * k) for k in range(14)]  # 8 B .. 512 MiB, factor 4
+
+
+def _truth(spec: str, kinds: list[str], truth: dict, protocol: str | None = None):
+    base = load_topology(spec)
+    if protocol:
+        base.graph["sim"]["collective_protocol"] = protocol
+    knobs = collective_knobs(base, kinds, protocol or "auto")
+    return base, apply_values(base, knobs, [truth[k.name] for k in knobs])
+
+
+def _samples(G, keys) -> list[CollectiveSample]:
+    return [CollectiveSample(kind, ranks, nbytes, t, "synthetic") for (kind, ranks, nbytes), t
+            in zip(keys, simulate_buckets(G, keys))]
+
+
+def _assert_close(found: dict, truth: dict, rel: float) -> None:
+    off = {name: f"{found[name]:.4g} vs {value:.4g}" for name, value in truth.items()
+           if not math.isclose(found[name], value, rel_tol=rel)}
+    assert not off, f"not recovered within {rel:.0%}: {off}"
+
+
+def test_nvswitch_all_reduce_parameters_are_recovered():
+    truth = {"nvswitch.bandwidth_scale": 0.87, "nvswitch.latency_us": 0.6, "collective_base_latency_us": 11.0,
+             "collective_startup_bytes": 2 << 20, "collective_channel_bandwidth_GBps": 31.0}
+    base, true_graph = _truth("dgx-a100", ["nvswitch"], truth)
+    keys = [("all_reduce", n, 8 << k) for n in (2, 4, 8) for k in range(27)]  # 8 B .. 512 MiB, factor 2
+    cal = calibrate(base, _samples(true_graph, keys), [], holdout=nothing)
+    _assert_close(cal.parameters, truth, 0.02)
+    assert max(abs(r.rel_error) for r in cal.fit_rows) < 1e-3
+
+
+def test_loopback_parameters_are_recovered_from_every_kind_of_collective():
+    truth = {"loopback.bandwidth_scale": 0.4, "loopback.latency_us": 35.0, "collective_base_latency_us": 60.0,
+             "collective_startup_bytes": 256 << 10, "collective_channel_bandwidth_GBps": 1.5}
+    base, true_graph = _truth("loopback:4", ["loopback"], truth, protocol="simple")
+    kinds = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+    keys = [(k, n, s) for k in kinds for n in (2, 4) for s in SIZES[:12]] + [("send", 2, s) for s in SIZES[:12]]
+    cal = calibrate(base, _samples(true_graph, keys), [], holdout=nothing, protocol="simple")
+    _assert_close(cal.parameters, truth, 0.02)
+    assert cal.graph.graph["sim"]["collective_protocol"] == "simple"
+
+
+def test_gemm_efficiency_and_half_dim_are_recovered():
+    G = load_topology("dgx-a100")
+    device = G.nodes[gpu_nodes(G)[0]]["device"]
+    model = ComputeModel(ComputeConfig(gemm_efficiency=0.62, half_efficiency_dim=96.0))
+    shapes = [(m, k, n) for m in (64, 512, 4096) for k in (128, 4096) for n in (32, 1024, 8192)]
+    gemms = [GemmSample(m, k, n, "bfloat16", model.gemm_time_s(device, "bfloat16", m, k, n), 8, "synthetic")
+             for m, k, n in shapes]
+    cal = calibrate(G, [], gemms)
+    _assert_close(cal.parameters, {"gemm_efficiency": 0.62, "half_efficiency_dim": 96.0}, 0.02)
+    assert cal.graph.graph["sim"]["gemm_efficiency"] == pytest.approx(0.62, rel=0.02)
+    assert all(r.fitted and abs(r.rel_error) < 1e-3 for r in cal.gemm_rows)
+
+
+def test_gemms_at_lower_concurrency_are_shown_not_fitted_and_a_slow_listed_peak_is_raised():
+    G = load_topology("loopback:4")
+    fast = 2.0 * 256 ** 3 / 0.8e12  # 0.8 TFLOP/s alone, 0.2 under 4 ranks: twice the listed 0.096
+    gemms = [GemmSample(256, 256, 256, "float32", fast, 1), GemmSample(256, 256, 256, "float32", 4 * fast, 4)]
+    cal = calibrate(G, [], gemms)
+    assert [r.fitted for r in cal.gemm_rows] == [False, True]
+    assert abs(cal.gemm_rows[1].rel_error) < 0.01
+    assert cal.parameters["peak_tflops.float32"] == pytest.approx(0.2 * (256 + 64) / 256)  # thin factor at h = 64
+    assert all(G.nodes[g]["device"]["peak_tflops"]["float32"] == 0.096 for g in gpu_nodes(G))  # base untouched
+    assert "raised" in cal.graph.graph["notes"]
