@@ -126,6 +126,8 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
         knobs = collective_knobs(G0, kinds, params.protocol, max(key[2] for key in fit_keys))
         measured = np.array([reps[key].time_s for key in fit_keys])
         values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
+        log.info("collective fit on %d buckets: rms log error %.4f, %s", len(fit_keys), rms,
+                 ", ".join(f"{k.name}={v:.4g}" for k, v in zip(knobs, values)))
         graph = apply_values(G0, knobs, values)
         fitted, before = _collective_parameters(G0, graph, knobs, values)
         parameters.update(fitted)

@@ -11,8 +11,7 @@ import pytest
 from simulator.calibrate import CollectiveSample, GemmSample
 from simulator.calibrate.fit import calibrate, simulate_buckets
 from simulator.calibrate.holdout import nothing
-from simulator.calibrate.knobs import collective_knobs
-from simulator.calibrate.knobs import apply_values
+from simulator.calibrate.knobs import apply_values, collective_knobs
 from simulator.compute import ComputeConfig, ComputeModel
 from topologies import gpu_nodes, load_topology
 
