@@ -12,7 +12,14 @@ Incremental fairness. A start or a drain changes rates only inside its *componen
 connected to it through shared links (transitively). Only that component is re-filled; flows whose
 rate does not change keep their predicted drain time untouched. Starts and drains that happen at the
 same simulated instant are batched into one recomputation (a zero-delay simpy event), so a collective
-that starts 4,096 flows at once costs one fill, not 4,096.
+that starts 4,096 flows at once costs one fill, not 4,096. The fill itself (weighted progressive
+filling) lives in ``simulator.fairness``; links and cached routes in ``simulator.routes``.
+
+Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collective); flows of the batch
+alike in source, destination, bytes and ``via`` run as one flow of weight w (``same_flows``), which
+``simulator.fairness`` fills exactly as it would the w flows one by one: the same times and byte
+counters, bit for bit, at a fraction of the cost (NCCL-like rings across servers cross each NVSwitch
+hop k-1 times in k rails). With ``record=True`` every flow runs alone, so the timeline lists each.
 
 Determinism. Links are numbered in the graph's edge order, flows by a counter; components are walked
 in insertion order (dicts, never sets of objects), the filling heap orders by (share, link number),
@@ -41,8 +48,10 @@ import networkx as nx
 import simpy
 
 from simulator.errors import InputError
+from simulator.fairness import component, fill, same_flows
+from simulator.routes import HopRouter, LinkTable, Route
 
-__all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter"]
+__all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
 
 log = logging.getLogger(__name__)
 
@@ -72,56 +81,16 @@ class FlowEvent(NamedTuple):
     """The new rate for "start" and "rate"; None otherwise."""
 
 
-@dataclass(frozen=True)
-class Route:
-    """A cached route: link numbers, total latency and bottleneck bandwidth."""
-
-    links: tuple[int, ...]
-    """Numbers of the directed links crossed, in order."""
-    latency_s: float
-    """Sum of the links' latency_us, in seconds."""
-    bandwidth_Bps: float
-    """Smallest link capacity on the route, bytes per second."""
-
-
-class HopRouter:
-    """Fallback router: a fewest-hops path by networkx BFS (deterministic in adjacency order), cached."""
-
-    def __init__(self, graph: nx.DiGraph):
-        self.graph = graph
-        self._cache: dict[tuple, tuple] = {}
-
-    def path(self, src, dst) -> tuple:
-        """The directed edges of a fewest-hops route from ``src`` to ``dst``."""
-        key = (src, dst)
-        route = self._cache.get(key)
-        if route is None:
-            try:
-                nodes = nx.shortest_path(self.graph, src, dst)
-            except (nx.NetworkXNoPath, nx.NodeNotFound) as error:
-                raise InputError(f"no route from {src!r} to {dst!r}: {error}") from None
-            route = tuple(zip(nodes[:-1], nodes[1:]))
-            self._cache[key] = route
-        return route
-
-
-def _default_router(graph: nx.DiGraph):
-    """The topology package's ECMP router when it is installed, else ``HopRouter``."""
-    try:
-        from topologies.routing import Router
-    except ImportError:  # the topology part not built: keep the network usable on its own
-        return HopRouter(graph)
-    return Router(graph)
-
-
 class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label", "share", "seen", "frozen")
+                 "event", "label", "share", "seen", "frozen", "weight", "members")
 
-    def __init__(self, fid, route, nbytes, event, label):
+    def __init__(self, fid, route, nbytes, event, label, members):
         self.fid = fid
+        self.members = members  # flow numbers this record stands for (fid first); nbytes, left, rate per member
+        self.weight = len(members)
         self.links = route.links
         self.bottleneck = route.bandwidth_Bps
         latency_s = route.latency_s
@@ -145,73 +114,47 @@ class FlowNetwork:
     1e9 B) and ``latency_us`` (>= 0). ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
     default: ``topologies.routing.Router`` (or a fewest-hops BFS where that is not installed).
     ``record=True`` keeps ``timeline``, a list of ``FlowEvent`` (for tests and traces).
+    ``group=False`` runs every flow of ``transfer_all`` alone (the reference the groups are held to).
     """
 
-    def __init__(self, env: simpy.Environment, graph: nx.DiGraph, router=None, record: bool = False):
+    def __init__(self, env: simpy.Environment, graph: nx.DiGraph, router=None, record: bool = False,
+                 group: bool = True):
         self.env = env
         self.graph = graph
-        self.router = router if router is not None else _default_router(graph)
-        self._link_id: dict[tuple, int] = {}
-        self._edges: list[tuple] = []
-        self._cap: list[float] = []
-        self._lat: list[float] = []
-        for u, v, data in graph.edges(data=True):
-            bw, lat = data.get("bandwidth_GBps"), data.get("latency_us", 0.0)
-            if not isinstance(bw, (int, float)) or not bw > 0:
-                raise InputError(f"edge {u}->{v}: bandwidth_GBps must be a number > 0, got {bw!r}")
-            if not isinstance(lat, (int, float)) or not lat >= 0:
-                raise InputError(f"edge {u}->{v}: latency_us must be a number >= 0, got {lat!r}")
-            self._link_id[(u, v)] = len(self._edges)
-            self._edges.append((u, v))
-            self._cap.append(float(bw) * 1e9)
-            self._lat.append(float(lat) * 1e-6)
+        self.links = LinkTable(graph, router)
+        """The graph's links by number and the routes between nodes (``simulator.routes``)."""
+        self.router = self.links.router
+        self._edges, self._cap = self.links.edges, self.links.cap
         n_links = len(self._edges)
         self._on_link: list[dict[int, _Flow]] = [{} for _ in range(n_links)]
+        self._load = [0] * n_links  # members (summed weights) of the flows on a link
         self._mark = [0] * n_links  # fill number that last visited a link (component search)
         self._residual = [0.0] * n_links  # scratch for the fill
         self._count = [0] * n_links
         self._bytes_done = [0.0] * n_links
         self._busy_s = [0.0] * n_links
         self._busy_since = [0.0] * n_links
-        self._routes: dict[tuple, Route] = {}
         self._active: dict[int, _Flow] = {}
         self._pending: list[_Flow] = []  # started this instant, not yet on links
         self._flush_scheduled = False
         self._drains: list[tuple] = []  # heap of (drain time, flow number, version)
         self._wakeups: list[float] = []  # heap of times with a scheduled drain check
+        self._group = group and not record
         self.flow_count = 0
-        """Transfers started (including zero-time ones)."""
+        """Transfers started (including zero-time ones; a group counts its members)."""
+        self.flow_records = 0
+        """Flows put on links (a group of identical flows is one record): what a run's cost follows."""
         self.rate_changes = 0
-        """Rate assignments made by the fairness fills (each start counts one)."""
+        """Rate assignments made by the fairness fills (each start counts one, per member)."""
         self.fills = 0
         """Fairness recomputations run (one per batch of same-instant starts/drains)."""
         self.timeline: list[FlowEvent] | None = [] if record else None
         self.cache: dict = {}
         """Free-form cache for the layers above (collective plans), cleared with the network."""
 
-    # ---- routes -----------------------------------------------------------------------------------
-
     def route(self, src, dst, via=None) -> Route:
-        """The cached ``Route`` from ``src`` to ``dst`` (by the router on first use); with ``via``, the
-        route to ``via`` followed by the route on from it (how NCCL's PXN reaches another NIC rail)."""
-        key = (src, dst) if via is None else (src, via, dst)
-        route = self._routes.get(key)
-        if route is None:
-            if via is not None and via not in (src, dst):
-                first, second = self.route(src, via), self.route(via, dst)
-                ids = first.links + second.links
-            else:
-                ids = []
-                for edge in self.router.path(src, dst):
-                    link = self._link_id.get(tuple(edge))
-                    if link is None:
-                        raise InputError(f"route {src}->{dst} uses {edge!r}, which is not an edge of the graph")
-                    ids.append(link)
-                if not ids:
-                    raise InputError(f"no route from {src!r} to {dst!r}")
-            route = Route(tuple(ids), sum(self._lat[i] for i in ids), min(self._cap[i] for i in ids))
-            self._routes[key] = route
-        return route
+        """The cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``; ``via``: NCCL's PXN)."""
+        return self.links.route(src, dst, via)
 
     # ---- the public operations --------------------------------------------------------------------
 
@@ -221,35 +164,34 @@ class FlowNetwork:
         ``src == dst`` takes zero time; ``nbytes == 0`` between distinct nodes takes the route latency.
         ``via``: route through that node (see ``route``). The event's value is ``nbytes``.
         """
-        if not nbytes >= 0:
-            raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
-        env = self.env
-        event = env.event()
         fid = self.flow_count
         self.flow_count += 1
-        if src == dst:
-            event.succeed(nbytes)
-            return event
-        route = self.route(src, dst, via)
-        label = fid if tag is None else tag
-        if nbytes == 0:
-            self._arrive_later(event, nbytes, route.latency_s)
-            return event
-        flow = _Flow(fid, route, nbytes, event, label)
-        flow.t_last = env.now
-        self._pending.append(flow)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            flush = env.event()
-            flush.callbacks.append(self._flush)
-            flush.succeed()
-        return event
+        return self._start(src, dst, nbytes, tag, via, (fid,))
+
+    def transfer_all(self, flows, groups=None) -> list[simpy.Event]:
+        """Start ``flows``, a sequence of (src, dst, nbytes, via), as ``transfer`` would one after another.
+
+        Flows alike in all four run as one weighted flow (see the module docstring); ``groups`` is
+        ``same_flows(flows)``, for a caller that starts the same batch often. Returns one event per
+        group, in order of first appearance: it succeeds when the group's last byte has arrived.
+        """
+        base = self.flow_count
+        if not self._group:
+            return [self.transfer(src, dst, nbytes, None, via) for src, dst, nbytes, via in flows]
+        if groups is None:
+            groups = same_flows(flows)
+        self.flow_count = base + len(flows)
+        events = []
+        for members in groups:
+            src, dst, nbytes, via = flows[members[0]]
+            events.append(self._start(src, dst, nbytes, None, via, tuple(base + i for i in members)))
+        return events
 
     def link_stats(self) -> dict[tuple, LinkStats]:
         """Bytes carried and busy time of every link that carried anything, keyed by (u, v)."""
         now = self.env.now
         carried = list(self._bytes_done)
-        for flow in self._active.values():
+        for _, flow in self._by_member():
             sent = flow.nbytes - (flow.left - flow.rate * (now - flow.t_last))
             for link in flow.links:
                 carried[link] += sent
@@ -263,17 +205,50 @@ class FlowNetwork:
     def link_utilisation(self) -> dict[tuple, float]:
         """Fraction of capacity in use right now on every link that carries an active flow, by (u, v)."""
         used: dict[int, float] = {}
-        for flow in self._active.values():
+        for _, flow in self._by_member():
             for link in flow.links:
                 used[link] = used.get(link, 0.0) + flow.rate
         return {self._edges[link]: rate / self._cap[link] for link, rate in sorted(used.items())}
 
     @property
     def active_flows(self) -> int:
-        """Flows currently sending bytes."""
-        return len(self._active) + len(self._pending)
+        """Flows currently sending bytes (a group counts its members)."""
+        return sum(f.weight for f in self._active.values()) + sum(f.weight for f in self._pending)
 
     # ---- internals --------------------------------------------------------------------------------
+
+    def _by_member(self) -> list[tuple[int, _Flow]]:
+        # Active flows once per member, in flow-number order: sums over them add in the order and with
+        # the terms they would have with every flow alone.
+        active = self._active.values()
+        if all(f.weight == 1 for f in active):
+            return [(f.fid, f) for f in active]  # insertion order is flow order
+        return sorted(((fid, f) for f in active for fid in f.members), key=_first)
+
+    def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
+        if not nbytes >= 0:
+            raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
+        env = self.env
+        event = env.event()
+        if src == dst:
+            event.succeed(nbytes)
+            return event
+        route = self.links.route(src, dst, via)
+        fid = members[0]
+        label = fid if tag is None else tag
+        if nbytes == 0:
+            self._arrive_later(event, nbytes, route.latency_s)
+            return event
+        flow = _Flow(fid, route, nbytes, event, label, members)
+        flow.t_last = env.now
+        self.flow_records += 1
+        self._pending.append(flow)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            flush = env.event()
+            flush.callbacks.append(self._flush)
+            flush.succeed()
+        return event
 
     def _arrive_later(self, event: simpy.Event, value, delay: float) -> None:
         # A triggered event scheduled ``delay`` ahead: what simpy's Timeout does, without a second event.
@@ -289,15 +264,16 @@ class FlowNetwork:
         self._flush_scheduled = False
         new, self._pending = self._pending, []
         now = self.env.now
-        on_link, busy_since, active = self._on_link, self._busy_since, self._active
+        on_link, load, busy_since, active = self._on_link, self._load, self._busy_since, self._active
         for flow in new:
-            fid = flow.fid
+            fid, w = flow.fid, flow.weight
             active[fid] = flow
             for link in flow.links:
                 flows = on_link[link]
                 if not flows:
                     busy_since[link] = now
                 flows[fid] = flow
+                load[link] += w
             if self.timeline is not None:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
         self._refill(new)
@@ -309,30 +285,14 @@ class FlowNetwork:
             return
         self.fills += 1
         stamp = self.fills
-        on_link, mark = self._on_link, self._mark
-        if len(seeds) == 1 and all(len(on_link[link]) == 1 for link in seeds[0].links):
+        load = self._load
+        if len(seeds) == 1 and all(load[link] == 1 for link in seeds[0].links):
             # A flow alone on its route (the common case inside a server): its rate is the bottleneck.
             order = seeds
             seeds[0].share = seeds[0].bottleneck
         else:
-            # Components: breadth-first over flows and the links they share, in insertion order.
-            for flow in seeds:
-                flow.seen = stamp
-            order = list(seeds)
-            links: list[int] = []
-            append_link, append_flow = links.append, order.append
-            i = 0
-            while i < len(order):
-                for link in order[i].links:
-                    if mark[link] != stamp:
-                        mark[link] = stamp
-                        append_link(link)
-                        for other in on_link[link].values():
-                            if other.seen != stamp:
-                                other.seen = stamp
-                                append_flow(other)
-                i += 1
-            self._fill(links, stamp)
+            order, links = component(seeds, stamp, self._on_link, self._mark)
+            fill(links, stamp, self._on_link, load, self._cap, self._residual, self._count)
         now = self.env.now
         drains, timeline = self._drains, self.timeline
         push = heapq.heappush
@@ -350,38 +310,9 @@ class FlowNetwork:
                 self._log(flow, "rate" if old else "start", rate)
             flow.rate = rate
             flow.version += 1
-            changes += 1
+            changes += flow.weight
             push(drains, (now + flow.left / rate, flow.fid, flow.version))
         self.rate_changes += changes
-
-    def _fill(self, links: list[int], stamp: int) -> None:
-        """Progressive filling over ``links`` (a closed component): repeatedly saturate the link with the
-        smallest fair share and freeze its flows at that share (``flow.share``)."""
-        on_link, residual, count, cap = self._on_link, self._residual, self._count, self._cap
-        heap = []
-        for link in links:
-            residual[link] = c = cap[link]
-            n = count[link] = len(on_link[link])
-            heap.append((c / n, link))
-        heapq.heapify(heap)
-        push, pop = heapq.heappush, heapq.heappop
-        while heap:
-            share, link = pop(heap)
-            n = count[link]
-            if n == 0 or share != residual[link] / n:
-                continue  # saturated already, or a stale entry (shares only grow)
-            for flow in on_link[link].values():
-                if flow.frozen == stamp:
-                    continue
-                flow.frozen = stamp
-                flow.share = share
-                for other in flow.links:
-                    left = residual[other] - share
-                    residual[other] = left
-                    n = count[other] - 1
-                    count[other] = n
-                    if n > 0 and other != link:
-                        push(heap, ((left if left > 0.0 else 0.0) / n, other))
 
     def _schedule_wakeup(self) -> None:
         drains, active = self._drains, self._active
@@ -409,26 +340,42 @@ class FlowNetwork:
         heapq.heappop(self._wakeups)
         now = self.env.now
         horizon = now + _SAME_INSTANT * max(now, 1e-9)
-        drains, active, on_link = self._drains, self._active, self._on_link
+        drains, active, on_link, load = self._drains, self._active, self._on_link, self._load
         pop = heapq.heappop
         drained: list[_Flow] = []
+        grouped = False
         while drains and drains[0][0] <= horizon:
             _, fid, version = pop(drains)
             flow = active.get(fid)
             if flow is not None and flow.version == version:
                 drained.append(flow)
-        if len(drained) > 1:
-            drained.sort(key=_fid)
+                if flow.weight > 1:
+                    grouped = True
+        if grouped:
+            # Replay per member, in flow-number order: byte counters add as with every flow alone, and a
+            # group's event is scheduled where its last member's would have been.
+            steps = sorted(((fid, flow) for flow in drained for fid in flow.members), key=_first)
+        else:
+            if len(drained) > 1:
+                drained.sort(key=_fid)
+            steps = [(flow.fid, flow) for flow in drained]
         bytes_done, busy_s, busy_since = self._bytes_done, self._busy_s, self._busy_since
         schedule, timeline = self.env.schedule, self.timeline
         touched: dict[int, None] = {}
-        for flow in drained:
-            fid, nbytes = flow.fid, flow.nbytes
-            del active[fid]
+        for fid, flow in steps:
+            nbytes = flow.nbytes
+            links = flow.links
+            if fid != flow.members[-1]:
+                for link in links:
+                    bytes_done[link] += nbytes
+                continue
+            del active[flow.fid]
             flow.left = 0.0
-            for link in flow.links:
+            w = flow.weight
+            for link in links:
                 flows = on_link[link]
-                del flows[fid]
+                del flows[flow.fid]
+                load[link] -= w
                 bytes_done[link] += nbytes
                 if flows:
                     touched[link] = None
@@ -454,3 +401,7 @@ class FlowNetwork:
 
 def _fid(flow: _Flow) -> int:
     return flow.fid
+
+
+def _first(pair: tuple) -> int:
+    return pair[0]

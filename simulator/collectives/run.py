@@ -24,6 +24,7 @@ from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, KINDS, decompose, ring_orders
 from simulator.collectives.protocols import choose_protocol, startup_s, wire_factor
 from simulator.errors import InputError
+from simulator.fairness import same_flows
 
 __all__ = ["CollectivePlan", "plan_collective", "run_collective"]
 
@@ -50,6 +51,8 @@ class CollectivePlan:
     """Base latency plus protocol start-up, charged once before the first phase."""
     phases: tuple[tuple[float, tuple[tuple[object, object, float, object], ...]], ...]
     """(delay in front, ((src node, dst node, wire bytes, via node or None), ...)) per phase."""
+    groups: tuple[tuple[tuple[int, ...], ...], ...] = ()
+    """Per phase, ``fairness.same_flows`` of its flows: the indices that run as one weighted flow."""
 
 
 def _validate(kind, members, nbytes, root, algorithm) -> int:
@@ -118,7 +121,7 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     )
     front = params.base_latency_s + (startup_s(protocol, nbytes, params) if n > 1 else 0.0)
     plan = CollectivePlan(kind, algorithm, protocol, members, nbytes, hop + step, bandwidth, wire,
-                          len(orders) if orders else 1, front, timed)
+                          len(orders) if orders else 1, front, timed, tuple(same_flows(f) for _, f in timed))
     net.cache[key] = plan
     return plan
 
@@ -158,12 +161,12 @@ def _bottleneck(net, members, phases) -> float:
 
 def _execute(env: simpy.Environment, net, plan: CollectivePlan):
     delay = plan.front_s
-    for phase_delay, flows in plan.phases:
+    for (phase_delay, flows), groups in zip(plan.phases, plan.groups):
         delay += phase_delay
         if delay:
             yield env.timeout(delay)
         delay = 0.0
-        yield env.all_of([net.transfer(src, dst, size, None, via) for src, dst, size, via in flows])
+        yield env.all_of(net.transfer_all(flows, groups))
     if delay:
         yield env.timeout(delay)
     return plan

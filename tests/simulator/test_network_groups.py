@@ -1,0 +1,119 @@
+"""Groups of identical flows (one weighted flow each) give the very numbers of the flows run one by one."""
+
+import networkx as nx
+import pytest
+import simpy
+
+from simulator.collectives import run_collective
+from simulator.engine import Engine
+from simulator.fairness import same_flows
+from simulator.generators import build_schedule
+from simulator.network import FlowNetwork, HopRouter
+from simulator.simulation import NetworkBackend, plan_on_graph
+from simulator.workloads import Workload
+from topologies import gpu_nodes, load_topology
+
+# What the tests would accept if the equivalence held only in real numbers; they check bit equality.
+REL = 1e-12
+
+
+def test_same_flows_groups_equal_tuples_in_order_of_first_appearance():
+    flows = [("a", "b", 2.0, None), ("b", "c", 2.0, None), ("a", "b", 2.0, None), ("a", "b", 2.0, "x"),
+             ("a", "a", 2.0, None), ("a", "a", 2.0, None), ("c", "d", 0.0, None), ("c", "d", 0.0, None),
+             ("b", "c", 2.0, None), ("a", "b", 3.0, None)]
+    assert same_flows(flows) == ((0, 2), (1, 8), (3,), (4,), (5,), (6,), (7,), (9,))
+
+
+def _collectives(G, group: bool, calls):
+    """Run ``calls`` ((delay_s, kind, members, nbytes, root), ...) on one network; arrival times, stats."""
+    env = simpy.Environment()
+    net = FlowNetwork(env, G, group=group)
+    ends = {}
+
+    def one(i, delay, kind, members, nbytes, root):
+        yield env.timeout(delay)
+        yield run_collective(env, net, kind, members, nbytes, root=root)
+        ends[i] = env.now
+
+    for i, call in enumerate(calls):
+        env.process(one(i, *call))
+    env.run()
+    return ends, net
+
+
+def _same_numbers(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for key in a:
+        assert a[key] == pytest.approx(b[key], rel=REL, abs=0.0)
+        assert a[key] == b[key], key
+
+
+@pytest.mark.parametrize("topology", ["dgx-a100:2", "dgx-h100:4"])
+def test_concurrent_collectives_across_servers_match_the_ungrouped_run(topology):
+    G = load_topology(topology)
+    gpus = gpu_nodes(G)
+    rows = [gpus[i:i + 16] for i in range(0, len(gpus), 16)]
+    calls = [(0.0, "all_reduce", gpus, 2**28, None), (0.0, "broadcast", rows[0], 3 * 2**24 + 7, 5),
+             (1e-5, "reduce", rows[-1], 2**26, 2), (2e-5, "all_gather", gpus[::2], 2**27, None),
+             (0.0, "reduce_scatter", gpus[1::3], 5 * 2**22, None), (3e-4, "broadcast", gpus, 2**20, 0),
+             (0.0, "all_reduce", rows[0], 12345, None), (0.0, "send", [gpus[0], gpus[-1]], 2**25, None)]
+    grouped_ends, grouped = _collectives(G, True, calls)
+    alone_ends, alone = _collectives(G, False, calls)
+    _same_numbers(grouped_ends, alone_ends)
+    assert grouped.link_stats() == alone.link_stats()
+    assert (grouped.flow_count, grouped.rate_changes, grouped.fills) == (alone.flow_count, alone.rate_changes,
+                                                                         alone.fills)
+    assert alone.flow_records == alone.flow_count
+    assert grouped.flow_records < alone.flow_records / 2  # the rings' shared NVSwitch hops ran grouped
+
+
+@pytest.mark.parametrize("algorithm, shape, topology, placement", [
+    ("1d", {"gpus": 16}, "dgx-h100:2", None), ("2d", {"gpus": 64}, "dgx-a100:8", "halves")])
+def test_a_whole_schedule_matches_the_ungrouped_run(algorithm, shape, topology, placement):
+    G = load_topology(topology)
+    if placement == "halves":  # rank 8j + i on server 2(j // 2) + i // 4: each row group 4 + 4 on two servers
+        gpus = gpu_nodes(G)
+        placement = [gpus[8 * (2 * (j // 2) + i // 4) + i % 4 + 4 * (j % 2)] for j in range(8) for i in range(8)]
+    schedule = build_schedule(algorithm, Workload.mlp(4096, 1024), "both", "bfloat16", **shape)
+    runs = []
+    for group in (True, False):
+        plan = plan_on_graph(schedule, G, placement)
+        env = simpy.Environment()
+        backend = NetworkBackend(env, G)
+        backend.net = FlowNetwork(env, G, group=group)
+        engine = Engine(plan, backend, env)
+        engine.run()
+        engine.fill_timeline()
+        runs.append((engine, backend.net))
+    (a, net_a), (b, net_b) = runs
+    assert a.finish_s == b.finish_s and a.comm_s == b.comm_s and a.wait_s == b.wait_s
+    assert a.starts == b.starts and a.ends == b.ends and a.waits == b.waits
+    assert net_a.link_stats() == net_b.link_stats()
+    assert (net_a.flow_count, net_a.rate_changes, net_a.fills) == (net_b.flow_count, net_b.rate_changes, net_b.fills)
+    assert net_a.flow_records < net_b.flow_records
+
+
+def test_a_group_counts_its_members_and_a_timeline_lists_every_flow():
+    G = nx.DiGraph()
+    for a, b in (("h0", "s"), ("s", "h1"), ("h2", "s")):
+        G.add_edge(a, b, bandwidth_GBps=10.0, latency_us=1.0)
+    flows = [("h0", "h1", 1e9, None), ("h2", "h1", 1e9, None), ("h0", "h1", 1e9, None)]
+    env = simpy.Environment()
+    net = FlowNetwork(env, G, router=HopRouter(G))
+    events = net.transfer_all(flows)
+    env.process(_count_active(env, net, seen := []))
+    env.run()
+    assert len(events) == 2 and all(e.processed for e in events)
+    assert net.flow_count == 3 and net.flow_records == 2 and net.rate_changes == 3 and seen == [3]
+    assert env.now == pytest.approx(3 * 0.1 + 2e-6, rel=REL)  # three flows share s->h1
+    assert net.link_stats()[("s", "h1")].bytes == 3e9 and net.link_stats()[("h0", "s")].bytes == 2e9
+    env = simpy.Environment()
+    recorded = FlowNetwork(env, G, router=HopRouter(G), record=True)
+    assert len(recorded.transfer_all(flows)) == 3
+    env.run()
+    assert [e.flow for e in recorded.timeline if e.event == "start"] == [0, 1, 2]
+
+
+def _count_active(env, net, seen):
+    yield env.timeout(0.01)
+    seen.append(net.active_flows)
