@@ -126,12 +126,16 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
 
 def group_alpha_beta(net, plan) -> AlphaBeta:
     """Alpha and betas of a planned collective (``simulator.collectives.plan_collective``) on ``net``."""
-    graph = net.graph
-    inj = float("inf")
-    for node in plan.members:
-        out = sum(d["bandwidth_GBps"] for _, _, d in graph.out_edges(node, data=True))
-        inn = sum(d["bandwidth_GBps"] for _, _, d in graph.in_edges(node, data=True))
-        inj = min(inj, out * 1e9, inn * 1e9)
+    key = ("injection_Bps", plan.members)  # a group's port capacity is fixed: compute it once per network
+    inj = net.cache.get(key)
+    if inj is None:
+        graph = net.graph
+        inj = float("inf")
+        for node in plan.members:
+            out = sum(d["bandwidth_GBps"] for _, _, d in graph.out_edges(node, data=True))
+            inn = sum(d["bandwidth_GBps"] for _, _, d in graph.in_edges(node, data=True))
+            inj = min(inj, out * 1e9, inn * 1e9)
+        net.cache[key] = inj
     return AlphaBeta(plan.alpha_s, plan.bandwidth_Bps, inj)
 
 

@@ -6,7 +6,7 @@ implementation a heap holds each link's share ``residual / unfrozen units`` keye
 number); the smallest valid entry is saturated next, and its flows are frozen at that share.
 
 Weights. A flow of weight w stands for w flows that start at the same instant on the same route with
-the same bytes (``same_flows`` finds them: a collective's rings cross the same NVSwitch hops
+the same bytes (a group, ``simulator.flow_groups``: a collective's rings cross the same NVSwitch hops
 k-1 times out of k). Such flows are interchangeable: they cross the same links, so every fill freezes
 them in the same step at the same share, and they drain together. So one record per group is exact,
 provided the arithmetic is the unweighted arithmetic, not merely equal in exact real numbers:
@@ -21,20 +21,26 @@ provided the arithmetic is the unweighted arithmetic, not merely equal in exact 
   sequence of saturated links, and with it every share, is the same as with one push per flow.
 
 The network keeps the members' flow numbers and replays per-member effects in their order (link byte
-counters, the completion event of the last member), so a run with groups gives the same numbers, bit
-for bit, as the same run with every flow alone; ``tests/simulator/test_network_groups.py`` holds the
-two against each other on multi-server topologies.
+counters, ``flow_groups``; a group's completion event goes where its last member's would), so a run
+with groups gives the same numbers, bit for bit, as the same run with every flow alone, which
+``tests/simulator/test_network_groups.py`` checks on multi-server topologies and random graphs.
+
+Components. The flows a change reaches split into connected components (flows joined by shared
+links). ``components`` finds them; most are one flow alone on its links, whose share needs no fill.
+Filling each of the others on its own gives the numbers one fill of their union gives (the reference
+network still does that, ``FlowNetwork(group=False)``).
 """
 
 from __future__ import annotations
 
 import heapq
 
-__all__ = ["component", "fill", "same_flows"]
+__all__ = ["component", "components", "fill"]
 
 
 def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> tuple[list, list[int]]:
-    """Flows and links connected to ``seeds`` through shared links, breadth-first in insertion order.
+    """Flows and links connected to ``seeds`` through shared links, breadth-first in insertion order,
+    as one list each (the reference network's walk: ``seeds`` first, then what they reach).
 
     ``flow.seen`` and ``mark[link]`` are set to ``stamp`` for everything reached.
     """
@@ -55,6 +61,48 @@ def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> 
                         append_flow(other)
         i += 1
     return order, links
+
+
+def components(seeds: list, stamp: int, on_link: list[dict], load: list[int],
+               mark: list[int]) -> tuple[list, list[tuple[list, list[int]]]]:
+    """The flows connected to ``seeds``, split into connected components: ``(alone, shared)``.
+
+    ``alone``: flows with no other flow on any of their links; their fair share is their route's
+    bottleneck over their weight (the fill would pop min(capacity / weight) first, and rounding is
+    monotonic, so the two are equal). ``shared``: (flows, links) of every other component. A fill of
+    each component on its own gives what one fill of their union gives: a link's share depends only
+    on the flows on it, so the saturations of one component happen in the same order, with the same
+    values, whatever the others do. ``flow.seen`` and ``mark[link]`` are set to ``stamp``.
+    """
+    alone: list = []
+    shared: list[tuple[list, list[int]]] = []
+    for seed in seeds:
+        if seed.seen == stamp:
+            continue
+        seed.seen = stamp
+        w = seed.weight
+        for link in seed.links:
+            if load[link] != w:
+                break
+        else:
+            alone.append(seed)
+            continue
+        order = [seed]
+        links: list[int] = []
+        append_link, append_flow = links.append, order.append
+        i = 0
+        while i < len(order):
+            for link in order[i].links:
+                if mark[link] != stamp:
+                    mark[link] = stamp
+                    append_link(link)
+                    for other in on_link[link].values():
+                        if other.seen != stamp:
+                            other.seen = stamp
+                            append_flow(other)
+            i += 1
+        shared.append((order, links))
+    return alone, shared
 
 
 def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],
@@ -93,26 +141,3 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
             if n > 0 and other != link:
                 left = residual[other]
                 push(heap, ((left if left > 0.0 else 0.0) / n, other))
-
-
-def same_flows(flows) -> tuple[tuple[int, ...], ...]:
-    """Indices of ``flows`` ((src, dst, nbytes, via), ...) grouped by equal tuples, in order of first
-    appearance; a flow that moves no bytes over a link (src == dst, nbytes <= 0) stays alone.
-
-    >>> same_flows([("a", "b", 1.0, None), ("b", "c", 1.0, None), ("a", "b", 1.0, None)])
-    ((0, 2), (1,))
-    """
-    first: dict[tuple, int] = {}
-    groups: list[list[int]] = []
-    for i, flow in enumerate(flows):
-        src, dst, nbytes, _ = flow
-        if src == dst or not nbytes > 0:
-            groups.append([i])
-            continue
-        g = first.get(flow)
-        if g is None:
-            first[flow] = len(groups)
-            groups.append([i])
-        else:
-            groups[g].append(i)
-    return tuple(tuple(g) for g in groups)

@@ -12,14 +12,17 @@ Incremental fairness. A start or a drain changes rates only inside its *componen
 connected to it through shared links (transitively). Only that component is re-filled; flows whose
 rate does not change keep their predicted drain time untouched. Starts and drains that happen at the
 same simulated instant are batched into one recomputation (a zero-delay simpy event), so a collective
-that starts 4,096 flows at once costs one fill, not 4,096. The fill itself (weighted progressive
-filling) lives in ``simulator.fairness``; links and cached routes in ``simulator.routes``.
+that starts 4,096 flows at once costs one fill, not 4,096; each connected component of the flows
+reached is filled on its own, and a flow alone on its links needs no fill at all. The fill itself
+(weighted progressive filling) lives in ``simulator.fairness``; links and cached routes in
+``simulator.routes``.
 
 Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collective); flows of the batch
-alike in source, destination, bytes and ``via`` run as one flow of weight w (``same_flows``), which
-``simulator.fairness`` fills exactly as it would the w flows one by one: the same times and byte
+alike in source, destination, bytes and ``via`` run as one flow of weight w (``simulator.flow_groups``),
+which ``simulator.fairness`` fills exactly as it would the w flows one by one: the same times and byte
 counters, bit for bit, at a fraction of the cost (NCCL-like rings across servers cross each NVSwitch
-hop k-1 times in k rails). With ``record=True`` every flow runs alone, so the timeline lists each.
+hop k-1 times in k rails). ``group=False`` runs the reference algorithm (every flow alone, one fill
+per change); ``record=True`` implies it, so the timeline lists every flow in the reference order.
 
 Determinism. Links are numbered in the graph's edge order, flows by a counter; components are walked
 in insertion order (dicts, never sets of objects), the filling heap orders by (share, link number),
@@ -48,7 +51,8 @@ import networkx as nx
 import simpy
 
 from simulator.errors import InputError
-from simulator.fairness import component, fill, same_flows
+from simulator.fairness import component, components, fill
+from simulator.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.routes import HopRouter, LinkTable, Route
 
 __all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
@@ -114,7 +118,8 @@ class FlowNetwork:
     1e9 B) and ``latency_us`` (>= 0). ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
     default: ``topologies.routing.Router`` (or a fewest-hops BFS where that is not installed).
     ``record=True`` keeps ``timeline``, a list of ``FlowEvent`` (for tests and traces).
-    ``group=False`` runs every flow of ``transfer_all`` alone (the reference the groups are held to).
+    ``group=False`` (implied by ``record``) runs the reference algorithm the faster default is held to:
+    every flow of ``transfer_all`` alone, and one fill over all the components a change touches.
     """
 
     def __init__(self, env: simpy.Environment, graph: nx.DiGraph, router=None, record: bool = False,
@@ -139,7 +144,7 @@ class FlowNetwork:
         self._flush_scheduled = False
         self._drains: list[tuple] = []  # heap of (drain time, flow number, version)
         self._wakeups: list[float] = []  # heap of times with a scheduled drain check
-        self._group = group and not record
+        self._reference = not group or record
         self.flow_count = 0
         """Transfers started (including zero-time ones; a group counts its members)."""
         self.flow_records = 0
@@ -176,7 +181,7 @@ class FlowNetwork:
         group, in order of first appearance: it succeeds when the group's last byte has arrived.
         """
         base = self.flow_count
-        if not self._group:
+        if self._reference:
             return [self.transfer(src, dst, nbytes, None, via) for src, dst, nbytes, via in flows]
         if groups is None:
             groups = same_flows(flows)
@@ -191,7 +196,7 @@ class FlowNetwork:
         """Bytes carried and busy time of every link that carried anything, keyed by (u, v)."""
         now = self.env.now
         carried = list(self._bytes_done)
-        for _, flow in self._by_member():
+        for flow in by_member(self._active.values()):
             sent = flow.nbytes - (flow.left - flow.rate * (now - flow.t_last))
             for link in flow.links:
                 carried[link] += sent
@@ -205,7 +210,7 @@ class FlowNetwork:
     def link_utilisation(self) -> dict[tuple, float]:
         """Fraction of capacity in use right now on every link that carries an active flow, by (u, v)."""
         used: dict[int, float] = {}
-        for _, flow in self._by_member():
+        for flow in by_member(self._active.values()):
             for link in flow.links:
                 used[link] = used.get(link, 0.0) + flow.rate
         return {self._edges[link]: rate / self._cap[link] for link, rate in sorted(used.items())}
@@ -216,14 +221,6 @@ class FlowNetwork:
         return sum(f.weight for f in self._active.values()) + sum(f.weight for f in self._pending)
 
     # ---- internals --------------------------------------------------------------------------------
-
-    def _by_member(self) -> list[tuple[int, _Flow]]:
-        # Active flows once per member, in flow-number order: sums over them add in the order and with
-        # the terms they would have with every flow alone.
-        active = self._active.values()
-        if all(f.weight == 1 for f in active):
-            return [(f.fid, f) for f in active]  # insertion order is flow order
-        return sorted(((fid, f) for f in active for fid in f.members), key=_first)
 
     def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
         if not nbytes >= 0:
@@ -285,14 +282,22 @@ class FlowNetwork:
             return
         self.fills += 1
         stamp = self.fills
-        load = self._load
-        if len(seeds) == 1 and all(load[link] == 1 for link in seeds[0].links):
-            # A flow alone on its route (the common case inside a server): its rate is the bottleneck.
-            order = seeds
-            seeds[0].share = seeds[0].bottleneck
+        load, on_link = self._load, self._on_link
+        if self._reference:
+            if len(seeds) == 1 and all(load[link] == 1 for link in seeds[0].links):
+                # A flow alone on its route (the common case inside a server): its rate is the bottleneck.
+                order = seeds
+                seeds[0].share = seeds[0].bottleneck
+            else:
+                order, links = component(seeds, stamp, on_link, self._mark)
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
         else:
-            order, links = component(seeds, stamp, self._on_link, self._mark)
-            fill(links, stamp, self._on_link, load, self._cap, self._residual, self._count)
+            order, shared = components(seeds, stamp, on_link, load, self._mark)
+            for flow in order:
+                flow.share = flow.bottleneck / flow.weight
+            for flows, links in shared:
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
+                order += flows
         now = self.env.now
         drains, timeline = self._drains, self.timeline
         push = heapq.heappush
@@ -351,32 +356,29 @@ class FlowNetwork:
                 drained.append(flow)
                 if flow.weight > 1:
                     grouped = True
+        if len(drained) > 1:
+            drained.sort(key=_fid)
         if grouped:
-            # Replay per member, in flow-number order: byte counters add as with every flow alone, and a
-            # group's event is scheduled where its last member's would have been.
-            steps = sorted(((fid, flow) for flow in drained for fid in flow.members), key=_first)
+            add_drained_bytes(drained, self._bytes_done)
+            # A group's event goes where its last member's would have: in order of the last members.
+            drained.sort(key=_last)
         else:
-            if len(drained) > 1:
-                drained.sort(key=_fid)
-            steps = [(flow.fid, flow) for flow in drained]
-        bytes_done, busy_s, busy_since = self._bytes_done, self._busy_s, self._busy_since
+            bytes_done = self._bytes_done
+            for flow in drained:
+                nbytes = flow.nbytes
+                for link in flow.links:
+                    bytes_done[link] += nbytes
+        busy_s, busy_since = self._busy_s, self._busy_since
         schedule, timeline = self.env.schedule, self.timeline
         touched: dict[int, None] = {}
-        for fid, flow in steps:
-            nbytes = flow.nbytes
-            links = flow.links
-            if fid != flow.members[-1]:
-                for link in links:
-                    bytes_done[link] += nbytes
-                continue
-            del active[flow.fid]
+        for flow in drained:
+            fid, w = flow.fid, flow.weight
+            del active[fid]
             flow.left = 0.0
-            w = flow.weight
-            for link in links:
+            for link in flow.links:
                 flows = on_link[link]
-                del flows[flow.fid]
+                del flows[fid]
                 load[link] -= w
-                bytes_done[link] += nbytes
                 if flows:
                     touched[link] = None
                 else:
@@ -385,7 +387,7 @@ class FlowNetwork:
                 self._log(flow, "drain")
             event = flow.event  # succeeds one route latency later (what simpy's Timeout does)
             event._ok = True
-            event._value = nbytes
+            event._value = flow.nbytes
             schedule(event, delay=flow.latency_s)
         if touched:
             stamp = -self.fills - 1  # a mark no fill uses
@@ -403,5 +405,5 @@ def _fid(flow: _Flow) -> int:
     return flow.fid
 
 
-def _first(pair: tuple) -> int:
-    return pair[0]
+def _last(flow: _Flow) -> int:
+    return flow.members[-1]

@@ -21,10 +21,10 @@ import simpy
 
 from simulator.collectives.choose import choose_algorithm
 from simulator.collectives.params import CollectiveParams
-from simulator.collectives.patterns import ALGORITHMS, KINDS, decompose, ring_orders
+from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, ring_orders
 from simulator.collectives.protocols import choose_protocol, startup_s, wire_factor
 from simulator.errors import InputError
-from simulator.fairness import same_flows
+from simulator.flow_groups import same_flows
 
 __all__ = ["CollectivePlan", "plan_collective", "run_collective"]
 
@@ -52,7 +52,7 @@ class CollectivePlan:
     phases: tuple[tuple[float, tuple[tuple[object, object, float, object], ...]], ...]
     """(delay in front, ((src node, dst node, wire bytes, via node or None), ...)) per phase."""
     groups: tuple[tuple[tuple[int, ...], ...], ...] = ()
-    """Per phase, ``fairness.same_flows`` of its flows: the indices that run as one weighted flow."""
+    """Per phase, ``flow_groups.same_flows`` of its flows: the indices that run as one weighted flow."""
 
 
 def _validate(kind, members, nbytes, root, algorithm) -> int:
@@ -87,14 +87,15 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     members = tuple(members)
     params = params or CollectiveParams.from_graph(net.graph)
     key = (kind, members, nbytes, root, algorithm, params)
-    cached = net.cache.get(key)
+    cache = net.cache
+    cached = cache.get(key)
     if cached is not None:
         return cached
     root = root or 0
-    pairs_probe = decompose(kind, algorithm or ALGORITHMS[kind][0], n, 1.0, root)
-    bandwidth = _bottleneck(net, members, pairs_probe)
-    servers = _servers(net.graph, members)
-    n_nodes = len(set(servers))
+    route = net.route
+    probe = _cached(cache, ("probe", kind, algorithm, n, root), _probe_pairs, kind, algorithm, n, root)
+    bandwidth = min((route(members[a], members[b]).bandwidth_Bps for a, b in probe), default=float("inf"))
+    n_nodes, pattern = _cached(cache, ("servers", members), _server_pattern, net.graph, members)
     if algorithm is None:
         algorithm = choose_algorithm(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=bandwidth / 1e9)
     family = "tree" if algorithm == "double_binary_tree" else "ring"
@@ -103,31 +104,70 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
         protocol = "simple"  # nothing moves; any protocol costs the base latency alone
     elif protocol == "auto":
         protocol = choose_protocol(kind, family, n, nbytes, bandwidth / 1e9, n_nodes)
-    orders = ring_orders(servers) if algorithm in ("ring", "chain") else None
-    phases = decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders)
+    shape = _cached(cache, ("shape", kind, algorithm, n, nbytes, root, params, pattern), _shape,
+                    kind, algorithm, n, nbytes, root, params, pattern)
     wire = wire_factor(protocol, kind)
-    via = _rail_vias(servers, orders)
-    routes = {(a, b): net.route(members[a], members[b], _node(members, via.get((a, b))))
-              for ph in phases for a, b, _ in ph.flows}
-    hop = max((r.latency_s for r in routes.values()), default=0.0)
-    bandwidth = min((r.bandwidth_Bps for r in routes.values()), default=bandwidth)
+    routes = [route(members[a], members[b], None if v is None else members[v]) for a, b, v in shape.pairs]
+    hop = max((r.latency_s for r in routes), default=0.0)
+    bandwidth = min((r.bandwidth_Bps for r in routes), default=bandwidth)
     step = params.step_latency_s
     timed = tuple(
         (
             (ph.steps - 1) * (hop + step) + step + ph.fill_chunks * wire * ph.chunk_bytes / bandwidth,
-            tuple((members[a], members[b], wire * size, _node(members, via.get((a, b)))) for a, b, size in ph.flows),
+            tuple((members[a], members[b], wire * size, None if v is None else members[v]) for a, b, size, v in flows),
         )
-        for ph in phases
+        for ph, flows in zip(shape.phases, shape.flows)
     )
     front = params.base_latency_s + (startup_s(protocol, nbytes, params) if n > 1 else 0.0)
     plan = CollectivePlan(kind, algorithm, protocol, members, nbytes, hop + step, bandwidth, wire,
-                          len(orders) if orders else 1, front, timed, tuple(same_flows(f) for _, f in timed))
-    net.cache[key] = plan
+                          shape.rings, front, timed, shape.groups)
+    cache[key] = plan
     return plan
 
 
-def _node(members, rank):
-    return None if rank is None else members[rank]
+# What a plan needs from its group's shape alone (sizes, roots, which ranks share a server), computed
+# once per shape: the many groups of a grid that differ only in their GPUs share it.
+
+@dataclass(frozen=True)
+class _Shape:
+    phases: tuple[Phase, ...]
+    flows: tuple[tuple[tuple[int, int, float, int | None], ...], ...]
+    """Per phase: (src rank, dst rank, payload bytes, via rank or None)."""
+    groups: tuple[tuple[tuple[int, ...], ...], ...]
+    """Per phase: ``same_flows`` of its flows (ranks stand for distinct nodes, so equal here is equal there)."""
+    pairs: tuple[tuple[int, int, int | None], ...]
+    """Every (src, dst, via) used, once, in order of first use."""
+    rings: int
+
+
+def _cached(cache: dict, key, make, *args):
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make(*args)
+    return value
+
+
+def _probe_pairs(kind, algorithm, n, root) -> tuple[tuple[int, int], ...]:
+    """The pairs of the algorithm as given (or the kind's default) with one ring: whose routes'
+    bottleneck informs the NCCL-like choices."""
+    phases = decompose(kind, algorithm or ALGORITHMS[kind][0], n, 1.0, root)
+    return tuple(dict.fromkeys((a, b) for ph in phases for a, b, _ in ph.flows))
+
+
+def _server_pattern(graph, members) -> tuple[int, tuple[int, ...]]:
+    """Servers in the group, and each member's server numbered by first appearance (0, 0, 1, 1, ...)."""
+    labels: dict = {}
+    pattern = tuple(labels.setdefault(server, len(labels)) for server in _servers(graph, members))
+    return len(labels), pattern
+
+
+def _shape(kind, algorithm, n, nbytes, root, params, pattern) -> _Shape:
+    orders = ring_orders(list(pattern)) if algorithm in ("ring", "chain") else None
+    phases = tuple(decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders))
+    via = _rail_vias(pattern, orders)
+    flows = tuple(tuple((a, b, size, via.get((a, b))) for a, b, size in ph.flows) for ph in phases)
+    pairs = tuple(dict.fromkeys((a, b, v) for phase in flows for a, b, _, v in phase))
+    return _Shape(phases, flows, tuple(same_flows(f) for f in flows), pairs, len(orders) if orders else 1)
 
 
 def _rail_vias(servers, orders) -> dict:
@@ -148,15 +188,6 @@ def _rail_vias(servers, orders) -> dict:
                 if servers[x] != servers[y] and local[x] != local[y]:
                     vias[(x, y)] = by_server[servers[x]][local[y]]
     return vias
-
-
-def _bottleneck(net, members, phases) -> float:
-    """Smallest route bandwidth among the pairs of ``phases`` (inf for a 1-rank group)."""
-    best = float("inf")
-    for ph in phases:
-        for a, b, _ in ph.flows:
-            best = min(best, net.route(members[a], members[b]).bandwidth_Bps)
-    return best
 
 
 def _execute(env: simpy.Environment, net, plan: CollectivePlan):
