@@ -15,9 +15,14 @@ meaningless after a repeated in-place reduce, so the reduce's scratch copy that 
 gloo for live non-root buffers is not made here either (a schedule's reduce partials are overwritten
 next, so they need none).
 
-At the end rank 0 gathers, per case, every rank's seconds per op and the perf_counter readings that
-bracket its timed ops (None where the rank took no part). On CPU those readings share one clock across
-the host's processes, which lets a gemm run by several ranks at once be timed by its span.
+A gemm run by several CPU ranks at once is timed as a lock-step schedule runs it: each rank runs one
+gemm, then all wait for each other (a barrier on their group), ``iters`` times; the barrier's own time
+is taken off. Ranks that share cores finish such a phase apart, and the phase lasts until the last
+one: back-to-back gemms, each rank at its own pace, would hide that (and did: they read up to twice as
+fast as the phases of a real schedule on this kind of host). On GPU, where ranks share nothing, gemms
+run back to back.
+
+At the end rank 0 gathers, per case, every rank's seconds per op (None where the rank took no part).
 """
 
 from __future__ import annotations
@@ -43,8 +48,8 @@ def _nothing(*_args, **_kwargs) -> None:
 
 
 def bench_rank(cases: list[Schedule], options: RunOptions, rdv: Rendezvous, report=_nothing) -> list | None:
-    """Time every case on this rank; rank 0 returns ``times[case][rank]``: (seconds per op, first timed
-    perf_counter, last perf_counter), or None for a rank that took no part."""
+    """Time every case on this rank; rank 0 returns ``times[case][rank]``, seconds per op (None for a
+    rank that took no part)."""
     report("rendezvous")
     device = init_distributed(options, rdv)
     try:
@@ -71,17 +76,14 @@ def _buffers(case: Schedule, rank: int, device: torch.device) -> dict[str, torch
 
 
 def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cache: GroupCache,
-               report) -> tuple[float, float | None, float | None] | None:
-    """(seconds per timed repetition, perf_counter at the first timed op, at the end) of ``case`` on
-    ``rank``; None if the rank has no ops in it; the perf_counter marks are None on GPU."""
+               report) -> float | None:
+    """Seconds per timed repetition of ``case`` on ``rank``; None if the rank has no ops in it."""
     report("creating groups", index)
     groups = cache.create(case, rank)
     program = case.programs[rank]
     buffers = _buffers(case, rank, device)
     ops = TorchOps(case, rank, buffers, groups, reduce_clobbers_input=False)
     bench = case.options["bench"]
-    first_timed = bench["warmup_steps"]
-    clock = clock_for(device)
     # One report per case, none inside the timed loop: the case index is enough to name a hang.
     report("communicating", index, 0, 0 if program else -1)
     dist.barrier()
@@ -89,12 +91,15 @@ def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cach
         torch.cuda.synchronize(device)
     if not program:
         return None
+    if "gemm" in groups and device.type == "cpu":
+        return _synchronised_gemm_s(program[0], ops, groups["gemm"].handle, bench)
+    clock = clock_for(device)
     pending = {}
     clock.start()
-    begin = wall_begin = None
+    begin = clock.mark() if bench["warmup_steps"] == 0 else None
     for step, op in enumerate(program):
-        if step == first_timed:
-            begin, wall_begin = clock.mark(), time.perf_counter()
+        if step == bench["warmup_steps"] and step > 0:
+            begin = clock.mark()
         if isinstance(op, Wait):
             pending.pop(op.handle).wait()
             continue
@@ -103,10 +108,23 @@ def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cach
             pending[op.handle] = work
     end = clock.mark()
     clock.finish()
-    wall_end = time.perf_counter()
-    per_op_s = (clock.seconds(end) - clock.seconds(begin)) / bench["iters"]
-    # perf_counter is CLOCK_MONOTONIC, one clock for every process of the host: rank 0 can take the span
-    # of ranks that ran at once (on GPU the events time each device, and devices do not share work).
-    if device.type == "cuda":
-        return per_op_s, None, None
-    return per_op_s, wall_begin, wall_end
+    return (clock.seconds(end) - clock.seconds(begin)) / bench["iters"]
+
+
+def _synchronised_gemm_s(gemm, ops: TorchOps, group, bench: dict) -> float:
+    """Seconds per gemm when the ranks of ``group`` each run one and then wait for all: a compute phase
+    of a lock-step schedule. Ranks sharing cores finish such a phase apart (the OS runs some before
+    others), and the phase lasts until the last; back-to-back gemms would hide that. The barrier's
+    own time, measured alone just before, is taken off."""
+    for _ in range(bench["warmup"]):
+        ops.run(0, gemm)
+        dist.barrier(group=group)
+    start = time.perf_counter()
+    for _ in range(bench["iters"]):
+        dist.barrier(group=group)
+    barrier_s = (time.perf_counter() - start) / bench["iters"]
+    start = time.perf_counter()
+    for _ in range(bench["iters"]):
+        ops.run(0, gemm)
+        dist.barrier(group=group)
+    return max(0.0, (time.perf_counter() - start) / bench["iters"] - barrier_s)

@@ -11,7 +11,7 @@ Groups. A collective on g ranks runs on the disjoint blocks ``[0, g), [g, 2g), .
 block only (``groups="one"``, the other ranks idle). Point-to-point (``send``) pairs ranks (0, 1),
 (2, 3), ... and each pair exchanges one message each way per repetition (``isend`` + ``irecv`` +
 two ``wait``), the shift pattern of Cannon's algorithm; its time is one exchange. A gemm runs on
-ranks ``0 .. concurrent - 1`` at once.
+ranks ``0 .. concurrent - 1`` at once (declared as group ``gemm``, which the runner synchronises).
 
 Sizes follow nccl-tests: ``bytes`` is S (the buffer of broadcast / reduce / all_reduce, the output of
 all_gather, the input of reduce_scatter, the message of send), rounded down to a whole number of
@@ -179,7 +179,9 @@ def gemm_case(point: BenchPoint, nproc: int, warmup: int, iters: int) -> Schedul
     buffers: list[dict] = [spec if r < point.groups else {} for r in range(nproc)]
     programs: list[list[Op]] = [[Gemm(out="c", a="a", b="b")] * (warmup + iters) if r < point.groups else []
                                 for r in range(nproc)]
-    return _bench_schedule(point, nproc, {}, buffers, programs, warmup, iters, 1)
+    # Concurrent ranks synchronise after each gemm (executor.bench), on a group of their own.
+    groups = {"gemm": tuple(range(point.groups))} if point.groups > 1 else {}
+    return _bench_schedule(point, nproc, groups, buffers, programs, warmup, iters, 1)
 
 
 @dataclass(frozen=True)

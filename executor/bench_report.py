@@ -12,12 +12,10 @@ Record (``format: "tpsim-bench"``, ``version: 1``)::
                         none), in_place, time_s (mean over participating ranks of seconds per op,
                         nccl-tests' default -a 1), time_min_s, time_max_s (over those ranks),
                         algbw_GBps (S / time_s), busbw_GBps (algbw x nccl-tests' factor)
-    gemm:               op, m, k, n, dtype, concurrent (ranks running it at once), time_s (seconds per
-                        gemm on one rank while ``concurrent`` ranks run it: on CPU with concurrent > 1
-                        the span from the first rank's first timed gemm to the last rank's end, over
-                        iters; else the mean over ranks), time_mean_s (the mean of the ranks' own
-                        times, CPU concurrent > 1 only), time_min_s, time_max_s (of the ranks' own
-                        times), flops (2mkn), gflops_per_s (per rank: flops / time_s / 1e9)
+    gemm:               op, m, k, n, dtype, concurrent (ranks running it at once), time_s (mean over
+                        those ranks of seconds per gemm; on CPU with concurrent > 1, per lock-step
+                        phase: one gemm on every rank, then a barrier, less the barrier's own time),
+                        time_min_s, time_max_s, flops (2mkn), gflops_per_s (per rank: flops / time_s / 1e9)
 
 S is the buffer of broadcast / reduce / all_reduce, the output of all_gather, the input of
 reduce_scatter, the message of send (one exchange: each side sends S and receives S).
@@ -46,19 +44,12 @@ def bench_rows(cases, times: list[list[float | None]]) -> list[dict]:
     rows = []
     for case, per_rank in zip(cases, times):
         bench = case.options["bench"]
-        taken = [t for t in per_rank if t is not None]
-        if not taken:
+        seen = [t for t in per_rank if t is not None]
+        if not seen:
             raise ValueError(f"bench case {case.algorithm}: no rank reported a time")
-        seen = [t[0] for t in taken]
         time_s = statistics.fmean(seen)
         spread = {"time_s": time_s, "time_min_s": min(seen), "time_max_s": max(seen)}
         if bench["op"] == "gemm":
-            if len(taken) > 1 and all(t[1] is not None for t in taken):
-                # Ranks started apart and the first to finish left the others more CPU: the mean of their
-                # own times would flatter contention. The batch's span is what all of them together took.
-                spread["time_s"] = (max(t[2] for t in taken) - min(t[1] for t in taken)) / bench["iters"]
-                spread["time_mean_s"] = time_s
-                time_s = spread["time_s"]
             flops = 2 * bench["m"] * bench["k"] * bench["n"]
             rows.append({"op": "gemm", "m": bench["m"], "k": bench["k"], "n": bench["n"], "dtype": bench["dtype"],
                          "concurrent": bench["groups"], **spread, "flops": flops,
@@ -107,7 +98,8 @@ def tables(record: dict) -> list[str]:
         if lines:
             lines.append("")
         if key == ("gemm",):
-            lines += [f"# gemm, {head}",
+            lines += [f"# gemm, {head}; with several ranks at once (CPU): one gemm each, then a barrier, "
+                      f"less the barrier",
                       f"#{'m':>7} {'k':>7} {'n':>7} {'type':>7} {'ranks':>6} {'time':>11} {'GFLOP/s':>9} {'GFLOP/s':>9}",
                       f"#{'':>7} {'':>7} {'':>7} {'':>7} {'at once':>6} {'(us)':>11} {'per rank':>9} {'total':>9}"]
             for r in rows:
