@@ -31,6 +31,9 @@ class ScheduleBuilder:
 
     def buffer(self, rank: int, name: str, shape: tuple[int, ...]) -> str:
         """Declare ``name`` of ``shape`` on ``rank`` (idempotent); return the name."""
+        existing = self.buffers[rank].get(name)
+        if existing is not None and existing.shape == shape:
+            return name  # the common case: a workspace declared again where it is used
         shape = tuple(int(n) for n in shape)
         spec = self._specs.get(shape)
         if spec is None:

@@ -6,6 +6,7 @@ naming the rank, the step and the op.
 
 from __future__ import annotations
 
+from simulator.gcpause import paused_gc
 from simulator.ir import DTYPE_BYTES, Schedule
 from simulator.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
                            Wait)
@@ -19,8 +20,9 @@ def check_static(schedule: Schedule) -> None:
         raise ValueError(f"{schedule.world_size} programs but {len(schedule.buffers)} buffer declarations")
     _check_groups(schedule)
     _check_blocks(schedule)
-    for rank in range(schedule.world_size):
-        _check_program(schedule, rank)
+    with paused_gc():
+        for rank in range(schedule.world_size):
+            _check_program(schedule, rank)
 
 
 def _check_groups(schedule: Schedule) -> None:
@@ -64,24 +66,28 @@ def _fail(rank: int, step: int, op: Op, message: str) -> ValueError:
 
 
 def _check_program(schedule: Schedule, rank: int) -> None:
-    in_flight: dict[str, tuple[int, CommOp]] = {}  # handle -> (step issued, op)
+    # handle -> (step issued, op, buffers it uses (reads and effective writes), its effective writes);
+    # the sets are built once, when the op is issued, not again for every op while it is in flight.
+    in_flight: dict[str, tuple[int, CommOp, set[str], set[str]]] = {}
+    declared = schedule.buffers[rank]
     for step, op in enumerate(schedule.programs[rank]):
         try:
             for name in op.reads() + op.writes():
-                schedule.spec(rank, name)
+                if name not in declared:
+                    schedule.spec(rank, name)  # raises, naming the buffer
             if isinstance(op, CommOp):
                 _check_comm(schedule, rank, op)
             else:
                 _check_compute(schedule, rank, op)
         except ValueError as error:
             raise _fail(rank, step, op, str(error)) from None
-        for handle, (issued, pending) in in_flight.items():
-            pending_writes = effective_writes(schedule, rank, pending)
-            touched = effective_writes(schedule, rank, op) & (set(pending.reads()) | pending_writes)
-            touched |= set(op.reads()) & pending_writes
-            if touched and not (isinstance(op, Wait) and op.handle == handle):
-                raise _fail(rank, step, op, f"uses buffer {sorted(touched)[0]!r} while asynchronous "
-                                            f"step {issued} ({pending.short()}) is in flight; wait for {handle!r} first")
+        if in_flight:
+            op_writes, op_reads = effective_writes(schedule, rank, op), set(op.reads())
+            for handle, (issued, pending, pending_uses, pending_writes) in in_flight.items():
+                touched = (op_writes & pending_uses) | (op_reads & pending_writes)
+                if touched and not (isinstance(op, Wait) and op.handle == handle):
+                    raise _fail(rank, step, op, f"uses buffer {sorted(touched)[0]!r} while asynchronous step "
+                                                f"{issued} ({pending.short()}) is in flight; wait for {handle!r} first")
         if isinstance(op, Wait):
             if op.handle not in in_flight:
                 raise _fail(rank, step, op, f"no asynchronous op with handle {op.handle!r} is in flight")
@@ -89,9 +95,10 @@ def _check_program(schedule: Schedule, rank: int) -> None:
         elif isinstance(op, CommOp) and op.handle is not None:
             if op.handle in in_flight:
                 raise _fail(rank, step, op, f"handle {op.handle!r} is already in flight")
-            in_flight[op.handle] = (step, op)
+            writes = effective_writes(schedule, rank, op)
+            in_flight[op.handle] = (step, op, set(op.reads()) | writes, writes)
     if in_flight:
-        handle, (step, op) = next(iter(in_flight.items()))
+        handle, (step, op, _, _) = next(iter(in_flight.items()))
         raise _fail(rank, step, op, f"handle {handle!r} is never waited for")
 
 

@@ -12,16 +12,15 @@ latency, NCCL's per-operation cost) and protocol start-up, then one transfer of 
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from contextlib import contextmanager
 
 import networkx as nx
 import simpy
 
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.engine import Engine
+from simulator.gcpause import paused_gc
 from simulator.ir import Schedule
 from simulator.plan import Instance, Plan, compile_schedule
 from simulator.results import LinkUsage, RankTimes, SimResult, Timeline
@@ -29,19 +28,6 @@ from simulator.results import LinkUsage, RankTimes, SimResult, Timeline
 __all__ = ["simulate", "plan_on_graph", "NetworkBackend", "paused_gc"]
 
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def paused_gc():
-    """Pause the cyclic garbage collector: compiling and simulating allocate millions of small tuples
-    that hold no cycles, and each full collection would walk all of them (seconds at 4,096 ranks)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def plan_on_graph(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None = None,

@@ -70,11 +70,12 @@ def forward(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, overlap: bo
         b.buffer(rank, lin.y, (mb, nb))
         x = [lin.x if i == t else _workspace(b, rank, lin.x, t, (mb, kb), overlap) for t in range(grid.q)]
         w = [lin.w if j == t else _workspace(b, rank, lin.w, t, (kb, nb), overlap) for t in range(grid.q)]
+        row, col = grid.row_name(j, k), grid.col_name(i, k)
 
         def issue(t: int) -> None:
             handles = (f"{lin.y}.x{t}", f"{lin.y}.w{t}") if overlap else (None, None)
-            b.emit(rank, Broadcast(group=grid.row_name(j, k), root=t, buf=x[t], handle=handles[0]))
-            b.emit(rank, Broadcast(group=grid.col_name(i, k), root=t, buf=w[t], handle=handles[1]))
+            b.emit(rank, Broadcast(group=row, root=t, buf=x[t], handle=handles[0]))
+            b.emit(rank, Broadcast(group=col, root=t, buf=w[t], handle=handles[1]))
 
         if overlap:
             issue(0)

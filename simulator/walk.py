@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from typing import Callable
 
+from simulator.gcpause import paused_gc
 from simulator.ir import Schedule
 from simulator.ops import AllGather, CommOp, Op, Recv, Reduce, ReduceScatter, Send, Wait
 
@@ -24,7 +25,8 @@ def _signature(schedule: Schedule, rank: int, op: CommOp) -> tuple:
     if isinstance(op, (AllGather, ReduceScatter)):
         return (op.kind, op.axis, spec(rank, op.inp).shape, spec(rank, op.out).shape, spec(rank, op.inp).dtype)
     root = getattr(op, "root", None)
-    return (op.kind, root, spec(rank, op.buf).shape, spec(rank, op.buf).dtype)
+    buf = spec(rank, op.buf)
+    return (op.kind, root, buf.shape, buf.dtype)
 
 
 def _describe(rank: int, step: int, op: Op) -> str:
@@ -69,8 +71,9 @@ class Walker:
         self.ready = deque(range(schedule.world_size))
 
     def run(self) -> None:
-        while self.ready:
-            self._advance(self.ready.popleft())
+        with paused_gc():
+            while self.ready:
+                self._advance(self.ready.popleft())
         stuck = [r for r in range(self.s.world_size)
                  if r in self.blocked_on or self.pc[r] < len(self.s.programs[r])]
         if stuck:
@@ -78,53 +81,59 @@ class Walker:
 
     def _advance(self, rank: int) -> None:
         program = self.s.programs[rank]
-        while self.pc[rank] < len(program):
-            step = self.pc[rank]
+        handles, on_compute, issue = self.handles[rank], self.on_compute, self._issue
+        step, end = self.pc[rank], len(program)
+        while step < end:
             op = program[step]
-            if isinstance(op, Wait):
-                instance = self.handles[rank].pop(op.handle)
-                if not instance.complete:
-                    self.handles[rank][op.handle] = instance  # retried when woken
-                    return self._block(rank, instance, step)
-            elif isinstance(op, CommOp):
-                instance = self._issue(rank, step, op)
+            if isinstance(op, CommOp):
+                instance = issue(rank, step, op)
                 if op.handle is not None:
-                    self.handles[rank][op.handle] = instance
+                    handles[op.handle] = instance
                 elif not instance.complete:
-                    self.pc[rank] += 1  # issued; the rank resumes after it once woken
+                    self.pc[rank] = step + 1  # issued; the rank resumes after it once woken
                     return self._block(rank, instance, step)
-            elif self.on_compute is not None:
-                self.on_compute(rank, op)
-            self.pc[rank] += 1
+            elif isinstance(op, Wait):
+                instance = handles.pop(op.handle)
+                if not instance.complete:
+                    handles[op.handle] = instance  # retried when woken
+                    self.pc[rank] = step
+                    return self._block(rank, instance, step)
+            elif on_compute is not None:
+                on_compute(rank, op)
+            step += 1
+        self.pc[rank] = step
 
     def _block(self, rank: int, instance: Instance, step: int) -> None:
         instance.waiters.append(rank)
         self.blocked_on[rank] = (instance, step)
 
     def _issue(self, rank: int, step: int, op: CommOp) -> Instance:
+        # Labels are built once per instance, by its first participant: they are for messages only.
         if isinstance(op, (Send, Recv)):
             src, dst = (rank, op.peer) if isinstance(op, Send) else (op.peer, rank)
             side = "send" if isinstance(op, Send) else "recv"
             n = self.p2p_count[(side, src, dst)]
-            self.p2p_count[(side, src, dst)] += 1
+            self.p2p_count[(side, src, dst)] = n + 1
             key = ("p2p", src, dst, n)
-            label = f"send/recv #{n} from rank {src} to rank {dst}"
-            signature = (self.s.spec(rank, op.buf).shape, self.s.spec(rank, op.buf).dtype)
-            expected = 2
+            spec = self.s.spec(rank, op.buf)
+            signature = (spec.shape, spec.dtype)
+            instance = self.instances.get(key)
+            if instance is None:
+                instance = self.instances[key] = Instance(key, f"send/recv #{n} from rank {src} to rank {dst}", 2)
         else:
             n = self.collective_count[(op.group, rank)]
-            self.collective_count[(op.group, rank)] += 1
+            self.collective_count[(op.group, rank)] = n + 1
             key = ("group", op.group, n)
-            label = f"collective #{n} on group {op.group} {list(self.s.groups[op.group])}"
             signature = _signature(self.s, rank, op)
-            expected = len(self.s.groups[op.group])
-        instance = self.instances.get(key)
-        if instance is None:
-            instance = self.instances[key] = Instance(key, label, expected)
+            instance = self.instances.get(key)
+            if instance is None:
+                members = self.s.groups[op.group]
+                label = f"collective #{n} on group {op.group} {list(members)}"
+                instance = self.instances[key] = Instance(key, label, len(members))
         for other, (other_step, other_op, other_signature) in instance.arrived.items():
             if other_signature != signature:
                 raise ValueError(
-                    f"mismatch in {label}: {_describe(rank, step, op)} has {signature} but "
+                    f"mismatch in {instance.label}: {_describe(rank, step, op)} has {signature} but "
                     f"{_describe(other, other_step, other_op)} has {other_signature}")
             break
         if isinstance(op, Reduce) and self.s.groups[op.group][op.root] == rank:
