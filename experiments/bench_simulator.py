@@ -10,6 +10,8 @@ Workload (both cases): a GPT-3-sized MLP, hidden h = 12288 (FC1 h -> 4h, FC2 4h 
 tokens (batch 64 x sequence 2048; divisible by d*q = 128 and 256), bfloat16. Phases timed separately:
 topology load, schedule build, validation (``simulator.validate``), compile (placement, compute model,
 instance matching), simulation (simpy engine + flow network), and for reference the analytic bound.
+``flows`` counts transfers, ``records`` what the network kept for them (identical flows of one
+collective phase run as one weighted record, ``simulator.flow_groups``).
 Targets on one core of the development machine: under 10 s (1,024) and 60 s (4,096) of simulation.
 ``--profile`` prints the top of a cProfile of the simulation phase.
 
@@ -72,6 +74,7 @@ def run_case(gpus: int, profile: bool = False, analytic: bool = True) -> dict:
     figures = {"gpus": gpus, "grid": list(grid), "topology": topology, "workload": f"mlp m={TOKENS} hidden={HIDDEN}",
                "ops": sum(len(p) for p in schedule.programs), "instances": len(plan.instances),
                "events": engine.events_scheduled(), "flows": backend.net.flow_count,
+               "flow_records": backend.net.flow_records,
                "rate_changes": backend.net.rate_changes, "fills": backend.net.fills, "makespan_s": makespan,
                "target_s": target_s}
     if analytic:
@@ -102,14 +105,15 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"summa25d mlp fwd+bwd, M={TOKENS} tokens, hidden={HIDDEN}, bfloat16")
-    print(f"{'GPUs':>5} {'grid':>10} {'topology':>13} {'ops':>9} {'instances':>9} {'events':>9} {'flows':>8}"
-          f" {'build':>7} {'valid.':>7} {'compile':>7} {'simul.':>7} {'target':>6} {'analyt.':>7} {'peak MB':>7}"
-          f" {'makespan':>9} {'bound':>9}")
+    print(f"{'GPUs':>5} {'grid':>10} {'topology':>13} {'ops':>9} {'instances':>9} {'events':>9} {'flows':>9}"
+          f" {'records':>9} {'build':>7} {'valid.':>7} {'compile':>7} {'simul.':>7} {'target':>6} {'analyt.':>7}"
+          f" {'peak MB':>7} {'makespan':>9} {'bound':>9}")
     for r in rows:
         w = r["wall_s"]
         print(f"{r['gpus']:>5} {'x'.join(map(str, r['grid'])):>10} {r['topology']:>13} {r['ops']:>9,} "
-              f"{r['instances']:>9,} {r['events']:>9,} {r['flows']:>8,} {w['build']:>6.2f}s {w['validate']:>6.2f}s "
-              f"{w['compile']:>6.2f}s {w['simulate']:>6.2f}s {r['target_s']:>5.0f}s "
+              f"{r['instances']:>9,} {r['events']:>9,} {r['flows']:>9,} {r['flow_records']:>9,} "
+              f"{w['build']:>6.2f}s {w['validate']:>6.2f}s {w['compile']:>6.2f}s {w['simulate']:>6.2f}s "
+              f"{r['target_s']:>5.0f}s "
               f"{w.get('analytic', float('nan')):>6.2f}s {r['peak_rss_MB']:>7.0f} {r['makespan_s'] * 1e3:>7.3f}ms"
               f" {r.get('analytic_makespan_s', float('nan')) * 1e3:>7.3f}ms")
     return 0

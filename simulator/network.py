@@ -169,6 +169,8 @@ class FlowNetwork:
         ``src == dst`` takes zero time; ``nbytes == 0`` between distinct nodes takes the route latency.
         ``via``: route through that node (see ``route``). The event's value is ``nbytes``.
         """
+        if not nbytes >= 0:
+            raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
         fid = self.flow_count
         self.flow_count += 1
         return self._start(src, dst, nbytes, tag, via, (fid,))

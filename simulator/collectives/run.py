@@ -94,7 +94,7 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     root = root or 0
     route = net.route
     probe = _cached(cache, ("probe", kind, algorithm, n, root), _probe_pairs, kind, algorithm, n, root)
-    bandwidth = min((route(members[a], members[b]).bandwidth_Bps for a, b in probe), default=float("inf"))
+    bandwidth = _cached(cache, ("probe_Bps", members, probe), _probe_bandwidth, route, members, probe)
     n_nodes, pattern = _cached(cache, ("servers", members), _server_pattern, net.graph, members)
     if algorithm is None:
         algorithm = choose_algorithm(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=bandwidth / 1e9)
@@ -107,9 +107,8 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     shape = _cached(cache, ("shape", kind, algorithm, n, nbytes, root, params, pattern), _shape,
                     kind, algorithm, n, nbytes, root, params, pattern)
     wire = wire_factor(protocol, kind)
-    routes = [route(members[a], members[b], None if v is None else members[v]) for a, b, v in shape.pairs]
-    hop = max((r.latency_s for r in routes), default=0.0)
-    bandwidth = min((r.bandwidth_Bps for r in routes), default=bandwidth)
+    hop, used_Bps = _cached(cache, ("hops", members, shape.pairs), _hop_and_bandwidth, route, members, shape.pairs)
+    bandwidth = bandwidth if used_Bps is None else used_Bps
     step = params.step_latency_s
     timed = tuple(
         (
@@ -152,6 +151,16 @@ def _probe_pairs(kind, algorithm, n, root) -> tuple[tuple[int, int], ...]:
     bottleneck informs the NCCL-like choices."""
     phases = decompose(kind, algorithm or ALGORITHMS[kind][0], n, 1.0, root)
     return tuple(dict.fromkeys((a, b) for ph in phases for a, b, _ in ph.flows))
+
+
+def _probe_bandwidth(route, members, probe) -> float:
+    return min((route(members[a], members[b]).bandwidth_Bps for a, b in probe), default=float("inf"))
+
+
+def _hop_and_bandwidth(route, members, pairs) -> tuple[float, float | None]:
+    """Largest route latency and smallest bottleneck of the (src, dst, via) ``pairs`` (None: no pairs)."""
+    routes = [route(members[a], members[b], None if v is None else members[v]) for a, b, v in pairs]
+    return max((r.latency_s for r in routes), default=0.0), min((r.bandwidth_Bps for r in routes), default=None)
 
 
 def _server_pattern(graph, members) -> tuple[int, tuple[int, ...]]:
@@ -197,10 +206,32 @@ def _execute(env: simpy.Environment, net, plan: CollectivePlan):
         if delay:
             yield env.timeout(delay)
         delay = 0.0
-        yield env.all_of(net.transfer_all(flows, groups))
+        yield _all_arrived(env, net.transfer_all(flows, groups))
     if delay:
         yield env.timeout(delay)
     return plan
+
+
+def _all_arrived(env: simpy.Environment, events: list) -> simpy.Event:
+    """An event that succeeds once all ``events`` have been processed: ``env.all_of`` without its value
+    (which nothing reads), for events that cannot fail; it is scheduled at the very point all_of's is."""
+    done = env.event()
+    left = len(events)
+    if not left:
+        return done.succeed()
+
+    def arrived(_event) -> None:
+        nonlocal left
+        left -= 1
+        if not left:
+            done.succeed()
+
+    for event in events:
+        if event.callbacks is None:
+            arrived(event)  # processed already
+        else:
+            event.callbacks.append(arrived)
+    return done
 
 
 def run_collective(env: simpy.Environment, net, kind: str, members, nbytes: float, root: int | None = None,

@@ -130,8 +130,8 @@ def batches(draw):
         u = draw(st.integers(0, v - 1))
         for a, b in ((u, v), (v, u)):
             G.add_edge(a, b, bandwidth_GBps=draw(st.sampled_from([1.0, 2.5, 10.0, 7.3])), latency_us=0.5)
-    flow = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from([0, 10**6 / 3, 3e6 / 7 + 0.1, 5e5, 10**6 + 1 / 9]),
-                     st.none())
+    sizes = st.sampled_from([0, 10**6 / 3, 3e6 / 7 + 0.1, 5e5, 10**6 + 1 / 9])  # sums that round
+    flow = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), sizes, st.none())
     return G, draw(st.lists(st.tuples(st.sampled_from([0.0, 0.0, 1e-4, 3e-4]), st.lists(flow, min_size=1, max_size=8)),
                             min_size=1, max_size=5))
 
