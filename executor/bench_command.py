@@ -112,7 +112,8 @@ def settings_from_args(args: argparse.Namespace):
     if args.nproc < 1:
         raise InputError(f"--nproc must be >= 1, got {args.nproc}")
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else BENCH_OPS
-    changes = {"ops": ops, "sizes_bytes": parse_sizes(args.sizes), "group_sizes": _ints(args.group_sizes, "--group-sizes"),
+    changes = {"ops": ops, "sizes_bytes": parse_sizes(args.sizes),
+               "group_sizes": _ints(args.group_sizes, "--group-sizes"),
                "groups": args.groups, "gemm_concurrency": _ints(args.gemm_concurrency, "--gemm-concurrency"),
                "dtype": args.dtype, "warmup": args.warmup, "iters": args.iters}
     shapes = parse_shapes(args.gemm_shapes)

@@ -100,7 +100,8 @@ def tables(record: dict) -> list[str]:
         if key == ("gemm",):
             lines += [f"# gemm, {head}; with several ranks at once (CPU): one gemm each, then a barrier, "
                       f"less the barrier",
-                      f"#{'m':>7} {'k':>7} {'n':>7} {'type':>7} {'ranks':>6} {'time':>11} {'GFLOP/s':>9} {'GFLOP/s':>9}",
+                      f"#{'m':>7} {'k':>7} {'n':>7} {'type':>7} {'ranks':>6} {'time':>11} {'GFLOP/s':>9} "
+                      f"{'GFLOP/s':>9}",
                       f"#{'':>7} {'':>7} {'':>7} {'':>7} {'at once':>6} {'(us)':>11} {'per rank':>9} {'total':>9}"]
             for r in rows:
                 rate = r["gflops_per_s"] or 0.0
