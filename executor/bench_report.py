@@ -14,7 +14,8 @@ Record (``format: "tpsim-bench"``, ``version: 1``)::
                         algbw_GBps (S / time_s), busbw_GBps (algbw x nccl-tests' factor)
     gemm:               op, m, k, n, dtype, concurrent (ranks running it at once), time_s (mean over
                         those ranks of seconds per gemm; on CPU with concurrent > 1, per lock-step
-                        phase: one gemm on every rank, then a barrier, less the barrier's own time),
+                        phase: one gemm on every rank, then a barrier, less the barrier's own time,
+                        at least the rank's back-to-back gemm),
                         time_min_s, time_max_s, flops (2mkn), gflops_per_s (per rank: flops / time_s / 1e9)
 
 S is the buffer of broadcast / reduce / all_reduce, the output of all_gather, the input of
