@@ -17,10 +17,15 @@ next, so they need none).
 
 A gemm run by several CPU ranks at once is timed as a lock-step schedule runs it: each rank runs one
 gemm, then all wait for each other (a barrier on their group), ``iters`` times; the barrier's own time
-is taken off (and the result is never below the rank's own back-to-back gemm). Ranks that share cores finish such a phase apart, and the phase lasts until the last
-one: back-to-back gemms, each rank at its own pace, would hide that (and did: they read up to twice as
+is taken off (and the result is never below the rank's own back-to-back gemm). Ranks that share
+cores finish such a phase apart, and the phase lasts until the last one: back-to-back gemms, each rank at its own pace, would hide that (and did: they read up to twice as
 fast as the phases of a real schedule on this kind of host). On GPU, where ranks share nothing, gemms
 run back to back.
+
+An interleaved case (``executor.bench_cases``: a gemm, then the op, each repetition) is timed per step
+instead: the op from its issue to its completion (for the send/recv exchange, from the ``isend`` to
+the last ``wait``), as ``tpsim run`` times a schedule's ops, and the gemm on its own; the rank keeps
+both, as seconds per repetition (``{"op_s", "gemm_s"}``).
 
 At the end rank 0 gathers, per case, every rank's seconds per op (None where the rank took no part).
 """
@@ -49,7 +54,7 @@ def _nothing(*_args, **_kwargs) -> None:
 
 def bench_rank(cases: list[Schedule], options: RunOptions, rdv: Rendezvous, report=_nothing) -> list | None:
     """Time every case on this rank; rank 0 returns ``times[case][rank]``, seconds per op (None for a
-    rank that took no part)."""
+    rank that took no part; ``{"op_s", "gemm_s"}`` for an interleaved case)."""
     report("rendezvous")
     device = init_distributed(options, rdv)
     try:
@@ -76,8 +81,9 @@ def _buffers(case: Schedule, rank: int, device: torch.device) -> dict[str, torch
 
 
 def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cache: GroupCache,
-               report) -> float | None:
-    """Seconds per timed repetition of ``case`` on ``rank``; None if the rank has no ops in it."""
+               report) -> float | dict | None:
+    """Seconds per timed repetition of ``case`` on ``rank`` (interleaved: op and gemm apart); None if the
+    rank has no ops in it."""
     report("creating groups", index)
     groups = cache.create(case, rank)
     program = case.programs[rank]
@@ -93,6 +99,8 @@ def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cach
         return None
     if "gemm" in groups and device.type == "cpu":
         return _synchronised_gemm_s(program[0], ops, groups["gemm"].handle, bench)
+    if bench.get("form") == "interleaved":
+        return _interleaved_s(program, ops, clock_for(device), bench)
     clock = clock_for(device)
     pending = {}
     clock.start()
@@ -109,6 +117,35 @@ def _time_case(index: int, case: Schedule, rank: int, device: torch.device, cach
     end = clock.mark()
     clock.finish()
     return (clock.seconds(end) - clock.seconds(begin)) / bench["iters"]
+
+
+def _interleaved_s(program: list, ops: TorchOps, clock, bench: dict) -> dict[str, float]:
+    """Seconds per repetition in the op and in the gemm before it, over the timed repetitions of an
+    interleaved case (each repetition: the gemm, then the op's steps)."""
+    per_rep = bench["steps_per_rep"]
+    pending = {}
+    marks = []  # (gemm start, gemm end = op issue, op completion) per timed repetition
+    clock.start()
+    for first in range(0, len(program), per_rep):
+        begin = clock.mark()
+        ops.run(first, program[first])
+        issued = clock.mark()
+        for step in range(first + 1, first + per_rep):
+            op = program[step]
+            if isinstance(op, Wait):
+                pending.pop(op.handle).wait()
+                continue
+            work = ops.run(step, op)
+            if work is not None:
+                pending[op.handle] = work
+        done = clock.mark()
+        if first >= bench["warmup_steps"]:
+            marks.append((begin, issued, done))
+    clock.finish()
+    iters = bench["iters"]
+    gemm_s = sum(clock.seconds(issued) - clock.seconds(begin) for begin, issued, _ in marks) / iters
+    op_s = sum(clock.seconds(done) - clock.seconds(issued) for _, issued, done in marks) / iters
+    return {"op_s": op_s, "gemm_s": gemm_s}
 
 
 def _synchronised_gemm_s(gemm, ops: TorchOps, group, bench: dict) -> float:

@@ -13,6 +13,17 @@ block only (``groups="one"``, the other ranks idle). Point-to-point (``send``) p
 two ``wait``), the shift pattern of Cannon's algorithm; its time is one exchange. A gemm runs on
 ranks ``0 .. concurrent - 1`` at once (declared as group ``gemm``, which the runner synchronises).
 
+Two forms of a collective (or send) measurement, ``options["bench"]["form"]``:
+
+- ``"lock-step"`` (nccl-tests): the op repeated back to back; the members stay in step and no rank
+  computes meanwhile.
+- ``"interleaved"`` (``between=(m, k, n)``): each repetition is a gemm of that shape, then the op, on
+  every rank that takes part: the way a schedule meets its collectives. On a host whose ranks share
+  cores the OS runs some ranks before others, so members reach the op apart and a collective shares
+  the cores with ranks still computing; the runner times the op from its issue to its completion, as
+  ``tpsim run`` times a schedule's op (so the time includes waiting for the last member), and the
+  gemm separately (it runs while other ranks communicate, faster than a lock-step gemm phase).
+
 Sizes follow nccl-tests: ``bytes`` is S (the buffer of broadcast / reduce / all_reduce, the output of
 all_gather, the input of reduce_scatter, the message of send), rounded down to a whole number of
 elements per rank as nccl-tests does (S = g x e x count/g for all_gather and reduce_scatter).
@@ -35,7 +46,7 @@ from simulator.errors import InputError
 from simulator.ir import DTYPE_BYTES, BufferSpec, Schedule
 from simulator.ops import AllGather, AllReduce, Broadcast, Gemm, Op, Recv, Reduce, ReduceScatter, Send, Wait
 
-__all__ = ["COLLECTIVES", "BENCH_OPS", "BenchPoint", "collective_case", "gemm_case", "group_blocks",
+__all__ = ["COLLECTIVES", "BENCH_OPS", "FORMS", "BenchPoint", "collective_case", "gemm_case", "group_blocks",
            "IN_PLACE"]
 
 COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
@@ -43,6 +54,8 @@ BENCH_OPS = COLLECTIVES + ("send", "gemm")
 IN_PLACE = {"broadcast": True, "reduce": True, "all_reduce": True, "all_gather": False,
             "reduce_scatter": False, "send": False, "gemm": False}
 """Whether torch.distributed runs the op with one buffer as both input and output."""
+FORMS = ("lock-step", "interleaved")
+"""How a collective or send is measured (module doc)."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +107,10 @@ def group_blocks(nproc: int, ranks: int, groups: str) -> list[tuple[int, ...]]:
 
 
 def _bench_schedule(point: BenchPoint, nproc: int, groups: dict, buffers: list[dict], programs: list[list[Op]],
-                    warmup: int, iters: int, steps_per_rep: int) -> Schedule:
+                    warmup: int, iters: int, steps_per_rep: int, between=None) -> Schedule:
     bench = dict(asdict(point), count=point.count, warmup=warmup, iters=iters, warmup_steps=warmup * steps_per_rep,
-                 in_place=IN_PLACE[point.op])
+                 steps_per_rep=steps_per_rep, in_place=IN_PLACE[point.op],
+                 form="interleaved" if between else "lock-step", between=list(between) if between else None)
     return Schedule(algorithm=f"bench-{point.op}", grid=(nproc,), workload={"name": "bench", "op": point.op},
                     passes="fwd", dtype=point.dtype, groups=groups, buffers=buffers, programs=programs,
                     options={"bench": bench})
@@ -114,9 +128,13 @@ def _per_rank(point: BenchPoint) -> int:
     return point.count // point.ranks if point.op in ("all_gather", "reduce_scatter") else point.count
 
 
-def collective_case(point: BenchPoint, nproc: int, warmup: int, iters: int) -> Schedule:
-    """The schedule measuring ``point`` (a collective or send) on ``point.groups`` blocks of ``nproc`` ranks."""
+def collective_case(point: BenchPoint, nproc: int, warmup: int, iters: int,
+                    between: tuple[int, int, int] | None = None) -> Schedule:
+    """The schedule measuring ``point`` (a collective or send) on ``point.groups`` blocks of ``nproc`` ranks;
+    with ``between`` = (m, k, n), in the interleaved form: a gemm of that shape before each op (module doc)."""
     _check_reps(warmup, iters)
+    if between is not None and (len(between) != 3 or min(between) < 1):
+        raise InputError(f"the gemm between interleaved ops needs a shape MxKxN of positive extents, got {between}")
     e = DTYPE_BYTES[point.dtype]
     g = point.ranks
     if point.op == "send" and g != 2:
@@ -131,7 +149,7 @@ def collective_case(point: BenchPoint, nproc: int, warmup: int, iters: int) -> S
         raise InputError(f"{point.op} of {point.nbytes} B on {g} ranks: less than one {point.dtype} element "
                          f"per rank")
     reps = warmup + iters
-    steps = 4 if point.op == "send" else 1
+    steps = (4 if point.op == "send" else 1) + (1 if between else 0)
     for index in range(point.groups):
         members = tuple(range(index * g, (index + 1) * g))
         name = f"g{index}"
@@ -139,11 +157,16 @@ def collective_case(point: BenchPoint, nproc: int, warmup: int, iters: int) -> S
             groups[name] = members
         for rank in members:
             buffers[rank], op = _collective_op(point.op, name, rank, members, per_rank, point.dtype)
+            if between:
+                m, k, n = between
+                buffers[rank].update(a=BufferSpec((m, k), point.dtype), b=BufferSpec((k, n), point.dtype),
+                                     c=BufferSpec((m, n), point.dtype))
+                op = [Gemm(out="c", a="a", b="b"), *op]
             programs[rank] = [o for _ in range(reps) for o in op]
     # Whole elements only, as nccl-tests rounds its count.
     nbytes = per_rank * e * (g if point.op in ("all_gather", "reduce_scatter") else 1)
     point = BenchPoint(point.op, g, point.groups, nbytes, point.dtype)
-    return _bench_schedule(point, nproc, groups, buffers, programs, warmup, iters, steps)
+    return _bench_schedule(point, nproc, groups, buffers, programs, warmup, iters, steps, between)
 
 
 def _collective_op(op: str, group: str, rank: int, members: tuple[int, ...], per_rank: int,
@@ -199,6 +222,9 @@ class BenchSettings:
                                                      (1024, 1024, 1024), (1024, 1024, 128), (1024, 128, 1024))
     gemm_concurrency: tuple[int, ...] | None = None
     """Ranks running each gemm at once; None: 1 and nproc."""
+    forms: tuple[str, ...] = ("lock-step",)
+    """How each collective and send size is measured: "lock-step" (back to back), "interleaved" (after a
+    gemm of each of ``gemm_shapes``, one case per shape), or both (module doc)."""
     dtype: str = "float32"
     warmup: int = 5
     """Untimed repetitions before the timed ones (nccl-tests -w)."""
@@ -213,6 +239,10 @@ class BenchSettings:
         if not self.sizes_bytes or min(self.sizes_bytes) < 1:
             raise InputError(f"--sizes must give sizes >= 1 byte, got {list(self.sizes_bytes)}")
         _check_reps(self.warmup, self.iters)
+        bad = [f for f in self.forms if f not in FORMS]
+        if bad or not self.forms:
+            raise InputError(f"--form {','.join(self.forms) or 'nothing'}: valid forms are {', '.join(FORMS)}, "
+                             f"or both comma-separated")
 
     def resolved_group_sizes(self, nproc: int) -> tuple[int, ...]:
         """The group sizes measured on ``nproc`` ranks."""
@@ -233,7 +263,8 @@ class BenchSettings:
         return tuple(self.gemm_concurrency)
 
     def cases(self, nproc: int) -> list[Schedule]:
-        """Every microbenchmark, as schedules on ``nproc`` ranks: collectives, then send, then gemm."""
+        """Every microbenchmark, as schedules on ``nproc`` ranks: collectives, then send, then gemm; each
+        collective or send size in the lock-step form and then, if asked, once per gemm shape interleaved."""
         out = []
         for op in (o for o in BENCH_OPS if o in self.ops):
             if op == "gemm":
@@ -249,6 +280,11 @@ class BenchSettings:
                 count = len(group_blocks(nproc, g, self.groups))
                 for nbytes in self.sizes_bytes:
                     point = BenchPoint(op, g, count, nbytes, self.dtype)
-                    if _per_rank(point) >= 1:  # below one element per rank nccl-tests skips the size too
+                    if _per_rank(point) < 1:  # below one element per rank nccl-tests skips the size too
+                        continue
+                    if "lock-step" in self.forms:
                         out.append(collective_case(point, nproc, self.warmup, self.iters))
+                    if "interleaved" in self.forms:
+                        out += [collective_case(point, nproc, self.warmup, self.iters, shape)
+                                for shape in self.gemm_shapes]
         return out

@@ -2,12 +2,14 @@
 
     tpsim bench --backend gloo|nccl --nproc N [--ops OP,...] [--sizes 1KiB:64MiB[:F] | --sizes A,B,...]
                 [--group-sizes G,...] [--groups all|one] [--gemm-shapes MxKxN,...]
-                [--gemm-concurrency C,...] [--dtype D] [--warmup W] [--iters I] [--timeout S] [--json OUT]
+                [--gemm-concurrency C,...] [--form lock-step|interleaved|both] [--dtype D]
+                [--warmup W] [--iters I] [--timeout S] [--json OUT]
 
 Every collective over every group size and message size, the pairwise send/recv exchange, and gemm
 throughput over shapes, each timed the nccl-tests way (``executor.bench``) and printed as nccl-tests
-tables; ``--json`` writes the ``tpsim-bench`` record (``executor.bench_report``) that
-``tpsim calibrate --from-bench`` reads. Exit status 0, 1 for a failed job, 2 for bad input.
+tables (``--form interleaved``: each collective after a gemm of every ``--gemm-shapes`` shape, timed
+the way a schedule meets it; ``executor.bench_cases``); ``--json`` writes the ``tpsim-bench`` record
+(``executor.bench_report``) that ``tpsim calibrate --from-bench`` reads. Exit status 0, 1 for a failed job, 2 for bad input.
 
 Registration imports neither torch nor the rest of the executor; ``bench_command`` does.
 """
@@ -46,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gemm-shapes", metavar="MxKxN,...", help="gemm shapes (default 128^3 .. 1024^3 and two thin)")
     p.add_argument("--gemm-concurrency", metavar="C,...",
                    help="ranks running each gemm at once (default 1 and N)")
+    p.add_argument("--form", choices=("lock-step", "interleaved", "both"), default="lock-step",
+                   help="lock-step: each collective back to back, as nccl-tests (default); interleaved: each "
+                        "repetition a gemm of every --gemm-shapes shape then the collective, on every rank, timed "
+                        "as a schedule's op is (what CPU ranks sharing cores see in a schedule); both")
     p.add_argument("--dtype", choices=("float32", "float64", "bfloat16"), default="float32")
     p.add_argument("--warmup", type=int, default=5, metavar="W", help="untimed ops per size (nccl-tests -w; default 5)")
     p.add_argument("--iters", type=int, default=20, metavar="I", help="timed ops per size (nccl-tests -n; default 20)")
@@ -115,7 +121,8 @@ def settings_from_args(args: argparse.Namespace):
     changes = {"ops": ops, "sizes_bytes": parse_sizes(args.sizes),
                "group_sizes": _ints(args.group_sizes, "--group-sizes"),
                "groups": args.groups, "gemm_concurrency": _ints(args.gemm_concurrency, "--gemm-concurrency"),
-               "dtype": args.dtype, "warmup": args.warmup, "iters": args.iters}
+               "dtype": args.dtype, "warmup": args.warmup, "iters": args.iters,
+               "forms": ("lock-step", "interleaved") if args.form == "both" else (args.form,)}
     shapes = parse_shapes(args.gemm_shapes)
     if shapes is not None:
         changes["gemm_shapes"] = shapes

@@ -11,12 +11,18 @@ Record (``format: "tpsim-bench"``, ``version: 1``)::
                         count (elements in S), dtype, redop ("sum" or "none"), root (group-local, -1
                         none), in_place, time_s (mean over participating ranks of seconds per op,
                         nccl-tests' default -a 1), time_min_s, time_max_s (over those ranks),
-                        algbw_GBps (S / time_s), busbw_GBps (algbw x nccl-tests' factor)
+                        algbw_GBps (S / time_s), busbw_GBps (algbw x nccl-tests' factor),
+                        form ("lock-step", nccl-tests' back-to-back ops, or "interleaved": a gemm
+                        before each op, ``executor.bench_cases``), between ([m, k, n] of that gemm;
+                        null when lock-step)
     gemm:               op, m, k, n, dtype, concurrent (ranks running it at once), time_s (mean over
                         those ranks of seconds per gemm; on CPU with concurrent > 1, per lock-step
                         phase: one gemm on every rank, then a barrier, less the barrier's own time,
                         at least the rank's back-to-back gemm),
-                        time_min_s, time_max_s, flops (2mkn), gflops_per_s (per rank: flops / time_s / 1e9)
+                        time_min_s, time_max_s, flops (2mkn), gflops_per_s (per rank: flops / time_s / 1e9),
+                        form ("lock-step"; "interleaved" for the gemm of an interleaved case, timed on
+                        its own, with concurrent = the ranks that took part and between_op
+                        {op, ranks, bytes}: what ran between the gemms)
 
 S is the buffer of broadcast / reduce / all_reduce, the output of all_gather, the input of
 reduce_scatter, the message of send (one exchange: each side sends S and receives S).
@@ -40,28 +46,44 @@ _REDOP = {"reduce": "sum", "all_reduce": "sum", "reduce_scatter": "sum"}
 _TYPE = {"float32": "float", "float64": "double", "bfloat16": "bfloat16", "float16": "half"}  # nccl-tests names
 
 
-def bench_rows(cases, times: list[list[float | None]]) -> list[dict]:
-    """One row per case from ``times[case][rank]`` (seconds per op; None for ranks that took no part)."""
+def _spread(seen: list[float]) -> dict:
+    return {"time_s": statistics.fmean(seen), "time_min_s": min(seen), "time_max_s": max(seen)}
+
+
+def _gemm_row(m: int, k: int, n: int, dtype: str, concurrent: int, seen: list[float], **extra) -> dict:
+    flops = 2 * m * k * n
+    spread = _spread(seen)
+    return {"op": "gemm", "m": m, "k": k, "n": n, "dtype": dtype, "concurrent": concurrent, **spread,
+            "flops": flops, "gflops_per_s": flops / spread["time_s"] / 1e9 if spread["time_s"] > 0 else None, **extra}
+
+
+def bench_rows(cases, times: list[list]) -> list[dict]:
+    """One row per case from ``times[case][rank]`` (seconds per op; None for ranks that took no part);
+    an interleaved case (``{"op_s", "gemm_s"}`` per rank) gives its op's row and then its gemm's."""
     rows = []
     for case, per_rank in zip(cases, times):
         bench = case.options["bench"]
         seen = [t for t in per_rank if t is not None]
         if not seen:
             raise ValueError(f"bench case {case.algorithm}: no rank reported a time")
-        time_s = statistics.fmean(seen)
-        spread = {"time_s": time_s, "time_min_s": min(seen), "time_max_s": max(seen)}
+        form = bench.get("form", "lock-step")
         if bench["op"] == "gemm":
-            flops = 2 * bench["m"] * bench["k"] * bench["n"]
-            rows.append({"op": "gemm", "m": bench["m"], "k": bench["k"], "n": bench["n"], "dtype": bench["dtype"],
-                         "concurrent": bench["groups"], **spread, "flops": flops,
-                         "gflops_per_s": flops / time_s / 1e9 if time_s > 0 else None})
+            rows.append(_gemm_row(bench["m"], bench["k"], bench["n"], bench["dtype"], bench["groups"], seen,
+                                  form=form))
             continue
+        op_seen = [t["op_s"] for t in seen] if form == "interleaved" else seen
         op, g, nbytes = bench["op"], bench["ranks"], bench["nbytes"]
+        spread = _spread(op_seen)
         rows.append({"op": op, "ranks": g, "groups": bench["groups"], "bytes": nbytes, "count": bench["count"],
                      "dtype": bench["dtype"],
                      "redop": _REDOP.get(op, "none"), "root": 0 if op in ("broadcast", "reduce") else -1,
-                     "in_place": bench["in_place"], **spread, "algbw_GBps": algbw_GBps(nbytes, time_s),
-                     "busbw_GBps": busbw_GBps(op, g, nbytes, time_s)})
+                     "in_place": bench["in_place"], **spread, "algbw_GBps": algbw_GBps(nbytes, spread["time_s"]),
+                     "busbw_GBps": busbw_GBps(op, g, nbytes, spread["time_s"]), "form": form,
+                     "between": bench.get("between")})
+        if form == "interleaved":
+            m, k, n = bench["between"]
+            rows.append(_gemm_row(m, k, n, bench["dtype"], len(seen), [t["gemm_s"] for t in seen], form=form,
+                                  between_op={"op": op, "ranks": g, "bytes": nbytes}))
     return rows
 
 
@@ -86,35 +108,59 @@ def bench_record(settings, nproc: int, backend: str, rows: list[dict], host: dic
             "rows": rows}
 
 
+def _interleaved_gemms(rows: list[dict]) -> list[dict]:
+    """Interleaved gemm rows merged per shape: the median time over the cases that ran it."""
+    shapes: dict[tuple, list[dict]] = {}
+    for r in rows:
+        shapes.setdefault((r["m"], r["k"], r["n"], r["dtype"], r["concurrent"]), []).append(r)
+    out = []
+    for (m, k, n, dtype, concurrent), same in shapes.items():
+        time_s = statistics.median(r["time_s"] for r in same)
+        out.append({"m": m, "k": k, "n": n, "dtype": dtype, "concurrent": concurrent, "time_s": time_s,
+                    "gflops_per_s": 2 * m * k * n / time_s / 1e9 if time_s > 0 else None, "cases": len(same)})
+    return out
+
+
+def _gemm_lines(rows: list[dict], title: str) -> list[str]:
+    lines = [title,
+             f"#{'m':>7} {'k':>7} {'n':>7} {'type':>7} {'ranks':>6} {'time':>11} {'GFLOP/s':>9} {'GFLOP/s':>9}",
+             f"#{'':>7} {'':>7} {'':>7} {'':>7} {'at once':>6} {'(us)':>11} {'per rank':>9} {'total':>9}"]
+    for r in rows:
+        rate = r["gflops_per_s"] or 0.0
+        lines.append(f" {r['m']:>7} {r['k']:>7} {r['n']:>7} {_TYPE.get(r['dtype'], r['dtype']):>7} "
+                     f"{r['concurrent']:>6} {r['time_s'] * 1e6:>11.1f} {rate:>9.2f} {rate * r['concurrent']:>9.2f}")
+    return lines
+
+
 def tables(record: dict) -> list[str]:
-    """nccl-tests-style tables: one per (op, group size, groups at once), then one for gemms."""
+    """nccl-tests-style tables: one per (op, group size, groups at once, form), then the gemms."""
     lines = []
     head = (f"{record['backend']} {record['dtype']}, {record['warmup']} warm-up + {record['iters']} timed ops "
             f"per size, time = mean over ranks of seconds per op")
     blocks: dict[tuple, list[dict]] = {}
     for row in record["rows"]:
-        key = ("gemm",) if row["op"] == "gemm" else (row["op"], row["ranks"], row["groups"])
+        form = row.get("form", "lock-step")
+        between = tuple(row.get("between") or ())
+        key = ("gemm", form) if row["op"] == "gemm" else (row["op"], row["ranks"], row["groups"], form, between)
         blocks.setdefault(key, []).append(row)
     for key, rows in blocks.items():
         if lines:
             lines.append("")
-        if key == ("gemm",):
-            lines += [f"# gemm, {head}; with several ranks at once (CPU): one gemm each, then a barrier, "
-                      f"less the barrier",
-                      f"#{'m':>7} {'k':>7} {'n':>7} {'type':>7} {'ranks':>6} {'time':>11} {'GFLOP/s':>9} "
-                      f"{'GFLOP/s':>9}",
-                      f"#{'':>7} {'':>7} {'':>7} {'':>7} {'at once':>6} {'(us)':>11} {'per rank':>9} {'total':>9}"]
-            for r in rows:
-                rate = r["gflops_per_s"] or 0.0
-                lines.append(f" {r['m']:>7} {r['k']:>7} {r['n']:>7} {_TYPE.get(r['dtype'], r['dtype']):>7} "
-                             f"{r['concurrent']:>6} {r['time_s'] * 1e6:>11.1f} {rate:>9.2f} "
-                             f"{rate * r['concurrent']:>9.2f}")
+        if key == ("gemm", "lock-step"):
+            lines += _gemm_lines(rows, f"# gemm, {head}; with several ranks at once (CPU): one gemm each, then a "
+                                       f"barrier, less the barrier")
             continue
-        op, g, count = key
+        if key == ("gemm", "interleaved"):
+            lines += _gemm_lines(_interleaved_gemms(rows), "# gemm between the interleaved ops (each on its own, "
+                                 "median over the cases that ran it), time = mean over ranks of seconds per gemm")
+            continue
+        op, g, count, form, between = key
         what = "exchange between pairs" if op == "send" else f"on {g} ranks"
         at_once = f"{count} {'pair' if op == 'send' else 'group'}{'s' if count > 1 else ''} at once"
         place = "in place" if rows[0]["in_place"] else "out of place"
-        lines += [f"# {op} {what}, {at_once}, {place}; {head}",
+        how = (f", each after a {'x'.join(map(str, between))} gemm on every rank (interleaved; time from issue "
+               f"to completion)" if form == "interleaved" else "")
+        lines += [f"# {op} {what}, {at_once}, {place}{how}; {head}",
                   f"#{'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'time':>11} {'algbw':>8} "
                   f"{'busbw':>8}",
                   f"#{'(B)':>12} {'(elements)':>12} {'':>8} {'':>6} {'':>5} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8}"]

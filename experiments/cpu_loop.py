@@ -6,9 +6,9 @@ schedules, 25% for the 8-rank ones), and how much the measurements themselves sp
 
 Each loop benchmarks the host with the ranks the schedules use (``tpsim bench --nproc 4`` and ``8``,
 the collective kinds, group sizes, message sizes and gemm shapes the schedules issue, every rank busy
-as in a schedule), calibrates ``loopback:4`` and ``loopback:8`` from the benches, then runs each
-schedule ``--runs`` times (``tpsim run``, median of ``--iters`` timed iterations each) and compares
-(``tpsim compare``). Every bench and run waits until the host is idle and is repeated (up to
+and each collective after a gemm, as in a schedule: ``--form interleaved``), calibrates ``loopback:4``
+and ``loopback:8`` from the benches, then runs each schedule ``--runs`` times (``tpsim run``, median
+of ``--iters`` timed iterations each) and compares (``tpsim compare``). Every bench and run waits until the host is idle and is repeated (up to
 ``--retries`` times) if other people's processes kept more than ``--max-foreign-cores`` cores busy
 while it ran (``experiments.quiet_host``).
 
@@ -43,9 +43,9 @@ SCHEDULES = (  # name, ranks, generator arguments, target |relative error| of th
     ("summa25d [2,2,2]", 8, ("--algo", "summa25d", "--grid", "2,2,2"), 0.25),
     ("cannon25d [2,2,2]", 8, ("--algo", "cannon25d", "--grid", "2,2,2"), 0.25),
 )
-BENCH = {  # ranks -> the collectives the schedules on that many ranks issue, and their group sizes
-    4: ("--ops", "broadcast,reduce,all_reduce,send,gemm", "--group-sizes", "2,4"),
-    8: ("--ops", "broadcast,reduce,all_reduce,send,gemm", "--group-sizes", "2"),
+BENCH = {  # ranks -> the communication ops the schedules on that many ranks issue (and gemm), their group sizes
+    4: ("broadcast,reduce,all_reduce,send,gemm", "2,4"),
+    8: ("broadcast,reduce,all_reduce,send,gemm", "2"),
 }
 BENCH_SIZES = "256KiB:4MiB"
 FIELDS = ("loop", "schedule", "ranks", "runs", "measured_median_s", "measured_min_s", "measured_max_s",
@@ -95,8 +95,10 @@ def one_loop(index: int, settings, folder: str) -> list[dict]:
     topologies = {}
     for ranks in sorted({n for _, n, _, _ in SCHEDULES}):
         bench = os.path.join(folder, f"loop{index}-bench{ranks}.json")
-        measured(f"bench {ranks}", ["bench", "--backend", "gloo", "--nproc", str(ranks), *BENCH[ranks],
-                                    "--sizes", settings.sizes, "--warmup", "3", "--iters", str(settings.bench_iters),
+        ops, group_sizes = BENCH[ranks]
+        measured(f"bench {ranks}", ["bench", "--backend", "gloo", "--nproc", str(ranks), "--ops", ops,
+                                    "--group-sizes", group_sizes, "--sizes", settings.sizes, "--form", settings.form,
+                                    "--warmup", "3", "--iters", str(settings.bench_iters),
                                     "--gemm-shapes", gemm_shapes(ranks), "--json", bench], settings)
         topologies[ranks] = os.path.join(folder, f"loop{index}-calibrated{ranks}.yaml")
         tpsim("calibrate", "--from-bench", bench, "--topology", f"loopback:{ranks}", "--protocol", "simple",
@@ -152,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=5, help="timed iterations per run (median kept)")
     parser.add_argument("--bench-iters", type=int, default=10, help="timed ops per bench size")
     parser.add_argument("--sizes", default=BENCH_SIZES, help="bench message sizes")
+    parser.add_argument("--form", choices=("interleaved", "lock-step"), default="interleaved",
+                        help="how the bench times collectives (tpsim bench --form); default interleaved")
     parser.add_argument("--quiet-cores", type=float, default=0.1, help="start a measurement below this load")
     parser.add_argument("--max-foreign-cores", type=float, default=0.15,
                         help="measure again when others kept more cores busy than this")

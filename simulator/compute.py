@@ -18,6 +18,14 @@ A gemm of shape (m, k, n) takes ``2mkn / (peak[dtype] * efficiency)`` seconds, w
 So the time is ``max(2mkn / (peak * cap * thin), bytes / mem_bandwidth)``, the larger of a compute
 time and a memory time that each grow with every one of m, k, n: a larger gemm never takes less time,
 and the efficiency is non-decreasing in every extent and never above ``cap``.
+
+Ranks that share a host's cores (CPU ranks, more than cores): a gemm's rate depends on what the other
+ranks do meanwhile. Back-to-back gemms run on every rank at once, at the rate a lock-step gemm phase
+measures; a gemm that directly follows a communication op (or a wait) overlaps other ranks still
+communicating (a collective releases its members apart), so it gets more of the cores. Where
+``gemm_efficiency_after_comm`` is set (``tpsim calibrate`` fits it from ``tpsim bench --form
+interleaved``), such a gemm uses it as its ``cap``; unset (every GPU preset), all gemms use
+``gemm_efficiency``.
 Elementwise (``local``) and ``slice`` ops are memory bound: the IR's ``memory_bytes`` (reads plus
 writes) over ``mem_bandwidth_GBps * memory_efficiency``. Communication ops take no compute time.
 
@@ -47,6 +55,9 @@ class ComputeConfig:
     """Fraction of dense peak a large, compute-bound gemm reaches (0 < x <= 1)."""
     half_efficiency_dim: float = 64.0
     """Smallest gemm extent, in elements, at which the thin-matrix factor halves the rate (>= 0)."""
+    gemm_efficiency_after_comm: float | None = None
+    """``cap`` of a gemm that directly follows a communication op or wait, on a host whose ranks share
+    cores (module doc); None: ``gemm_efficiency``."""
     memory_efficiency: float = 1.0
     """Fraction of peak memory bandwidth elementwise and slice ops reach (0 < x <= 1)."""
     allow_tf32: bool = False
@@ -58,6 +69,9 @@ class ComputeConfig:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value <= 1):
                 raise ValueError(f"compute model: {name} must be in (0, 1], got {value!r}")
+        after = self.gemm_efficiency_after_comm
+        if after is not None and not (isinstance(after, (int, float)) and 0 < after <= 1):
+            raise ValueError(f"compute model: gemm_efficiency_after_comm must be in (0, 1] or unset, got {after!r}")
         if not (isinstance(self.half_efficiency_dim, (int, float)) and self.half_efficiency_dim >= 0):
             raise ValueError(f"compute model: half_efficiency_dim must be >= 0, got {self.half_efficiency_dim!r}")
 
@@ -86,22 +100,27 @@ class ComputeModel:
                              f"it lists: {', '.join(rates) or 'none'}")
         return float(rates[dtype]) * 1e12
 
-    def gemm_efficiency(self, device: dict, dtype: str, m: int, k: int, n: int) -> float:
-        """The fraction of peak a gemm of this shape reaches (see the module docstring)."""
+    def gemm_efficiency(self, device: dict, dtype: str, m: int, k: int, n: int, after_comm: bool = False) -> float:
+        """The fraction of peak a gemm of this shape reaches (see the module docstring); ``after_comm``:
+        it directly follows a communication op or wait."""
         dim = min(m, k, n)
-        compute_roof = self.config.gemm_efficiency * dim / (dim + self.config.half_efficiency_dim)
+        cap = self.config.gemm_efficiency
+        if after_comm and self.config.gemm_efficiency_after_comm is not None:
+            cap = self.config.gemm_efficiency_after_comm
+        compute_roof = cap * dim / (dim + self.config.half_efficiency_dim)
         intensity = 2.0 * m * k * n / (DTYPE_BYTES[dtype] * (m * k + k * n + m * n))
         memory_roof = intensity * float(device["mem_bandwidth_GBps"]) * 1e9 / self.peak_flops(device, dtype)
         return min(compute_roof, memory_roof)
 
-    def gemm_time_s(self, device: dict, dtype: str, m: int, k: int, n: int) -> float:
-        """Seconds for ``out[m, n] = a[m, k] @ b[k, n]``."""
-        key = ("gemm", device.get("name"), dtype, m, k, n)
+    def gemm_time_s(self, device: dict, dtype: str, m: int, k: int, n: int, after_comm: bool = False) -> float:
+        """Seconds for ``out[m, n] = a[m, k] @ b[k, n]`` (``after_comm``: see ``gemm_efficiency``)."""
+        after_comm = after_comm and self.config.gemm_efficiency_after_comm is not None
+        key = ("gemm", device.get("name"), dtype, m, k, n, after_comm)
         cached = self._cache.get(key)
         if cached is None:
             flops = 2.0 * m * k * n
             cached = self._cache[key] = flops / (self.peak_flops(device, dtype) *
-                                                 self.gemm_efficiency(device, dtype, m, k, n))
+                                                 self.gemm_efficiency(device, dtype, m, k, n, after_comm))
         return cached
 
     def memory_time_s(self, device: dict, nbytes: int) -> float:
@@ -109,11 +128,12 @@ class ComputeModel:
         bandwidth = float(device["mem_bandwidth_GBps"]) * 1e9 * self.config.memory_efficiency
         return nbytes / bandwidth
 
-    def op_time_s(self, schedule: Schedule, rank: int, op: Op, device: dict) -> float:
-        """Seconds ``op`` keeps ``rank`` busy computing; 0 for communication and wait ops."""
+    def op_time_s(self, schedule: Schedule, rank: int, op: Op, device: dict, after_comm: bool = False) -> float:
+        """Seconds ``op`` keeps ``rank`` busy computing; 0 for communication and wait ops. ``after_comm``:
+        the rank's previous op communicated or waited (module doc)."""
         if isinstance(op, Gemm):
             m, k, n = schedule.gemm_shape(rank, op)
-            return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n)
+            return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n, after_comm)
         if isinstance(op, (Local, Slice)):
             return self.memory_time_s(device, schedule.memory_bytes(rank, op))
         return 0.0

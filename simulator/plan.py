@@ -115,7 +115,8 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
         for step, op in enumerate(program):
             role = _ROLE[type(op)]
             if role == 0:
-                d = op_time(schedule, rank, op, device)
+                # The previous op communicated or waited: compute.py times such a gemm apart.
+                d = op_time(schedule, rank, op, device, step > 0 and _ROLE[type(program[step - 1])] != 0)
                 durations[step] = d
                 if run_first < 0:
                     run_first, run_total = step, 0.0

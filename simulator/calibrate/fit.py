@@ -139,6 +139,9 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
         parameters.update(gemm.sim)
         config = ComputeConfig.from_sim(G0.graph["sim"])
         base_parameters.update(gemm_efficiency=config.gemm_efficiency, half_efficiency_dim=config.half_efficiency_dim)
+        if "gemm_efficiency_after_comm" in gemm.sim:  # unset in the base: every gemm ran at gemm_efficiency
+            base_parameters["gemm_efficiency_after_comm"] = (config.gemm_efficiency_after_comm
+                                                             or config.gemm_efficiency)
         for dtype, (listed, raised) in gemm.peaks_TFLOPs.items():
             parameters[f"peak_tflops.{dtype}"], base_parameters[f"peak_tflops.{dtype}"] = raised, listed
         _raise_peaks(graph, gemm.peaks_TFLOPs)

@@ -9,6 +9,11 @@ Which samples: those at the largest ``concurrent`` present. A schedule runs ever
 once, so on a CPU host whose ranks share cores the rate that matters is the one under full load;
 samples at other concurrencies are shown in the rows, not fitted.
 
+Two conditions (``simulator.compute``): lock-step samples (back to back on every rank) fit ``cap`` and
+``h``; samples taken right after a collective (``GemmSample.after_comm``, from ``tpsim bench --form
+interleaved``) then fit ``gemm_efficiency_after_comm`` alone, at that ``h``. With after-comm samples
+only, they fit ``cap`` and ``h`` and every gemm is predicted at their rate (the notes say so).
+
 A device slower on paper than measured: where a dtype's best measured rate is above the device's
 listed peak (a placeholder CPU core, say), cap <= 1 cannot fit it, so that dtype's ``peak_tflops`` is
 raised, on every GPU node with that device, to the measured rate divided by the thin-matrix factor
@@ -54,8 +59,34 @@ def _device_dtype(device: dict, dtype: str, config: ComputeConfig) -> str:
 def _buckets(gemms: list[GemmSample]) -> dict:
     groups: dict[tuple, list[float]] = {}
     for g in gemms:
-        groups.setdefault((g.m, g.k, g.n, g.dtype, g.concurrent), []).append(g.time_s)
+        groups.setdefault((g.m, g.k, g.n, g.dtype, g.concurrent, g.after_comm), []).append(g.time_s)
     return {key: statistics.median(times) for key, times in groups.items()}
+
+
+def _at_top(keys: list[tuple]) -> list[tuple]:
+    """The keys at the largest concurrency among ``keys``."""
+    top = max(key[4] for key in keys) if keys else 0
+    return [key for key in keys if key[4] == top]
+
+
+def _raise_listed_peaks(device: dict, buckets: dict, fitted: list[tuple], base: ComputeConfig) -> tuple[dict, list]:
+    """Raise, in ``device``, each dtype's peak that a fitted bucket beats (module doc); (raised, notes)."""
+    peaks, notes = {}, []
+    for dtype in sorted({key[3] for key in fitted}):
+        name = _device_dtype(device, dtype, base)
+        if name not in device["peak_tflops"]:
+            continue  # ComputeModel raises the clear error later
+        # The rate a large gemm would reach by the model's thin-matrix factor (at the base h): what
+        # cap = 1 must be able to reproduce.
+        best = max(2.0 * key[0] * key[1] * key[2] / buckets[key] * (min(key[:3]) + base.half_efficiency_dim)
+                   / min(key[:3]) for key in fitted if key[3] == dtype) / 1e12
+        listed = float(device["peak_tflops"][name])
+        if best > listed:
+            device["peak_tflops"][name] = best
+            peaks[name] = (listed, best)
+            notes.append(f"peak_tflops[{name}] of {device.get('name', '?')} raised from {listed:g} to {best:.4g}: "
+                         f"measured faster than listed")
+    return peaks, notes
 
 
 def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
@@ -71,46 +102,57 @@ def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
     first = gpu_nodes(G)[0]
     device = {**G.nodes[first]["device"], "peak_tflops": dict(G.nodes[first]["device"]["peak_tflops"])}
     buckets = _buckets(gemms)
-    top = max(key[4] for key in buckets)
-    fitted = [key for key in buckets if key[4] == top]
-    notes, peaks = [], {}
-    for dtype in sorted({key[3] for key in fitted}):
-        name = _device_dtype(device, dtype, base)
-        if name not in device["peak_tflops"]:
-            continue  # ComputeModel raises the clear error below
-        # The rate a large gemm would reach by the model's thin-matrix factor (at the base h): what
-        # cap = 1 must be able to reproduce.
-        best = max(2.0 * m * k * n / buckets[(m, k, n, d, c)] * (min(m, k, n) + base.half_efficiency_dim)
-                   / min(m, k, n) for m, k, n, d, c in fitted if d == dtype) / 1e12
-        listed = float(device["peak_tflops"][name])
-        if best > listed:
-            device["peak_tflops"][name] = best
-            peaks[name] = (listed, best)
-            notes.append(f"peak_tflops[{name}] of {device.get('name', '?')} raised from {listed:g} to {best:.4g}: "
-                         f"measured faster than listed")
-    measured = np.log([buckets[key] for key in fitted])
-    x_base = np.log([min(max(base.gemm_efficiency, _CAP_BOUNDS[0]), _CAP_BOUNDS[1]),
-                     min(max(base.half_efficiency_dim, _HALF_DIM_BOUNDS[0]), _HALF_DIM_BOUNDS[1])])
+    lock_step = _at_top([key for key in buckets if not key[5]])
+    after = _at_top([key for key in buckets if key[5]])
+    main = lock_step or after
+    peaks, notes = _raise_listed_peaks(device, buckets, lock_step + after, base)
 
-    def times(cap: float, half: float, keys) -> np.ndarray:
-        model = ComputeModel(ComputeConfig.from_sim(sim, gemm_efficiency=cap, half_efficiency_dim=half))
-        return np.array([model.gemm_time_s(device, d, m, k, n) for m, k, n, d, _ in keys])
+    def times(cap: float, half: float, keys, cap_after: float | None = None) -> np.ndarray:
+        config = ComputeConfig.from_sim(sim, gemm_efficiency=cap, half_efficiency_dim=half,
+                                        gemm_efficiency_after_comm=cap_after)
+        model = ComputeModel(config)
+        return np.array([model.gemm_time_s(device, key[3], *key[:3], after_comm=key[5]) for key in keys])
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        cap, half = np.exp(x)
-        return np.concatenate([np.log(times(min(cap, 1.0), half, fitted)) - measured, PRIOR_WEIGHT * (x - x_base)])
+    def solve(residuals, x0, lower, upper) -> np.ndarray:
+        x0 = np.clip(x0, lower, upper)
+        return least_squares(residuals, x0, bounds=(lower, upper), method="trf", diff_step=1e-4).x
 
-    bounds = ([math.log(_CAP_BOUNDS[0]), math.log(_HALF_DIM_BOUNDS[0])],
-              [math.log(_CAP_BOUNDS[1]), math.log(_HALF_DIM_BOUNDS[1])])
-    result = least_squares(residuals, x_base, bounds=bounds, method="trf", diff_step=1e-4)
-    cap, half = (float(v) for v in np.exp(result.x))
-    cap = min(cap, 1.0)
+    # cap and h on the main population (lock-step, else after-comm), with a weak pull to the base values.
+    measured = np.log([buckets[key] for key in main])
+    x_base = np.log([base.gemm_efficiency, max(base.half_efficiency_dim, _HALF_DIM_BOUNDS[0])])
+    lower = np.log([_CAP_BOUNDS[0], _HALF_DIM_BOUNDS[0]])
+    upper = np.log([_CAP_BOUNDS[1], _HALF_DIM_BOUNDS[1]])
+    # (The main population is timed as back-to-back gemms: its own condition, whichever it is.)
+    as_main = [(*key[:5], False) for key in main]
+    x = solve(lambda x: np.concatenate([np.log(times(min(float(np.exp(x[0])), 1.0), float(np.exp(x[1])), as_main))
+                                        - measured, PRIOR_WEIGHT * (x - x_base)]), x_base, lower, upper)
+    cap, half = min(float(np.exp(x[0])), 1.0), float(np.exp(x[1]))
+    fitted_sim = {"gemm_efficiency": cap, "half_efficiency_dim": half}
+    cap_after = None
+    if lock_step and after:
+        # gemm_efficiency_after_comm alone, at the h the lock-step gemms fixed.
+        measured_after = np.log([buckets[key] for key in after])
+        xa = solve(lambda x: np.concatenate([np.log(times(cap, half, after, min(float(np.exp(x[0])), 1.0)))
+                                             - measured_after, PRIOR_WEIGHT * (x - math.log(cap))]),
+                   np.array([math.log(cap)]), lower[:1], upper[:1])
+        cap_after = min(float(np.exp(xa[0])), 1.0)
+        fitted_sim["gemm_efficiency_after_comm"] = cap_after
+    fitted = set(main) | (set(after) if cap_after is not None else set())
     keys = list(buckets)
-    predicted = times(cap, half, keys)
-    rows = tuple(GemmRow(m, k, n, d, c, buckets[(m, k, n, d, c)], float(p), float(p) / buckets[(m, k, n, d, c)] - 1,
-                         c == top) for (m, k, n, d, c), p in zip(keys, predicted))
-    shapes = len({key[:3] for key in fitted})
-    notes.append(f"gemm_efficiency and half_efficiency_dim from {len(fitted)} gemm buckets ({shapes} shapes) at "
-                 f"concurrency {top} on {device.get('name', '?')}"
-                 + ("; one shape cannot place half_efficiency_dim, it stays near its base value" if shapes == 1 else ""))
-    return GemmFit({"gemm_efficiency": cap, "half_efficiency_dim": half}, peaks, rows, tuple(notes))
+    predicted = times(cap, half, keys, cap_after)
+    rows = tuple(GemmRow(*key[:5], buckets[key], float(p), float(p) / buckets[key] - 1, key in fitted, key[5])
+                 for key, p in zip(keys, predicted))
+    shapes = len({key[:3] for key in main})
+    what = "back-to-back (lock-step) gemm" if lock_step else "after-collective (interleaved) gemm"
+    notes.append(f"gemm_efficiency and half_efficiency_dim from {len(main)} {what} buckets ({shapes} shapes) at "
+                 f"concurrency {main[0][4]} on {device.get('name', '?')}"
+                 + ("; one shape cannot place half_efficiency_dim, it stays near its base value"
+                    if shapes == 1 else ""))
+    if cap_after is not None:
+        notes.append(f"gemm_efficiency_after_comm = {cap_after:.4g} (gemm_efficiency {cap:.4g}) from {len(after)} "
+                     f"gemm buckets timed right after a collective: a gemm that follows a communication op "
+                     f"runs at it")
+    elif not lock_step:
+        notes.append("no lock-step gemm rows: every gemm is predicted at the rate measured right after a collective "
+                     "(add gemm to tpsim bench --ops for back-to-back gemms)")
+    return GemmFit(fitted_sim, peaks, rows, tuple(notes))

@@ -44,6 +44,8 @@ class GemmRow:
     rel_error: float
     fitted: bool
     """False for samples at another concurrency than the one fitted (shown, not fitted)."""
+    after_comm: bool = False
+    """Timed right after a collective (``tpsim bench --form interleaved``), not back to back."""
 
 
 def max_abs_error(rows, min_bytes: int = 0) -> float | None:
@@ -71,13 +73,15 @@ def format_rows(rows: list[ErrorRow], title: str) -> list[str]:
 
 def format_gemm_rows(rows: list[GemmRow]) -> list[str]:
     """A fixed-width gemm table: shape, dtype, concurrency, measured, predicted, error."""
-    lines = ["# gemm (fitted at the concurrency marked *)",
-             f"#{'m x k x n':>22} {'dtype':>9} {'conc':>5} {'measured':>11} {'predicted':>11} {'error':>7}",
-             f"#{'':>22} {'':>9} {'':>5} {'(us)':>11} {'(us)':>11} {'':>7}"]
+    lines = ["# gemm (fitted rows marked *; timed back to back on every rank, or right after a collective)",
+             f"#{'m x k x n':>22} {'dtype':>9} {'conc':>5} {'timed':>10} {'measured':>11} {'predicted':>11} "
+             f"{'error':>7}",
+             f"#{'':>22} {'':>9} {'':>5} {'':>10} {'(us)':>11} {'(us)':>11} {'':>7}"]
     for r in rows:
         shape = f"{r.m}x{r.k}x{r.n}"
         mark = "*" if r.fitted else " "
-        lines.append(f" {shape:>22} {r.dtype:>9} {r.concurrent:>4}{mark} {_time(r.measured_s):>11} "
+        timed = "after comm" if r.after_comm else "lock-step"
+        lines.append(f" {shape:>22} {r.dtype:>9} {r.concurrent:>4}{mark} {timed:>10} {_time(r.measured_s):>11} "
                      f"{_time(r.predicted_s):>11} {r.rel_error * 100:>+6.1f}%")
     return lines
 

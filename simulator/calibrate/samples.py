@@ -76,6 +76,9 @@ class GemmSample:
     """Measured time of one gemm, seconds."""
     concurrent: int = 1
     """How many ranks ran this gemm at once on the same host (on an oversubscribed CPU host it matters)."""
+    after_comm: bool = False
+    """Measured right after a communication op, with other ranks still communicating (``tpsim bench
+    --form interleaved``); fits ``gemm_efficiency_after_comm`` (``simulator.compute``)."""
     source: str = ""
     """Where the measurement comes from (a file name)."""
 

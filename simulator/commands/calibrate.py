@@ -43,6 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-holdout", action="store_true", help="fit every bucket (no held-out error)")
     p.add_argument("--fit-min-bytes", metavar="SIZE", help=f"do not fit sizes below SIZE (default "
                    f"{NCCL_TESTS_FIT_MIN} for nccl-tests logs, 0 for bench records)")
+    p.add_argument("--bench-form", choices=("auto", "lock-step", "interleaved"), default="auto",
+                   help="which rows of a bench record to fit: lock-step (back to back, nccl-tests) or "
+                        "interleaved (after a gemm on every rank, as in a schedule); default auto: "
+                        "interleaved when the record has them")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"),
                    help="set collective_protocol before fitting (default: the base topology's)")
     p.add_argument("--json", action="store_true", help="print parameters, rows and notes as JSON")
@@ -85,15 +89,17 @@ def _samples(args):
     if args.from_nccl_tests:
         from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
 
-        return samples_from_nccl_tests(args.from_nccl_tests), []
+        return samples_from_nccl_tests(args.from_nccl_tests), [], None
     try:
-        from simulator.calibrate.from_bench import samples_from_bench
+        from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
     except ModuleNotFoundError as error:
         if error.name != "simulator.calibrate.from_bench":
             raise
         raise InputError("--from-bench needs simulator.calibrate.from_bench (tpsim bench), which is not "
                          "installed yet; use --from-nccl-tests") from None
-    return samples_from_bench(args.from_bench)
+    form = bench_form(load_bench(args.from_bench), args.bench_form, args.from_bench)
+    collectives, gemms = samples_from_bench(args.from_bench, form)
+    return collectives, gemms, f"note: fitted the {form} rows of {args.from_bench} (--bench-form {args.bench_form})."
 
 
 def _check_output(path: str) -> None:
@@ -117,7 +123,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
     _check_output(args.output)
     base = load_topology(args.topology)
-    collectives, gemms = _samples(args)
+    collectives, gemms, form_note = _samples(args)
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
     fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
     holdout = _holdout(args, collectives, fit_min)
@@ -125,9 +131,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
     result.write(args.output)
     log.info("wrote %s", args.output)
     if args.json:
-        print(json.dumps(_as_json(result, args.output), indent=1))
+        data = _as_json(result, args.output)
+        if form_note:
+            data["bench_form"] = form_note.split()[3]
+        print(json.dumps(data, indent=1))
         return 0
     print("\n".join(result.report_lines()))
+    if form_note:
+        print(form_note)
     print(f"wrote {args.output} ({result.graph.graph['name']}); simulate with --topology {args.output}")
     return 0
 

@@ -132,3 +132,55 @@ def test_bad_bench_arguments_are_one_line_and_exit_2(capsys, argv, message):
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tpsim bench: error: ") and message in err and err.count("\n") == 1
+
+
+def test_an_interleaved_case_runs_a_gemm_before_every_op():
+    case = collective_case(BenchPoint("broadcast", 2, 2, 4096), nproc=4, warmup=1, iters=2, between=(8, 4, 2))
+    bench = case.options["bench"]
+    assert (bench["form"], bench["between"], bench["steps_per_rep"], bench["warmup_steps"]) == (
+        "interleaved", [8, 4, 2], 2, 2)
+    assert case.programs[3][:2] == [Gemm(out="c", a="a", b="b"), case.programs[3][1]]
+    assert case.programs[3][1].kind == "broadcast" and len(case.programs[3]) == 6
+    assert case.buffers[2]["a"].shape == (8, 4) and case.buffers[2]["buf"].shape == (1024,)
+    send = collective_case(BenchPoint("send", 2, 1, 64), nproc=2, warmup=0, iters=1, between=(4, 4, 4))
+    assert [op.kind for op in send.programs[0]] == ["gemm", "send", "recv", "wait", "wait"]
+    assert collective_case(BenchPoint("send", 2, 1, 64), 2, 0, 1).options["bench"]["form"] == "lock-step"
+    with pytest.raises(InputError, match="needs a shape MxKxN of positive extents"):
+        collective_case(BenchPoint("send", 2, 1, 64), 2, 0, 1, between=(4, 0, 4))
+
+
+def test_settings_measure_each_size_in_the_forms_asked_once_per_gemm_shape():
+    settings = BenchSettings(ops=("all_reduce",), sizes_bytes=(64,), group_sizes=(2,),
+                             gemm_shapes=((8, 8, 8), (4, 4, 4)), forms=("lock-step", "interleaved"), warmup=0, iters=1)
+    forms = [(c.options["bench"]["form"], c.options["bench"]["between"]) for c in settings.cases(2)]
+    assert forms == [("lock-step", None), ("interleaved", [8, 8, 8]), ("interleaved", [4, 4, 4])]
+    with pytest.raises(InputError, match="--form sideways: valid forms are lock-step, interleaved"):
+        BenchSettings(forms=("sideways",))
+
+
+def test_interleaved_times_become_an_op_row_then_its_gemm_row():
+    case = collective_case(BenchPoint("all_reduce", 2, 1, 1 << 20), nproc=2, warmup=0, iters=1, between=(64, 64, 64))
+    rows = bench_rows([case], [[{"op_s": 1e-3, "gemm_s": 4e-6}, {"op_s": 3e-3, "gemm_s": 6e-6}]])
+    op, gemm = rows
+    assert (op["op"], op["form"], op["between"], op["time_s"]) == ("all_reduce", "interleaved", [64, 64, 64],
+                                                                    pytest.approx(2e-3))
+    assert (gemm["op"], gemm["form"], gemm["concurrent"], gemm["time_s"]) == ("gemm", "interleaved", 2,
+                                                                              pytest.approx(5e-6))
+    assert gemm["between_op"] == {"op": "all_reduce", "ranks": 2, "bytes": 1 << 20}
+    record = bench_record(BenchSettings(), 2, "gloo", rows, {})
+    text = "\n".join(tables(record))
+    assert "each after a 64x64x64 gemm on every rank (interleaved" in text
+    assert "# gemm between the interleaved ops" in text and "5.0" in text
+
+
+def test_the_form_a_fit_takes_is_chosen_named_or_refused(tmp_path):
+    from simulator.calibrate.from_bench import bench_form
+
+    lock_step = {"rows": [{"op": "broadcast"}, {"op": "gemm", "form": "lock-step"}]}  # older rows: no form key
+    both = {"rows": [{"op": "broadcast", "form": "lock-step"}, {"op": "broadcast", "form": "interleaved"}]}
+    assert bench_form(lock_step, "auto") == "lock-step" and bench_form(both, "auto") == "interleaved"
+    assert bench_form(both, "lock-step") == "lock-step"
+    with pytest.raises(InputError, match="no interleaved collective rows .* tpsim bench --form interleaved"):
+        bench_form(lock_step, "interleaved", "b.json")
+    with pytest.raises(InputError, match="valid forms are auto, lock-step, interleaved"):
+        bench_form(both, "sideways")

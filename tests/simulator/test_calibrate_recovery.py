@@ -81,3 +81,22 @@ def test_gemms_at_lower_concurrency_are_shown_not_fitted_and_a_slow_listed_peak_
     assert cal.parameters["peak_tflops.float32"] == pytest.approx(0.2 * (256 + 64) / 256)  # thin factor at h = 64
     assert all(G.nodes[g]["device"]["peak_tflops"]["float32"] == 0.096 for g in gpu_nodes(G))  # base untouched
     assert "raised" in cal.graph.graph["notes"]
+
+
+def test_the_gemm_rate_after_a_collective_is_recovered_next_to_the_lock_step_one():
+    G = load_topology("loopback:4")
+    device = G.nodes[gpu_nodes(G)[0]]["device"]
+    truth = ComputeModel(ComputeConfig(gemm_efficiency=0.3, half_efficiency_dim=80.0, gemm_efficiency_after_comm=0.5))
+    shapes = [(512, 512, 512), (1024, 256, 1024), (1024, 1024, 256), (128, 512, 512)]
+    gemms = [GemmSample(m, k, n, "float32", truth.gemm_time_s(device, "float32", m, k, n, after_comm=after), 4,
+                        after_comm=after) for m, k, n in shapes for after in (False, True)]
+    cal = calibrate(G, [], gemms)
+    _assert_close(cal.parameters, {"gemm_efficiency": 0.3, "half_efficiency_dim": 80.0,
+                                   "gemm_efficiency_after_comm": 0.5}, 0.02)
+    assert all(r.fitted and abs(r.rel_error) < 1e-3 for r in cal.gemm_rows)
+    assert {r.after_comm for r in cal.gemm_rows} == {False, True}
+    # After-collective samples alone: they set gemm_efficiency, and the notes say every gemm runs at it.
+    alone = calibrate(G, [], [g for g in gemms if g.after_comm])
+    assert alone.parameters["gemm_efficiency"] == pytest.approx(0.5, rel=0.02)
+    assert "gemm_efficiency_after_comm" not in alone.parameters
+    assert "no lock-step gemm rows" in alone.graph.graph["notes"]

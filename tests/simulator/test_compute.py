@@ -92,3 +92,36 @@ def test_missing_dtype_rate_is_named():
     with pytest.raises(ValueError, match="has no peak_tflops for float16"):
         ComputeModel().gemm_time_s({"name": "X", "peak_tflops": {"float32": 1.0}, "mem_bandwidth_GBps": 1.0},
                                    "float16", 8, 8, 8)
+
+
+def test_a_gemm_after_communication_uses_its_own_cap_only_where_one_is_set():
+    plain = ComputeModel(ComputeConfig(gemm_efficiency=0.4))
+    shared = ComputeModel(ComputeConfig(gemm_efficiency=0.4, gemm_efficiency_after_comm=0.6))
+    t = plain.gemm_time_s(A100, "bfloat16", 4096, 4096, 4096)
+    assert plain.gemm_time_s(A100, "bfloat16", 4096, 4096, 4096, after_comm=True) == t
+    assert shared.gemm_time_s(A100, "bfloat16", 4096, 4096, 4096) == t
+    assert shared.gemm_time_s(A100, "bfloat16", 4096, 4096, 4096, after_comm=True) == pytest.approx(t * 0.4 / 0.6)
+    with pytest.raises(ValueError, match="gemm_efficiency_after_comm must be in"):
+        ComputeConfig(gemm_efficiency_after_comm=1.2)
+
+
+def test_the_simulator_times_a_gemm_after_a_collective_at_the_after_comm_cap():
+    from simulator.generators import build_schedule
+    from simulator.simulation import simulate
+    from simulator.workloads import Workload
+    from topologies import load_topology
+
+    # 1d gemm backward on 2 ranks: dA's gemm, its all_reduce, then dB's gemm (after the collective).
+    schedule = build_schedule("1d", Workload.gemm(256, 256, 256), "bwd", gpus=2)
+    kinds = [op.kind for op in schedule.programs[0]]
+    G = load_topology("loopback:2")
+
+    def gemm_durations(sim: dict) -> list[float]:
+        G.graph["sim"].update(sim)
+        records = simulate(schedule, G).op_records()
+        return [r["duration_s"] for r in records if r["rank"] == 0 and r["kind"] == "gemm"]
+
+    first, after = gemm_durations({"gemm_efficiency": 0.4})
+    assert kinds.index("all_reduce") < len(kinds) - 1 and first == pytest.approx(after)
+    first, after = gemm_durations({"gemm_efficiency": 0.4, "gemm_efficiency_after_comm": 0.8})
+    assert after == pytest.approx(first / 2)

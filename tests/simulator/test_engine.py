@@ -23,7 +23,7 @@ GEMM_S, LOCAL_S, COLLECTIVE_S, P2P_S = 1.0, 0.5, 2.0, 0.25
 class FakeCompute:
     """gemm 1 s, anything else that computes 0.5 s."""
 
-    def op_time_s(self, schedule, rank, op, device):
+    def op_time_s(self, schedule, rank, op, device, after_comm=False):
         return GEMM_S if isinstance(op, Gemm) else LOCAL_S
 
 
