@@ -6,6 +6,11 @@ stream, so it measures when the stream reached that point, not when the CPU issu
 blocking NCCL call returns to Python at once, but the compute stream waits for it, so the events
 around it bracket the collective. Marks are cheap on both; the CPU clock's ~0.1 us per mark is well
 below a gloo collective.
+
+``origin_s()`` is the iteration's t = 0 as a reading of the host's monotonic clock, or None where the
+clock has none. ``perf_counter`` is CLOCK_MONOTONIC on Linux, one clock for every process of a host, so
+the origins of ranks on one host put their op times on one time line; CUDA event times are only
+differences between events, with no host reading behind them.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ class CpuClock:
         """Seconds from the iteration's start to ``mark``."""
         return mark - self._t0
 
+    def origin_s(self) -> float:
+        """The iteration's start as a perf_counter reading (host-monotonic seconds)."""
+        return self._t0
+
 
 class CudaClock:
     """Marks are CUDA events on the current stream; ``finish`` synchronises the device once."""
@@ -53,6 +62,10 @@ class CudaClock:
 
     def seconds(self, mark: torch.cuda.Event) -> float:
         return self._t0.elapsed_time(mark) / 1e3
+
+    def origin_s(self) -> None:
+        """None: an event's time has no host-clock reading behind it."""
+        return None
 
 
 def clock_for(device: torch.device) -> CpuClock | CudaClock:

@@ -11,6 +11,11 @@ Record (``format: "tpsim-measured"``, ``version: 1``)::
     median_iteration, iterations [...]             per timed iteration: iteration, time_s (max over
                                                    ranks), rank_time_s [per rank]
     timing {clock, alignment, ops_from}            how the times below were taken
+    clock_origins_s [per rank] | null              t = 0 of the median iteration per rank as a host-
+                                                   monotonic reading (perf_counter), so rank r's times
+                                                   + origin[r] - min(origins) share one clock; null on
+                                                   GPU (CUDA events) or across hosts. Absent in files
+                                                   written before it (read as null)
     ops [...]                                      per-op records of the median iteration, rank-major in
                                                    program order: rank, step, kind, group, bytes, flops,
                                                    start_s, end_s, duration_s (the simulator's keys)
@@ -41,6 +46,14 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _clock_origins(ranks: list[dict], clock: str, hosts: list[str]) -> list[float] | None:
+    """Every rank's t = 0 on one host's perf_counter, or None when the readings share no clock."""
+    origins = [rank.get("clock_origin_s") for rank in ranks]
+    if clock != "perf_counter" or len(hosts) != 1 or any(o is None for o in origins):
+        return None
+    return origins
+
+
 def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> dict:
     """The measured JSON of one schedule's run (``result``: one entry of ``run_local``'s list)."""
     import torch
@@ -53,6 +66,8 @@ def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> di
         block["max_abs_error"], block["rel_error"] = _finite(block["max_abs_error"]), _finite(block["rel_error"])
     times = result["iteration_time_s"]
     median = result["median_iteration"]
+    clock = "cuda_events" if options.backend == "nccl" else "perf_counter"
+    hosts = sorted({rank["host"] for rank in ranks})
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -77,14 +92,15 @@ def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> di
         "iterations": [{"iteration": i, "time_s": t, "rank_time_s": [rank["rank_time_s"][i] for rank in ranks]}
                        for i, t in enumerate(times)],
         "timing": {
-            "clock": "cuda_events" if options.backend == "nccl" else "perf_counter",
+            "clock": clock,
             "alignment": "rank-local clocks; t = 0 when the rank leaves a barrier on the default group "
                          "before each iteration",
             "ops_from": "the median timed iteration (statistics.median_low of the per-iteration max over ranks)",
         },
+        "clock_origins_s": _clock_origins(ranks, clock, hosts),
         "ops": [op for rank in ranks for op in rank["ops"]],
         "host": {"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
-                 "hosts": sorted({rank["host"] for rank in ranks}), "devices": [rank["device"] for rank in ranks]},
+                 "hosts": hosts, "devices": [rank["device"] for rank in ranks]},
         "schedule": schedule_to_dict(schedule),
     }
 

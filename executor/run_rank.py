@@ -13,6 +13,10 @@ for an asynchronous op at the end of its ``wait``); a ``wait`` op also gets its 
 spent blocked in it. A rank's end-to-end time is t at the end of its last op; the iteration's time is
 the max over ranks (an all_reduce MAX), and the measured record keeps the ops of the median timed
 iteration (``statistics.median_low`` of those maxima: a real iteration, so its op times are coherent).
+Each rank also keeps that iteration's t = 0 as a host-monotonic reading (``clock_origin_s``: the CPU
+clock's ``perf_counter`` at t = 0, None on GPU): on one host, origin differences put every rank's op
+times on one clock, which the barrier's release skew would otherwise blur (``tpsim compare`` uses
+them to tell waiting for a late peer from the transfer itself).
 
 Correctness is checked once, on the buffers the last iteration left (every iteration recomputes
 everything from reset inputs), by ``executor.check`` on each rank; rank 0 gathers everything.
@@ -133,7 +137,7 @@ def _run_schedule(index: int, schedule: Schedule, options: RunOptions, rank: int
     memory = allocate(schedule, rank, device, options.seed)
     ops = TorchOps(schedule, rank, memory.buffers, groups, reduce_clobbers_input=options.backend == "gloo")
     clock = clock_for(device)
-    rank_times, spans = [], []
+    rank_times, spans, origins = [], [], []
     for iteration in range(options.warmup + options.iters):
         memory.reset()
         report("communicating", index, iteration)
@@ -145,6 +149,7 @@ def _run_schedule(index: int, schedule: Schedule, options: RunOptions, rank: int
         if iteration >= options.warmup:
             rank_times.append(total)
             spans.append(iteration_spans)
+            origins.append(clock.origin_s())
     report("checking", index)
     blocks = check_rank(schedule, rank, memory.buffers, options.seed)
     report("gathering results", index)
@@ -153,7 +158,7 @@ def _run_schedule(index: int, schedule: Schedule, options: RunOptions, rank: int
     iteration_time_s = times.tolist()
     median = iteration_time_s.index(statistics.median_low(iteration_time_s))
     mine = {"rank": rank, "device": _device_name(device), "host": socket.gethostname(),
-            "rank_time_s": rank_times, "blocks": blocks,
+            "rank_time_s": rank_times, "clock_origin_s": origins[median], "blocks": blocks,
             "ops": [op_record(schedule, rank, step, op, *spans[median][step])
                     for step, op in enumerate(schedule.programs[rank])]}
     gathered = [None] * dist.get_world_size() if rank == 0 else None

@@ -12,6 +12,15 @@ schedule on a topology and compares
   communication op's duration includes waiting for its peers (both sides time it from issue to
   return), an asynchronous one runs from issue to the end of its wait.
 
+Each communication class also gets the part of that time spent **waiting for peers**
+(``measured_wait_s``, ``predicted_wait_s``): per op, how long it ran before the last member of its
+instance (collective, or send/recv pair) issued it, at most its own duration (``simulator.peer_wait``),
+summed and averaged over ranks like the class time. The rest is the transfer once everyone was
+there. A class whose error sits in the waiting part comes from late peers (uneven compute, ranks the
+OS ran later), one whose error sits in the rest from slow transfers. The simulator's times share one
+clock; a measured run's do when it carries ``clock_origins_s`` (gloo ranks on one host), otherwise
+``measured_wait_s`` is None.
+
 ``rel_error`` is (predicted - measured) / measured: +0.10 means the simulator says 10% slower.
 
 Example::
@@ -79,6 +88,11 @@ class ClassRow:
     """Ops of this class over all ranks."""
     measured_s: float
     predicted_s: float
+    measured_wait_s: float | None = None
+    """Of ``measured_s``, the time waiting for peers; None for non-communication classes and for a
+    measured run whose ranks' clocks are not on one time line."""
+    predicted_wait_s: float | None = None
+    """Of ``predicted_s``, the time waiting for peers; None for non-communication classes."""
 
     @property
     def rel_error(self) -> float | None:
@@ -87,7 +101,8 @@ class ClassRow:
 
     def to_dict(self) -> dict:
         return {"class": self.name, "ops": self.ops, "measured_s": self.measured_s,
-                "predicted_s": self.predicted_s, "rel_error": self.rel_error}
+                "predicted_s": self.predicted_s, "rel_error": self.rel_error,
+                "measured_wait_s": self.measured_wait_s, "predicted_wait_s": self.predicted_wait_s}
 
 
 @dataclass(frozen=True)
@@ -130,6 +145,28 @@ def _class_sums(records, world: int) -> tuple[dict[str, float], dict[str, int]]:
     return {k: v / world for k, v in seconds.items()}, counts
 
 
+def _class_waits(schedule, records, world: int, offsets_s: list[float] | None = None) -> dict[str, float]:
+    """Class -> mean over ranks of the summed peer waits of its ops (communication classes only)."""
+    from simulator.peer_wait import peer_waits
+
+    programs = schedule.programs
+    waits: dict[str, float] = {}
+    for (rank, step), seconds in peer_waits(schedule, records, offsets_s).items():
+        name = op_class(programs[rank][step].kind)
+        waits[name] = waits.get(name, 0.0) + seconds
+    return {k: v / world for k, v in waits.items()}
+
+
+def _measured_offsets(record: dict, world: int) -> list[float] | None:
+    """Seconds to add to each rank's measured times to put all ranks on one clock; None if unknown."""
+    origins = record.get("clock_origins_s")
+    if not isinstance(origins, list) or len(origins) != world or not all(isinstance(o, (int, float))
+                                                                         for o in origins):
+        return None
+    first = min(origins)
+    return [o - first for o in origins]
+
+
 def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, source: str = "") -> Comparison:
     """Simulate ``record``'s schedule on ``G`` and compare; InputError when ``G`` cannot hold the run."""
     from simulator.serialize import schedule_from_dict
@@ -143,9 +180,14 @@ def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, so
         raise InputError(f"topology {G.graph.get('name', '?')} has {gpus} GPUs but the measured run has {world} "
                          f"ranks")
     result = simulate(schedule, G, placement, timeline=True)
+    simulated = result.op_records()
     measured, counts = _class_sums(record["ops"], world)
-    predicted, _ = _class_sums(result.op_records(), world)
-    rows = tuple(ClassRow(name, counts.get(name, 0), measured.get(name, 0.0), predicted.get(name, 0.0))
+    predicted, _ = _class_sums(simulated, world)
+    offsets = _measured_offsets(record, world)
+    measured_waits = _class_waits(schedule, record["ops"], world, offsets) if offsets is not None else {}
+    predicted_waits = _class_waits(schedule, simulated, world)
+    rows = tuple(ClassRow(name, counts.get(name, 0), measured.get(name, 0.0), predicted.get(name, 0.0),
+                          measured_waits.get(name), predicted_waits.get(name))
                  for name in CLASS_ORDER if name in measured or name in predicted)
     meta = {"algorithm": schedule.algorithm, "grid": list(schedule.grid), "world_size": world,
             "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype,

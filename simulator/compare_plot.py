@@ -2,8 +2,9 @@
 
 One pair of horizontal bars per row: "end to end" (the measured median iteration against the simulated
 makespan, with a whisker for the measured iterations' min..max), then each op class (mean per rank
-of the time in that class). Each pair is labelled with the relative error. Drawn with matplotlib's
-Agg backend (no display needed).
+of the time in that class). Each pair is labelled with the relative error. A communication class's
+bars are hatched over the part spent waiting for peers, where both sides know it (``measured_wait_s``,
+``predicted_wait_s``). Drawn with matplotlib's Agg backend (no display needed).
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def plot_comparison(comparison, path: str) -> None:
     ax.errorbar([comparison.measured_s * ms], [-height / 2],
                 xerr=[[(comparison.measured_s - min(its)) * ms], [(max(its) - comparison.measured_s) * ms]],
                 fmt="none", ecolor="black", capsize=3, label=f"measured min..max ({len(its)} iterations)")
+    waited = [(i, row) for i, row in enumerate(comparison.classes, start=1)
+              if row.measured_wait_s is not None and row.predicted_wait_s is not None]
+    if waited:
+        for offset, wait in ((-height / 2, "measured_wait_s"), (height / 2, "predicted_wait_s")):
+            ax.barh([i + offset for i, _ in waited], [getattr(row, wait) * ms for _, row in waited], height,
+                    fill=False, hatch="///", edgecolor="#333333", linewidth=0,
+                    label="waiting on peers" if offset < 0 else None)
     top = max(max(measured), max(predicted), max(its)) * ms
     for i, rel in enumerate(errors):
         ax.text(max(measured[i], predicted[i]) * ms + top * 0.01, i, _error_text(rel), va="center", fontsize=8)

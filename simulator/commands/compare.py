@@ -4,11 +4,13 @@
 
 Simulates the schedule inside ``MEASURED.json`` (``tpsim run --json``) on the topology (typically the
 one ``tpsim calibrate`` wrote) and prints measured and predicted seconds end to end and per op class,
-with relative errors (``simulator.compare``). ``--png`` draws paired bars, ``--trace`` writes one
-Chrome trace with both runs as separate processes, ``--json`` prints the comparison as one object
-(``measured_s``, ``predicted_s``, ``rel_error``, the measured spread and ``classes``). Exit status 0,
-or 2 for bad input (a file that is missing or not a tpsim-measured version 1 record, a topology with
-fewer GPUs than the run has ranks).
+with relative errors (``simulator.compare``); under each communication class, when the measured run
+put its ranks on one clock (``clock_origins_s``), the part of it spent waiting for peers, measured and
+predicted. ``--png`` draws paired bars (the waiting part hatched), ``--trace`` writes one Chrome trace
+with both runs as separate processes, ``--json`` prints the comparison as one object (``measured_s``,
+``predicted_s``, ``rel_error``, the measured spread and ``classes``, each with ``measured_wait_s`` and
+``predicted_wait_s``, null where unknown). Exit status 0, or 2 for bad input (a file that is missing
+or not a tpsim-measured version 1 record, a topology with fewer GPUs than the run has ranks).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=compare_command)
 
 
+WAIT_LABEL = "waiting on peers"
+
+
 def _pct(rel: float | None) -> str:
     return "n/a" if rel is None else f"{rel * 100:+.1f}%"
 
@@ -51,9 +56,18 @@ def table_lines(comparison) -> list[str]:
              f"{_pct(comparison.rel_error):>8}   (measured: median of {len(its)} iterations, "
              f"{format_time(min(its))}..{format_time(max(its))})",
              "  per op class (mean per rank of the time in its ops):"]
+    split = False
     for row in comparison.classes:
         lines.append(f"  {row.name:<16} {format_time(row.measured_s):>12} {format_time(row.predicted_s):>12} "
                      f"{_pct(row.rel_error):>8}   ({row.ops} ops)")
+        if row.measured_wait_s is not None and row.predicted_wait_s is not None:
+            split = True
+            # The label overhangs the name column; the values end where the class row's do.
+            lines.append(f"    {WAIT_LABEL:<16}{format_time(row.measured_wait_s):>11} "
+                         f"{format_time(row.predicted_wait_s):>12}")
+    if split:
+        lines.append(f"  ({WAIT_LABEL}: the part of a class's time before the last rank had issued each op; "
+                     f"the rest is the transfer)")
     return lines
 
 

@@ -54,6 +54,18 @@ def test_tpsim_run_writes_a_measured_record_and_a_trace(tmp_path, capsys):
     assert gemm["dur"] == pytest.approx(op["duration_s"] * 1e6, abs=1e-3)
 
 
+def test_tpsim_run_on_cpu_puts_every_ranks_clock_origin_in_the_record(tmp_path, capsys):
+    out = tmp_path / "m.json"
+    assert main(["run", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "16", "--k", "8", "--n", "8",
+                 "--nproc", "2", "--warmup", "0", "--iters", "2", "--json", str(out)]) == 0
+    capsys.readouterr()
+    record = json.loads(out.read_text())
+    origins = record["clock_origins_s"]
+    assert len(origins) == 2 and all(isinstance(o, float) for o in origins)
+    # One host's perf_counter: both ranks left the same barrier, so their origins are close.
+    assert len(record["host"]["hosts"]) == 1 and max(origins) - min(origins) < 1.0
+
+
 def test_a_wrong_schedule_file_exits_1_with_a_per_rank_report(tmp_path, capsys):
     schedule = make("summa25d", "gemm", "bwd")
     schedule.programs = [[op for op in program if not isinstance(op, AllReduce)] for program in schedule.programs]

@@ -16,6 +16,8 @@ torch = pytest.importorskip("torch")
 from executor.check import TOLERANCES, check_rank, combine, reference_block  # noqa: E402
 from executor.faults import Fault  # noqa: E402
 from executor.launch import _failure_report  # noqa: E402
+from executor.measure import measured_record  # noqa: E402
+from executor.run_rank import RunOptions  # noqa: E402
 from executor.ops_torch import TorchOps  # noqa: E402
 from simulator.builder import ScheduleBuilder  # noqa: E402
 from simulator.errors import InputError  # noqa: E402
@@ -74,6 +76,20 @@ def test_combine_measures_max_norm_error_and_flags_nan_and_gaps():
     schedule.outputs = [b for b in schedule.outputs if b.rank != 2]
     gap = combine(schedule, _blocks_of(schedule, exact), 1.0)
     assert gap["uncovered"] == ["C"] and gap["errors"]["C"] == math.inf and not gap["ok"]
+
+
+@pytest.mark.parametrize("backend, hosts, origins, kept", [
+    ("gloo", ["a"] * 4, [10.0, 10.5, 10.25, 10.0], True),
+    ("gloo", ["a", "a", "b", "b"], [10.0, 10.5, 10.25, 10.0], False),  # two hosts' clocks are unrelated
+    ("nccl", ["a"] * 4, [None] * 4, False),                            # CUDA events: no host reading
+])
+def test_clock_origins_are_kept_only_for_perf_counter_ranks_on_one_host(backend, hosts, origins, kept):
+    schedule = make("2d", "gemm", "fwd")
+    ranks = [{"rank": r, "device": "cpu", "host": hosts[r], "rank_time_s": [1.0], "clock_origin_s": origins[r],
+              "blocks": [], "ops": []} for r in range(4)]
+    result = {"iteration_time_s": [1.0], "median_iteration": 0, "ranks": ranks}
+    record = measured_record(schedule, result, RunOptions(backend=backend))
+    assert record["clock_origins_s"] == (origins if kept else None)
 
 
 def test_compute_ops_follow_the_interpreter():

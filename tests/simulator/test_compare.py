@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from simulator.cli import main
+from simulator.commands.compare import table_lines
 from simulator.compare import CLASS_ORDER, compare_record, load_measured, op_class
 from simulator.generators import build_schedule
 from simulator.serialize import schedule_to_dict
@@ -72,7 +74,8 @@ def test_json_has_the_end_to_end_figures_and_one_object_per_class(measured, caps
     assert {"measured_s", "predicted_s", "rel_error", "measured_median_s", "measured_min_s", "measured_max_s",
             "classes", "algorithm", "grid", "topology"} <= set(data)
     assert (data["measured_s"], data["rel_error"], data["topology"]) == (record["time_s"], 0.0, "loopback:4")
-    assert all(set(c) == {"class", "ops", "measured_s", "predicted_s", "rel_error"} for c in data["classes"])
+    assert all(set(c) == {"class", "ops", "measured_s", "predicted_s", "rel_error", "measured_wait_s",
+                          "predicted_wait_s"} for c in data["classes"])
 
 
 def test_the_trace_holds_both_runs_as_separate_processes_and_the_png_is_drawn(measured, tmp_path, capsys):
@@ -119,3 +122,50 @@ def test_missing_files_bad_json_and_small_topologies_are_one_line_and_exit_2(mea
         assert main(["compare", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("tpsim compare: error: ") and message in err and err.count("\n") == 1, err
+
+
+def _on_rank_clocks(record: dict, skew_s: list[float]) -> dict:
+    """``record`` as rank-local clocks would give it: rank r's clock started ``skew_s[r]`` late, which
+    ``clock_origins_s`` says."""
+    ops = [dict(op, start_s=op["start_s"] - skew_s[op["rank"]], end_s=op["end_s"] - skew_s[op["rank"]])
+           for op in record["ops"]]
+    return dict(record, ops=ops, clock_origins_s=[1000.0 + skew for skew in skew_s])
+
+
+def test_peer_waits_are_split_out_of_each_communication_class_on_both_sides(capsys):
+    # cannon25d's ranks wait for each other; shifted rank clocks plus their origins give the same waits.
+    schedule = build_schedule("cannon25d", Workload.mlp(64, 16), "both", "float32", grid=(2, 2, 2))
+    record = _on_rank_clocks(_record_from_simulation(schedule, "loopback:8"),
+                             [0.0, 0.5e-3, 0.25e-3, 1e-3, 0.0, 2e-3, 0.125e-3, 0.0])
+    comparison = compare_record(record, load_topology("loopback:8"))
+    rows = {row.name: row for row in comparison.classes}
+    comm = [name for name in rows if name not in ("gemm", "local/slice", "wait")]
+    assert {"broadcast", "reduce", "send/recv"} <= set(comm)
+    for name in comm:
+        assert rows[name].measured_wait_s == pytest.approx(rows[name].predicted_wait_s, abs=1e-12)
+        assert 0 <= rows[name].predicted_wait_s <= rows[name].predicted_s
+    assert rows["reduce"].predicted_wait_s > 0
+    assert all(rows[name].measured_wait_s is rows[name].predicted_wait_s is None
+               for name in ("gemm", "local/slice", "wait"))
+    lines = table_lines(comparison)
+    waits = [i for i, line in enumerate(lines) if line.startswith("    waiting on peers")]
+    assert [lines[i - 1].split()[0] for i in waits] == comm
+    for i in waits:  # measured and predicted end in the class row's columns
+        ends = [[m.end() for m in re.finditer(r"\d \S?s\b", lines[j])][:2] for j in (i - 1, i)]
+        assert ends[0] == ends[1] and len(ends[1]) == 2, lines[i - 1:i + 1]
+    assert sum(line.startswith("  (waiting on peers:") for line in lines) == 1 and lines[-1].startswith("  (")
+
+
+def test_a_measured_run_without_one_clock_has_no_measured_wait_and_no_wait_rows(measured, capsys):
+    path, record = measured
+    assert "clock_origins_s" not in record
+    comparison = compare_record(load_measured(str(path)), load_topology("loopback:4"))
+    rows = {row.name: row for row in comparison.classes}
+    assert all(row.measured_wait_s is None for row in comparison.classes)
+    assert rows["broadcast"].predicted_wait_s == pytest.approx(0.0, abs=1e-12) and rows["gemm"].predicted_wait_s is None
+    assert compare_record(dict(record, clock_origins_s=None), load_topology("loopback:4")).classes == \
+        comparison.classes
+    assert main(["compare", str(path), "--topology", "loopback:4"]) == 0
+    out = capsys.readouterr().out
+    assert "waiting on peers" not in out
+    assert out.splitlines()[4:] == table_lines(comparison)[4:]

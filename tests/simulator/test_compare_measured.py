@@ -1,4 +1,5 @@
-"""`tpsim compare` on a record the executor really wrote (2 gloo ranks): every op class matched, errors finite."""
+"""`tpsim compare` on a record the executor really wrote (2 gloo ranks): every op class matched, errors finite,
+peer waits split out on both sides."""
 
 from __future__ import annotations
 
@@ -25,3 +26,7 @@ def test_compare_reads_what_tpsim_run_writes(tmp_path, capsys):
     kinds = {c["class"] for c in data["classes"]}
     assert {"gemm", "local/slice", "all_reduce"} <= kinds
     assert sum(c["ops"] for c in data["classes"]) == len(record["ops"])
+    # gloo ranks on one host: the measured side splits out its peer waits too.
+    reduce = next(c for c in data["classes"] if c["class"] == "all_reduce")
+    assert len(record["clock_origins_s"]) == 2 and 0 <= reduce["measured_wait_s"] <= reduce["measured_s"]
+    assert 0 <= reduce["predicted_wait_s"] <= reduce["predicted_s"]
