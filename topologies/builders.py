@@ -90,7 +90,8 @@ def torus(
     """A k-dimensional torus of GPUs with wrap-around links; GPU index is row-major (first dim slowest).
 
     Along a dimension of size 1 there is no link, of size 2 one link (the wrap-around would duplicate
-    it), of size >= 3 a ring. ``server`` of a GPU is ``gpu_index // gpus_per_server``.
+    it), of size >= 3 a ring. ``server`` of a GPU is ``gpu_index // gpus_per_server``. The graph
+    attribute ``torus_dims`` keeps the shape, so ``bisection`` can cut across each dimension.
 
     Example: ``torus((3, 4))`` is 12 GPUs, gpu5 at (1, 1) linked to gpu1, gpu9, gpu4 and gpu6.
     """
@@ -100,7 +101,8 @@ def torus(
     if not (isinstance(gpus_per_server, int) and gpus_per_server >= 1):
         raise ValueError(f"torus gpus_per_server must be an integer >= 1, got {gpus_per_server!r}")
     label = "x".join(str(n) for n in dims)
-    G = nx.DiGraph(name=name or f"torus-{label}", notes=f"{label} torus of {device.name}", sim={})
+    G = nx.DiGraph(name=name or f"torus-{label}", notes=f"{label} torus of {device.name}", sim={},
+                   torus_dims=list(dims))
     strides = [math.prod(dims[k + 1 :]) for k in range(len(dims))]
     for index in range(math.prod(dims)):
         add_gpu(G, index, index // gpus_per_server, device)

@@ -6,6 +6,7 @@ Layout (YAML shown; JSON has the same keys)::
     name: two-gpus
     notes: where the figures come from
     sim: {collective_base_latency_us: 8.0}        # free-form simulator parameters
+    torus_dims: [2, 1]                             # optional: GPU index row-major over a torus of this shape
     devices:                                       # device specs by name
       A100-SXM4-40GB: {peak_tflops: {float64: 19.5, float32: 19.5, bfloat16: 312.0, float16: 312.0},
                        mem_bandwidth_GBps: 1555.0, memory_GB: 40.0}
@@ -42,7 +43,7 @@ from topologies.validate import validate_graph
 __all__ = ["graph_to_document", "document_to_graph", "read_document", "write_document", "FORMAT"]
 
 FORMAT = "tpsim-topology-1"
-_TOP_KEYS = ("format", "name", "notes", "sim", "devices", "nodes", "links")
+_TOP_KEYS = ("format", "name", "notes", "sim", "torus_dims", "devices", "nodes", "links")
 _NODE_KEYS = ("name", "kind", "gpu_index", "server", "device", "rail", "group", "extra")
 _LINK_KEYS = ("a", "b", "bandwidth_GBps", "latency_us", "kind", "duplex", "peak_bandwidth_GBps", "n_links", "extra")
 _EDGE_ATTRS = ("bandwidth_GBps", "latency_us", "kind", "peak_bandwidth_GBps", "n_links")
@@ -85,8 +86,11 @@ def graph_to_document(G: nx.DiGraph) -> dict:
         written.add((a, b))
         links.append(entry)
     graph = G.graph
-    return {"format": FORMAT, "name": graph.get("name", ""), "notes": graph.get("notes", ""),
-            "sim": graph.get("sim", {}), "devices": devices, "nodes": nodes, "links": links}
+    doc = {"format": FORMAT, "name": graph.get("name", ""), "notes": graph.get("notes", ""),
+           "sim": graph.get("sim", {})}
+    if "torus_dims" in graph:
+        doc["torus_dims"] = graph["torus_dims"]
+    return {**doc, "devices": devices, "nodes": nodes, "links": links}
 
 
 def _device_key(devices: dict, device: dict) -> str:
@@ -145,6 +149,8 @@ def document_to_graph(doc) -> nx.DiGraph:
     declared = _mapping(doc.get("devices", {}), "devices")
     devices = {key: _mapping(body, f"device {key}") for key, body in declared.items()}
     G = nx.DiGraph(name=doc.get("name", ""), notes=doc.get("notes", ""), sim=doc.get("sim", {}))
+    if "torus_dims" in doc:
+        G.graph["torus_dims"] = doc["torus_dims"]
     first_seen: dict[str, int] = {}
     gpus = 0
     for position, entry in enumerate(_entries(doc, "nodes", _NODE_KEYS, "node"), start=1):

@@ -1,11 +1,11 @@
-"""GraphML files through networkx, with the two non-scalar attributes encoded as JSON strings.
+"""GraphML files through networkx, with the non-scalar attributes encoded as JSON strings.
 
 GraphML attributes are scalars, so on write each GPU's ``device`` dict becomes the node attribute
-``device_json`` and the graph's ``sim`` dict the graph attribute ``sim_json`` (both ``json.dumps``);
-``name`` and ``notes`` are plain graph attributes. On read they are decoded back, so build -> save ->
-load is lossless. Any other dict or list attribute cannot be written (TopologyError). A GraphML file
-from elsewhere loads if its nodes and edges carry tpsim's attributes (see topologies.kinds); an
-undirected one is read as duplex links.
+``device_json``, the graph's ``sim`` dict the graph attribute ``sim_json`` and a torus's ``torus_dims``
+list ``torus_dims_json`` (all ``json.dumps``); ``name`` and ``notes`` are plain graph attributes. On
+read they are decoded back, so build -> save -> load is lossless. Any other dict or list attribute
+cannot be written (TopologyError). A GraphML file from elsewhere loads if its nodes and edges carry
+tpsim's attributes (see topologies.kinds); an undirected one is read as duplex links.
 
 Example::
 
@@ -41,6 +41,8 @@ def write_graphml(G: nx.DiGraph, path: str) -> None:
     H.graph["name"] = G.graph.get("name", "")
     H.graph["notes"] = G.graph.get("notes", "")
     H.graph["sim_json"] = json.dumps(G.graph.get("sim", {}))
+    if "torus_dims" in G.graph:
+        H.graph["torus_dims_json"] = json.dumps(G.graph["torus_dims"])
     for node, data in G.nodes(data=True):
         attrs = {}
         for key, value in data.items():
@@ -76,6 +78,8 @@ def read_graphml(path: str) -> nx.DiGraph:
         G.graph.pop(key, None)
     sim = G.graph.pop("sim_json", "{}")
     G.graph["sim"] = _decode(sim, "graph attribute sim_json")
+    if "torus_dims_json" in G.graph:
+        G.graph["torus_dims"] = _decode(G.graph.pop("torus_dims_json"), "graph attribute torus_dims_json")
     G.graph.setdefault("name", "")
     G.graph.setdefault("notes", "")
     for node, data in G.nodes(data=True):

@@ -67,7 +67,7 @@ def save_topology(G: nx.DiGraph, path: str) -> None:
         raise TopologyError(f"cannot save a topology as {path}: use a name ending in {', '.join(FILE_SUFFIXES)}")
     validate_graph(G)
     path = str(path)
-    dropped = sorted(key for key in G.graph if key not in ("name", "notes", "sim"))
+    dropped = sorted(key for key in G.graph if key not in ("name", "notes", "sim", "torus_dims"))
     if dropped:
         log.warning("save_topology %s: graph attributes %s are not saved (put them in G.graph['sim'])", path, dropped)
     if path.lower().endswith(".graphml"):

@@ -3,6 +3,8 @@
 ``summarize(G)`` returns a JSON-ready dict; ``format_summary`` renders it as text. ``nodes`` counts
 servers (machines, as in "16 nodes, 128 GPUs"); graph vertices are under ``graph``. Per-GPU injection
 bandwidth is the sum of ``bandwidth_GBps`` over a GPU's outgoing edges (NVLink plus its NIC, say).
+``bisection_GBps`` is the least max-flow over the candidate balanced cuts of ``topologies.bisection``;
+``bisection_cut`` says which cut, ``bisection_cuts`` lists them all.
 
 Example::
 
@@ -19,7 +21,7 @@ from collections import Counter, defaultdict
 
 import networkx as nx
 
-from topologies.bisection import bisection_GBps
+from topologies.bisection import bisection as least_cut
 from topologies.validate import gpu_nodes
 
 __all__ = ["summarize", "format_summary"]
@@ -55,6 +57,7 @@ def summarize(G: nx.DiGraph, bisection: bool = True) -> dict:
     by_kind: Counter = Counter()
     for _, _, data in G.out_edges(slowest, data=True):
         by_kind[data["kind"]] += data["bandwidth_GBps"]
+    best = least_cut(G) if bisection else None
     return {
         "name": G.graph.get("name", ""),
         "gpus": len(gpus),
@@ -66,9 +69,9 @@ def summarize(G: nx.DiGraph, bisection: bool = True) -> dict:
         "injection_GBps": min(injection.values()),
         "injection_max_GBps": max(injection.values()),
         "injection_by_kind_GBps": dict(by_kind),
-        "bisection_GBps": bisection_GBps(G) if bisection else None,
-        "bisection_split": f"{gpus[0]}..{gpus[len(gpus) // 2 - 1]} | {gpus[len(gpus) // 2]}..{gpus[-1]}"
-        if len(gpus) > 1 else None,
+        "bisection_GBps": None if best is None else best.GBps,
+        "bisection_cut": None if best is None else best.cut,
+        "bisection_cuts": [] if best is None else [{"cut": cut, "GBps": value} for cut, value in best.candidates],
         "sim": G.graph.get("sim", {}),
         "notes": G.graph.get("notes", ""),
     }
@@ -99,7 +102,10 @@ def format_summary(summary: dict) -> str:
         f", up to {summary['injection_max_GBps']:.4g}")
     lines.append(f"  injection/GPU  {summary['injection_GBps']:.4g} GB/s ({parts}){spread}")
     if summary["bisection_GBps"] is not None:
-        lines.append(f"  bisection      {summary['bisection_GBps']:.6g} GB/s (max-flow {summary['bisection_split']})")
+        tried = len(summary["bisection_cuts"])
+        least = "" if tried == 1 else f": least of {tried} balanced cuts"
+        cut = f"max-flow {summary['bisection_cut']}{least}"
+        lines.append(f"  bisection      {summary['bisection_GBps']:.6g} GB/s ({cut})")
     sim = ", ".join(f"{key}={value}" for key, value in summary["sim"].items()) or "(empty)"
     lines.append(f"  sim            {sim}")
     if summary["notes"]:

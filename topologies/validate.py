@@ -1,6 +1,7 @@
 """Check a topology graph fully; the first problem found becomes one ``TopologyError`` line.
 
-Checked: graph attributes (``name``, ``notes`` strings; ``sim`` a JSON-like dict), node kinds, GPU
+Checked: graph attributes (``name``, ``notes`` strings; ``sim`` a JSON-like dict; optional ``torus_dims``
+a list of positive integers whose product is the GPU count), node kinds, GPU
 numbering (``gpu_index`` 0..n-1, each GPU named ``gpu<index>``, an integer ``server``), device specs,
 edge attributes (``bandwidth_GBps`` > 0, ``latency_us`` >= 0, ``kind`` known, optional
 ``peak_bandwidth_GBps`` > 0 and ``n_links`` >= 1), self loops, and that every GPU can reach every other.
@@ -87,6 +88,17 @@ def _check_graph_attrs(G: nx.DiGraph) -> None:
     check_sim(G.graph.get("sim", {}))
 
 
+def _check_torus_dims(G: nx.DiGraph, n_gpus: int) -> None:
+    if "torus_dims" not in G.graph:
+        return
+    dims = G.graph["torus_dims"]
+    if not (isinstance(dims, list) and dims
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in dims)):
+        raise TopologyError(f"graph torus_dims must be a list of positive integers, got {dims!r}")
+    if math.prod(dims) != n_gpus:
+        raise TopologyError(f"graph torus_dims {dims} hold {math.prod(dims)} GPUs, the topology has {n_gpus}")
+
+
 def _check_nodes(G: nx.DiGraph) -> list[str]:
     indices = {}
     for node, data in G.nodes(data=True):
@@ -163,6 +175,7 @@ def validate_graph(G: nx.DiGraph) -> list[str]:
         raise TopologyError(f"a topology must be a networkx DiGraph, got {type(G).__name__}")
     _check_graph_attrs(G)
     gpus = _check_nodes(G)
+    _check_torus_dims(G, len(gpus))
     _check_edges(G)
     _check_reachable(G, gpus)
     return gpus

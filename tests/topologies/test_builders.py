@@ -68,6 +68,10 @@ def test_torus_degree_is_sum_over_dimensions(dims):
     assert G.number_of_edges() == len(G) * degree
 
 
+def test_torus_keeps_its_shape():
+    assert torus_3d(2, 3, 4).graph["torus_dims"] == [2, 3, 4] and ring(5).graph["torus_dims"] == [5]
+
+
 def test_torus_index_is_row_major():
     assert set(torus_2d(3, 4).successors("gpu5")) == {"gpu1", "gpu9", "gpu4", "gpu6"}
     # (1, 2, 3) in a 4x4x4 torus is index (1*4 + 2)*4 + 3 = 27; its neighbours wrap in z.
@@ -92,7 +96,9 @@ def test_every_builder_output_validates_and_uses_known_kinds(build):
     assert validate_graph(G) == gpu_nodes(G)
     assert {k for _, k in G.nodes(data="kind")} <= set(NODE_KINDS)
     assert {k for *_, k in G.edges(data="kind")} <= set(EDGE_KINDS)
-    assert set(G.graph) == {"name", "notes", "sim"}
+    # Tori also keep their shape, which bisection cuts across.
+    assert set(G.graph) == {"name", "notes", "sim"} | (
+        {"torus_dims"} if G.graph["name"].startswith(("torus", "ring")) else set())
     for a, b, data in G.edges(data=True):
         assert G.edges[b, a] == data, "links are full duplex with the same figures both ways"
 

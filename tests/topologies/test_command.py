@@ -19,7 +19,13 @@ def test_show_a_preset_as_text(capsys):
     assert out.startswith("dgx-a100:2: 16 GPUs in 2 nodes (16x A100-SXM4-40GB)")
     assert "nvswitch     16 x 230 (300)" in out and "ib           32 x 24 (25)" in out
     assert "injection/GPU  255 GB/s (nvswitch 230 + nic 25)" in out
-    assert "bisection      192 GB/s" in out
+    assert "bisection      192 GB/s (max-flow by server, n0 | n1)\n" in out
+
+
+def test_show_names_the_least_of_several_cuts(capsys):
+    status, out, _ = run(capsys, "show", "torus-3d:2x8x8")
+    assert status == 0
+    assert "bisection      1226.67 GB/s (max-flow across y of 2x8x8, y < 4 | y >= 4: least of 3 balanced cuts)\n" in out
 
 
 @pytest.mark.parametrize("spec, gpus, nodes, bisection", [("dgx-a100", 8, 1, 920.0), ("torus-3d", 64, 64, 1226.67),
@@ -30,6 +36,8 @@ def test_show_json(capsys, spec, gpus, nodes, bisection):
     assert status == 0
     assert (summary["gpus"], summary["nodes"]) == (gpus, nodes)
     assert summary["bisection_GBps"] == pytest.approx(bisection, rel=1e-5)
+    assert summary["bisection_GBps"] == min(cut["GBps"] for cut in summary["bisection_cuts"])
+    assert summary["bisection_cut"] in [cut["cut"] for cut in summary["bisection_cuts"]]
 
 
 @pytest.mark.parametrize("name", ["dgx-a100", "dgx-h100", "dgx-h200", "a100-4gpu", "pcie-8gpu", "torus-3d", "loopback"])

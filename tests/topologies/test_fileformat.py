@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from topologies import PRESETS, TopologyError, load_topology, save_topology
+from topologies.bisection import bisection
 from topologies.fileformat import graph_to_document
 
 SMALL = [name if name not in ("torus-3d",) else "torus-3d:2x2x3" for name in PRESETS] + ["dgx-a100:2", "a100-4gpu:3"]
@@ -45,6 +46,15 @@ def test_one_way_links_extra_attributes_and_shared_device_names_survive(tmp_path
         path = str(tmp_path / f"t{suffix}")
         save_topology(G, path)
         same(G, load_topology(path))
+
+
+def test_a_file_torus_shape_gives_the_dimension_cuts(tmp_path):
+    # The 2x8x8 preset saved as a file still finds the y cut: torus_dims travel with it.
+    for suffix in (".yaml", ".graphml"):
+        path = str(tmp_path / f"t{suffix}")
+        save_topology(load_topology("torus-3d:2x8x8"), path)
+        best = bisection(load_topology(path))
+        assert (best.GBps, best.cut) == (pytest.approx(1226.67, rel=1e-5), "across y of 2x8x8, y < 4 | y >= 4")
 
 
 TWO_GPUS = """
@@ -126,6 +136,10 @@ BREAKAGES = [
     (lambda t: t.replace("sim: {collective_base_latency_us: 8.0}", "sim: {bad: !!set {a, b}}"),
      "sim.bad: must hold numbers, strings, lists or mappings"),
     (lambda t: t.replace("sim: {collective_base_latency_us: 8.0}", "sim: [1, 2]"), "graph sim must be a mapping"),
+    (lambda t: t.replace("name: two", "name: two\ntorus_dims: [2, 2]"),
+     r"graph torus_dims \[2, 2\] hold 4 GPUs, the topology has 2"),
+    (lambda t: t.replace("name: two", "name: two\ntorus_dims: 2x1"),
+     "graph torus_dims must be a list of positive integers, got '2x1'"),
     (lambda t: t.replace("nodes:\n", "nodes: {}\n", 1).split("  - {name: gpu0")[0], "nodes must be a list"),
     (lambda t: t.replace("name: two", "name: !!python/object/apply:os.system [echo hi]"), "bad YAML at line 2"),
     (lambda t: t.replace("links:", "links: [oops"), "bad YAML"),

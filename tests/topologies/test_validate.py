@@ -37,6 +37,8 @@ def broken(change):
      (lambda G: G.nodes["gpu1"]["device"].update(colour="red"), "device A100-SXM4-40GB has unknown key 'colour'"),
      (lambda G: G.nodes["gpu1"]["device"]["peak_tflops"].update(float32=0), "peak_tflops.float32 must be > 0"),
      (lambda G: G.graph.update(name=3), "graph name must be a string"),
+     (lambda G: G.graph.update(torus_dims=[2, 3]), r"graph torus_dims \[2, 3\] hold 6 GPUs, the topology has 4"),
+     (lambda G: G.graph.update(torus_dims=[4, True]), "graph torus_dims must be a list of positive integers"),
      (lambda G: G.graph["sim"].update({"x": float("inf")}), "sim.x: must hold numbers"),
      (lambda G: G.remove_edges_from([("gpu1", "gpu2"), ("gpu2", "gpu1"), ("gpu3", "gpu0"), ("gpu0", "gpu3")]),
       "gpu0 cannot reach gpu2")],
