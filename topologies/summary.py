@@ -1,17 +1,23 @@
 """What ``tpsim topology show`` reports: counts, link kinds, per-GPU injection and bisection bandwidth.
 
 ``summarize(G)`` returns a JSON-ready dict; ``format_summary`` renders it as text. ``nodes`` counts
-servers (machines, as in "16 nodes, 128 GPUs"); graph vertices are under ``graph``. Per-GPU injection
-bandwidth is the sum of ``bandwidth_GBps`` over a GPU's outgoing edges (NVLink plus its NIC, say).
-``bisection_GBps`` is the least max-flow over the candidate balanced cuts of ``topologies.bisection``;
-``bisection_cut`` says which cut, ``bisection_cuts`` lists them all.
+servers (machines, as in "16 nodes, 128 GPUs"); graph vertices are under ``graph``.
+
+Per-GPU injection bandwidth counts only capacity that can reach another GPU, with one hop of look-ahead.
+Each outgoing edge g -> h of GPU g contributes min(its rate, onward), where onward is unlimited when h
+is another GPU, and otherwise the summed rate of h's outgoing edges h -> x (x not g) from which some
+GPU other than g is reachable without passing g or h. So a lone server's NICs, which lead only back
+to their GPU, add nothing, and in a cluster a NIC adds its network-side rate (24 GB/s HDR), not its
+PCIe attachment (25). A bottleneck further on (an oversubscribed spine) is not seen here; the
+bisection figure covers that. ``bisection_GBps`` is the least max-flow over the candidate balanced
+cuts of ``topologies.bisection``; ``bisection_cut`` says which cut, ``bisection_cuts`` lists them all.
 
 Example::
 
     >>> from topologies.presets import build_preset
     >>> s = summarize(build_preset("dgx-a100"))
     >>> s["gpus"], s["nodes"], s["bisection_GBps"], s["injection_GBps"]
-    (8, 1, 920.0, 255.0)
+    (8, 1, 920.0, 230.0)
 """
 
 from __future__ import annotations
@@ -24,12 +30,44 @@ import networkx as nx
 from topologies.bisection import bisection as least_cut
 from topologies.validate import gpu_nodes
 
-__all__ = ["summarize", "format_summary"]
+__all__ = ["summarize", "format_summary", "injection_by_kind_GBps"]
 
 
 def _span(values: list[float]) -> float | list[float]:
     low, high = min(values), max(values)
     return low if low == high else [low, high]
+
+
+def _reaches_another_gpu(G: nx.DiGraph, start: str, avoid: set[str]) -> bool:
+    """Whether a GPU not in ``avoid`` is reachable from ``start`` (itself included) without entering ``avoid``."""
+    seen, frontier = {start}, [start]
+    while frontier:
+        node = frontier.pop()
+        if G.nodes[node].get("kind") == "gpu":
+            return True
+        for nxt in G.successors(node):
+            if nxt not in seen and nxt not in avoid:
+                seen.add(nxt)
+                frontier.append(nxt)
+    return False
+
+
+def injection_by_kind_GBps(G: nx.DiGraph, gpu: str) -> dict[str, float]:
+    """GPU ``gpu``'s injection bandwidth by kind of its outgoing edge (see the module docstring); zero terms dropped.
+
+    Example: a lone DGX A100 GPU gives ``{"nvswitch": 230.0}``; in ``dgx-a100:2`` also ``"nic": 24.0``.
+    """
+    by_kind: dict[str, float] = {}
+    for _, head, data in G.out_edges(gpu, data=True):
+        if G.nodes[head].get("kind") == "gpu":
+            useful = data["bandwidth_GBps"]
+        else:
+            onward = sum(bw for _, x, bw in G.out_edges(head, data="bandwidth_GBps")
+                         if x != gpu and _reaches_another_gpu(G, x, {gpu, head}))
+            useful = min(data["bandwidth_GBps"], onward)
+        if useful > 0:
+            by_kind[data["kind"]] = by_kind.get(data["kind"], 0.0) + useful
+    return by_kind
 
 
 def summarize(G: nx.DiGraph, bisection: bool = True) -> dict:
@@ -52,11 +90,9 @@ def summarize(G: nx.DiGraph, bisection: bool = True) -> dict:
             "bandwidth_GBps": _span(rates[kind]),
             "peak_bandwidth_GBps": _span(peaks[kind]) if peaks[kind] else None,
         }
-    injection = {gpu: sum(bw for _, _, bw in G.out_edges(gpu, data="bandwidth_GBps")) for gpu in gpus}
+    parts = {gpu: injection_by_kind_GBps(G, gpu) for gpu in gpus}
+    injection = {gpu: sum(parts[gpu].values()) for gpu in gpus}
     slowest = min(gpus, key=lambda gpu: (injection[gpu], G.nodes[gpu]["gpu_index"]))
-    by_kind: Counter = Counter()
-    for _, _, data in G.out_edges(slowest, data=True):
-        by_kind[data["kind"]] += data["bandwidth_GBps"]
     best = least_cut(G) if bisection else None
     return {
         "name": G.graph.get("name", ""),
@@ -68,7 +104,7 @@ def summarize(G: nx.DiGraph, bisection: bool = True) -> dict:
         "links": links,
         "injection_GBps": min(injection.values()),
         "injection_max_GBps": max(injection.values()),
-        "injection_by_kind_GBps": dict(by_kind),
+        "injection_by_kind_GBps": parts[slowest],
         "bisection_GBps": None if best is None else best.GBps,
         "bisection_cut": None if best is None else best.cut,
         "bisection_cuts": [] if best is None else [{"cut": cut, "GBps": value} for cut, value in best.candidates],
@@ -97,7 +133,7 @@ def format_summary(summary: dict) -> str:
     for kind, info in summary["links"].items():
         rate, peak = _rate(info["bandwidth_GBps"]), _rate(info["peak_bandwidth_GBps"])
         lines.append(f"    {kind:<12} {info['links']} x {rate} ({peak})")
-    parts = " + ".join(f"{kind} {rate:.4g}" for kind, rate in summary["injection_by_kind_GBps"].items())
+    parts = " + ".join(f"{kind} {rate:.4g}" for kind, rate in summary["injection_by_kind_GBps"].items()) or "none"
     spread = "" if summary["injection_max_GBps"] == summary["injection_GBps"] else (
         f", up to {summary['injection_max_GBps']:.4g}")
     lines.append(f"  injection/GPU  {summary['injection_GBps']:.4g} GB/s ({parts}){spread}")

@@ -18,7 +18,7 @@ def test_show_a_preset_as_text(capsys):
     assert status == 0 and err == ""
     assert out.startswith("dgx-a100:2: 16 GPUs in 2 nodes (16x A100-SXM4-40GB)")
     assert "nvswitch     16 x 230 (300)" in out and "ib           32 x 24 (25)" in out
-    assert "injection/GPU  255 GB/s (nvswitch 230 + nic 25)" in out
+    assert "injection/GPU  254 GB/s (nvswitch 230 + nic 24)" in out
     assert "bisection      192 GB/s (max-flow by server, n0 | n1)\n" in out
 
 
@@ -26,6 +26,8 @@ def test_show_names_the_least_of_several_cuts(capsys):
     status, out, _ = run(capsys, "show", "torus-3d:2x8x8")
     assert status == 0
     assert "bisection      1226.67 GB/s (max-flow across y of 2x8x8, y < 4 | y >= 4: least of 3 balanced cuts)\n" in out
+    status, out, _ = run(capsys, "show", "dgx-a100")
+    assert "injection/GPU  230 GB/s (nvswitch 230)\n" in out
 
 
 @pytest.mark.parametrize("spec, gpus, nodes, bisection", [("dgx-a100", 8, 1, 920.0), ("torus-3d", 64, 64, 1226.67),
