@@ -14,7 +14,9 @@ GPU 4 + 2 + 0 = 6.
 
 Any other spec is a file holding a permutation: a JSON list of GPU indices, one per rank
 (``[3, 0, 1, 2]``), or plain text with the indices separated by spaces, commas or newlines
-(``#`` starts a comment). Fewer ranks than GPUs is fine; the list then names the GPUs used.
+(``#`` starts a comment). Fewer ranks than GPUs is fine; the list then names the GPUs used. Error
+messages count entries from 1, as topology files do ("entry 2" is the second index in the file); ranks
+and GPUs keep their 0-based numbers.
 
 Example::
 
@@ -86,7 +88,7 @@ def _read_file(path: str) -> list[int]:
     else:
         values = [token for token in re.split(r"[\s,]+", re.sub(r"#[^\n]*", "", text)) if token]
     indices = []
-    for position, value in enumerate(values):
+    for position, value in enumerate(values, start=1):  # counted from 1, like a topology file's "link 3"
         if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):

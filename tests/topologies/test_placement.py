@@ -62,7 +62,9 @@ def test_permutation_files_json_and_text(tmp_path):
      ("[0, 9]", 2, r"rank 1 -> GPU 9 is out of range 0..7"),
      ("[0, -1]", 2, r"rank 1 -> GPU -1 is out of range"),
      ("[0, 1, 2]", 4, "lists 3 GPUs for world size 4"),
-     ("0 one", 2, "entry 1 must be a GPU index, got 'one'"),
+     ("0 one", 2, "entry 2 must be a GPU index, got 'one'"),
+     ("[1.5, 0]", 2, "entry 1 must be a GPU index, got 1.5"),
+     ("# first line\n0\n1\ntrue", 3, "entry 3 must be a GPU index, got 'true'"),
      ("[0, 1", 2, "bad JSON at line 1")],
 )
 def test_bad_permutation_files(tmp_path, content, world, match):
