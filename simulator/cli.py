@@ -12,6 +12,7 @@ see the traceback instead.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
@@ -33,11 +34,34 @@ COMMAND_MODULES = (
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line and exit status 2 (argparse prints usage too)."""
+    """An argparse parser whose errors are one line and exit status 2 (argparse prints usage too).
+
+    The line names the (sub-)command and points at its ``--help``, which lists what is valid:
+    ``tpsim schedule: error: unrecognized arguments: --bogus; see `tpsim schedule --help```.
+    """
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse API
-        sys.stderr.write(f"tpsim {self.prog.split(' ', 1)[-1]}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
         raise SystemExit(2)
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost sub-command parser ``args`` went through (`tpsim topology show` -> its own parser)."""
+    while True:
+        action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, action.dest, None) if action is not None else None
+        if name is None:
+            return parser
+        parser = action.choices[name]
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """argparse's "unrecognized arguments" message, with the closest valid option for each misspelt one."""
+    options = [option for action in parser._actions for option in action.option_strings]
+    guesses = [match for extra in extras if extra.startswith("--")
+               for match in difflib.get_close_matches(extra.split("=", 1)[0], options, n=1, cutoff=0.8)]
+    hint = f" (did you mean {' '.join(guesses)}?)" if guesses else ""
+    return f"unrecognized arguments: {' '.join(extras)}{hint}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``tpsim`` with ``argv``; return the exit status (0 ok, 1 a failed check, 2 bad input)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # Not parse_args: the top-level parser would report a sub-command's unknown options as its own,
+    # without saying which sub-command they were given to or what it accepts.
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = _command_parser(parser, args)
+        command.error(_unrecognized(command, extras))
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError, json.JSONDecodeError) as error:

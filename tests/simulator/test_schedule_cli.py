@@ -69,6 +69,13 @@ def test_verify_fails_with_status_1_on_wrong_numbers(capsys, tmp_path) -> None:
     (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "7", "--k", "8", "--n", "8"],
      "M=7 must be divisible by d*q = 2"),
     (["schedule", "--algo", "nope"], "invalid choice: 'nope'"),
+    (["schedule", "--algo", "1d", "--gpus", "4", "--workload", "gemm", "--m", "8", "--k", "8", "--n", "8", "--bogus"],
+     "tpsim schedule: error: unrecognized arguments: --bogus; see `tpsim schedule --help`"),
+    (["verify", "--algo", "1d", "--gpus", "4", "--workload", "gemm", "--m", "8", "--k", "8", "--n", "8", "--sed", "1"],
+     "tpsim verify: error: unrecognized arguments: --sed 1 (did you mean --seed?); see `tpsim verify --help`"),
+    (["nope"], "tpsim: error: argument COMMAND: invalid choice: 'nope'"),
+    (["topology", "show", "dgx-a100", "--bogus"],
+     "tpsim topology show: error: unrecognized arguments: --bogus; see `tpsim topology show --help`"),
     (["verify", "--schedule", "/no/such/file.json"], "cannot read schedule /no/such/file.json"),
     (["schedule", "--schedule", "x.json", "--algo", "2d"], "drop --algo"),
 ])
@@ -77,3 +84,5 @@ def test_bad_input_is_one_line_and_status_2(capsys, argv, message) -> None:
     assert status == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    command = err.split(": error: ", 1)[0].split()  # "tpsim", or "tpsim schedule": never "tpsim tpsim"
+    assert command[0] == "tpsim" and "tpsim" not in command[1:] and command[1:] == argv[:len(command) - 1]
