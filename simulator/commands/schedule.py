@@ -8,6 +8,7 @@ import sys
 
 from simulator.accounting import account
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.errors import InputError
 from simulator.interpret import DEFAULT_TOLERANCE, interpret
 from simulator.ir import Schedule
 from simulator.printout import format_schedule
@@ -21,9 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Build the schedule of one algorithm on one grid for one workload.")
     add_schedule_arguments(p)
     p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON)")
-    p.add_argument("--show", action="store_true", help="print the step x rank grid")
+    # One printout per run: --json's stdout must stay one parseable object, so the grid cannot join it.
+    printout = p.add_mutually_exclusive_group()
+    printout.add_argument("--show", action="store_true", help="print the step x rank grid (not with --json)")
     p.add_argument("--ranks", metavar="R0-R1", help="with --show: which ranks (default the first 8)")
-    p.add_argument("--json", action="store_true", help="print algorithm, grid and per-rank accounting as JSON")
+    printout.add_argument("--json", action="store_true",
+                          help="print algorithm, grid and per-rank accounting as JSON (not with --show)")
     p.set_defaults(func=schedule_command)
 
     v = subparsers.add_parser("verify", help="run a schedule in the numpy interpreter against dense float64",
@@ -60,6 +64,8 @@ def summary(schedule: Schedule) -> dict:
 def schedule_command(args: argparse.Namespace) -> int:
     schedule = schedule_from_args(args)
     validate_schedule(schedule)
+    if args.ranks is not None and not args.show:
+        raise InputError(f"--ranks {args.ranks} chooses the ranks --show prints; add --show or drop --ranks")
     ranks = _rank_range(args.ranks, schedule.world_size)
     if args.out:
         save_schedule(schedule, args.out)
