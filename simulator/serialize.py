@@ -200,15 +200,33 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and a rename: never half-written."""
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename: never half-written.
+
+    Missing folders on the way to ``path`` are created (``--out runs/2d/s.json`` needs no mkdir first).
+    The file gets the permissions a plain ``open(path, "w")`` would give a new file, 0o666 less the
+    umask: mkstemp makes its temporary file private (0o600), and the rename would keep that. Every tpsim
+    output file (schedules, traces, measured records) is written here. A folder or file that cannot be
+    written is an InputError naming ``path``, not the temporary name.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        blocking = next((p for p in reversed(target.parents) if p.exists() and not p.is_dir()), None)
+        reason = f"{blocking} is a file, not a folder" if blocking is not None else error.strerror or error
+        raise InputError(f"cannot write {path}: {reason}") from None
+    umask = os.umask(0)  # the only way to read it; set back at once
+    os.umask(umask)
     try:
         with os.fdopen(fd, "w") as handle:
+            os.chmod(tmp, 0o666 & ~umask)
             json.dump(data, handle, separators=(",", ":"))
             handle.write("\n")
         os.replace(tmp, target)
+    except OSError as error:  # a full disk, or a folder where the file should go
+        os.unlink(tmp)
+        raise InputError(f"cannot write {path}: {error.strerror or error}") from None
     except BaseException:
         os.unlink(tmp)
         raise

@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("schedule", help="build a schedule; print its accounting, grid or JSON",
                               description="Build the schedule of one algorithm on one grid for one workload.")
     add_schedule_arguments(p)
-    p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON)")
+    p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON; missing folders are made)")
     # One printout per run: --json's stdout must stay one parseable object, so the grid cannot join it.
     printout = p.add_mutually_exclusive_group()
     printout.add_argument("--show", action="store_true", help="print the step x rank grid (not with --json)")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -30,10 +32,16 @@ def test_schedule_json_contract(capsys) -> None:
 
 
 def test_schedule_out_then_verify_the_file(capsys, tmp_path) -> None:
-    path = tmp_path / "s.json"
-    status, out, _ = run(capsys, "schedule", "--algo", "2d", "--gpus", "4", "--workload", "mlp", "--m", "8",
-                         "--hidden", "4", "--out", str(path))
+    """--out makes missing folders and gives the file the umask's permissions (0o644 under 022)."""
+    path = tmp_path / "runs" / "2d" / "s.json"
+    old = os.umask(0o022)
+    try:
+        status, out, _ = run(capsys, "schedule", "--algo", "2d", "--gpus", "4", "--workload", "mlp", "--m", "8",
+                             "--hidden", "4", "--out", str(path))
+    finally:
+        os.umask(old)
     assert status == 0 and path.exists() and "saved" in out
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
     status, out, _ = run(capsys, "verify", "--schedule", str(path))
     assert status == 0 and out.strip().endswith("verified")
 
