@@ -29,6 +29,7 @@ def test_schedule_json_contract(capsys) -> None:
     assert [r["rank"] for r in data["per_rank"]] == list(range(8))
     assert {"collectives", "payload_bytes", "flops"} <= set(data["per_rank"][0])
     assert data["per_rank"][0]["collectives"] == 13
+    assert data["passes"] == "both" and data["dtype"] == "float32"  # the defaults
 
 
 def test_schedule_out_then_verify_the_file(capsys, tmp_path) -> None:
@@ -90,6 +91,8 @@ def test_verify_fails_with_status_1_on_wrong_numbers(capsys, tmp_path) -> None:
      "tpsim topology show: error: unrecognized arguments: --bogus; see `tpsim topology show --help`"),
     (["verify", "--schedule", "/no/such/file.json"], "cannot read schedule /no/such/file.json"),
     (["schedule", "--schedule", "x.json", "--algo", "2d"], "drop --algo"),
+    (["verify", "--schedule", "x.json", "--pass", "fwd", "--dtype", "bfloat16"], "drop --pass --dtype"),
+    (["verify", "--schedule", "x.json", "--pass", "both", "--overlap"], "drop --pass --overlap"),
 ])
 def test_bad_input_is_one_line_and_status_2(capsys, argv, message) -> None:
     status, out, err = run(capsys, *argv)
