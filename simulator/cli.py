@@ -5,8 +5,8 @@ Every sub-command module exposes ``register(subparsers)``, which adds its parser
 (torch above all) inside its ``func``, so that ``tpsim predict`` never loads torch.
 
 User mistakes (bad arguments, files, logs) surface as ``ValueError`` (``InputError`` is one) or
-``OSError``; ``main`` prints them as one line on stderr and exits with status 2. Set ``TPSIM_DEBUG=1`` to
-see the traceback instead.
+``OSError``, and sizes too big for this machine as ``MemoryError``; ``main`` prints them as one line on
+stderr and exits with status 2. Set ``TPSIM_DEBUG=1`` to see the traceback instead.
 """
 
 from __future__ import annotations
@@ -96,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         sys.stderr.write(f"tpsim {args.command}: error: {message}\n")
+        return 2
+    except MemoryError as error:  # numpy names the array it could not allocate
+        if os.environ.get("TPSIM_DEBUG"):
+            raise
+        sys.stderr.write(f"tpsim {args.command}: error: out of memory: {str(error) or 'an allocation failed'}\n")
         return 2
     except KeyboardInterrupt:
         return 130

@@ -5,6 +5,7 @@ The file is one object: ``{"format": "tpsim-schedule", "version": 1, "algorithm"
 cols]}, "buffers": [{name: {"shape": [...], "dtype": ...}} per rank], "programs": [[{"op": kind,
 field: value, ...}] per rank], "inputs": [[rank, buffer, tensor, [r0, r1], [c0, c1]], ...],
 "outputs": [...], "options": {...}}``. Op fields equal to their defaults are left out; loading restores them.
+Loading also holds the workload, the pass and the tensors to each other (``check_workload``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from simulator.errors import InputError
 from simulator.ir import BufferSpec, Schedule, TensorBlock
 from simulator.ops import OP_TYPES, Op
+from simulator.schedule_checks import check_workload
 from simulator.validate import validate_schedule
 
 FORMAT = "tpsim-schedule"
@@ -183,7 +185,7 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
               for name, ranks in _require(data, "groups", dict, where).items()}
     tensors = {name: _int_list(shape, f"{where}: tensor {name!r}")
                for name, shape in _require(data, "tensors", dict, where).items()}
-    return Schedule(
+    schedule = Schedule(
         algorithm=_require(data, "algorithm", str, where),
         grid=_int_list(_require(data, "grid", list, where), f"{where}: grid"),
         workload=_require(data, "workload", dict, where),
@@ -197,6 +199,11 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         tensors=tensors,
         options=_require(data, "options", dict, where) if "options" in data else {},
     )
+    try:
+        check_workload(schedule)
+    except ValueError as error:
+        raise InputError(f"{where}: {error}") from None
+    return schedule
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:

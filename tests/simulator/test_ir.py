@@ -66,6 +66,15 @@ def test_loader_errors_are_one_clear_line(tmp_path) -> None:
                        r"buffer dtype 'int8' unknown"),
         "step.json": ({**good, "programs": [[{"op": "gemm"}]] + good["programs"][1:]},
                       r"rank 0 step 0: gemm is missing field 'out'"),
+        "size-type.json": ({**good, "workload": {"name": "gemm", "m": 4, "k": 2, "n": "2"}},
+                           r"workload gemm field 'n' must be an integer, got '2'"),
+        "size-extra.json": ({**good, "workload": {"name": "mlp", "m": 4, "hidden": 2, "k": 2}},
+                            r"workload mlp has no field 'k'; fields: m, hidden"),
+        "size-zero.json": ({**good, "workload": {"name": "gemm", "m": 0, "k": 2, "n": 2}}, r"M must be >= 1, got 0"),
+        "workload.json": ({**good, "workload": {"name": "conv"}}, r"one of gemm \(m, k, n\); mlp \(m, hidden\)"),
+        "pass.json": ({**good, "passes": "forward"}, r"pass 'forward' unknown; valid: fwd, bwd, both"),
+        "tensor.json": ({**good, "tensors": {**good["tensors"], "Q": [4, 2]}},
+                        r"tensor 'Q' is not one of workload gemm's"),
         "undeclared.json": ({**good, "programs": [[{"op": "gemm", "out": "Q", "a": "A", "b": "B"}]]
                              + good["programs"][1:]}, r"rank 0 step 0 \(Q=A\*B\): rank 0: buffer 'Q' is not declared"),
     }
