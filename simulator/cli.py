@@ -97,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         sys.stderr.write(f"tpsim {args.command}: error: {message}\n")
         return 2
+    except ImportError as error:  # a torch-free install running an executor command
+        if error.name != "torch" or os.environ.get("TPSIM_DEBUG"):
+            raise
+        sys.stderr.write(f"tpsim {args.command}: error: needs torch, which cannot be imported here (only the "
+                         f"simulator commands run without it); install it, e.g. pip install torch==2.13.0\n")
+        return 2
     except MemoryError as error:  # numpy names the array it could not allocate
         if os.environ.get("TPSIM_DEBUG"):
             raise
