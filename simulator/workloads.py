@@ -12,6 +12,7 @@ forward leaves them in. GELU is the tanh approximation, as ``torch.nn.functional
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -66,7 +67,7 @@ class Workload:
     def from_dict(cls, data: dict) -> "Workload":
         """Inverse of ``to_dict``; ValueError naming a missing, unknown or non-integer field."""
         name = data.get("name") if isinstance(data, dict) else None
-        if name not in FIELDS:
+        if not isinstance(name, str) or name not in FIELDS:
             valid = "; ".join(f"{n} ({', '.join(fields)})" for n, fields in FIELDS.items())
             raise ValueError(f"workload {data!r}: expected a name and sizes, one of {valid}")
         fields = FIELDS[name]
@@ -77,11 +78,11 @@ class Workload:
         if unknown:
             raise ValueError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
         for f in fields:
-            if not isinstance(data[f], int) or isinstance(data[f], bool):
+            if not isinstance(data[f], numbers.Integral) or isinstance(data[f], bool):  # numpy ints are sizes too
                 raise ValueError(f"workload {name} field {f!r} must be an integer, got {data[f]!r}")
         if name == "mlp":
-            return cls.mlp(data["m"], data["hidden"])
-        return cls(name, data["m"], data["k"], data["n"])
+            return cls.mlp(int(data["m"]), int(data["hidden"]))
+        return cls(name, int(data["m"]), int(data["k"]), int(data["n"]))
 
     def to_dict(self) -> dict:
         """The form stored in a Schedule's ``workload`` field."""

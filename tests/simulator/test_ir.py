@@ -72,6 +72,7 @@ def test_loader_errors_are_one_clear_line(tmp_path) -> None:
                             r"workload mlp has no field 'k'; fields: m, hidden"),
         "size-zero.json": ({**good, "workload": {"name": "gemm", "m": 0, "k": 2, "n": 2}}, r"M must be >= 1, got 0"),
         "workload.json": ({**good, "workload": {"name": "conv"}}, r"one of gemm \(m, k, n\); mlp \(m, hidden\)"),
+        "workload-list.json": ({**good, "workload": {"name": ["gemm"]}}, r"expected a name and sizes, one of gemm"),
         "pass.json": ({**good, "passes": "forward"}, r"pass 'forward' unknown; valid: fwd, bwd, both"),
         "tensor.json": ({**good, "tensors": {**good["tensors"], "Q": [4, 2]}},
                         r"tensor 'Q' is not one of workload gemm's"),
