@@ -5,13 +5,14 @@ Every sub-command module exposes ``register(subparsers)``, which adds its parser
 (torch above all) inside its ``func``, so that ``tpsim predict`` never loads torch.
 
 User mistakes (bad arguments, files, logs) surface as ``ValueError`` (``InputError`` is one) or
-``OSError``; ``main`` prints them as one line on stderr and exits with status 2. Set ``TPSIM_DEBUG=1`` to
-see the traceback instead.
+``OSError``, and sizes too big for this machine as ``MemoryError``; ``main`` prints them as one line on
+stderr and exits with status 2. Set ``TPSIM_DEBUG=1`` to see the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
@@ -33,11 +34,34 @@ COMMAND_MODULES = (
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line and exit status 2 (argparse prints usage too)."""
+    """An argparse parser whose errors are one line and exit status 2 (argparse prints usage too).
+
+    The line names the (sub-)command and points at its ``--help``, which lists what is valid:
+    ``tpsim schedule: error: unrecognized arguments: --bogus; see `tpsim schedule --help```.
+    """
 
     def error(self, message: str) -> None:  # noqa: D102 - argparse API
-        sys.stderr.write(f"tpsim {self.prog.split(' ', 1)[-1]}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
         raise SystemExit(2)
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost sub-command parser ``args`` went through (`tpsim topology show` -> its own parser)."""
+    while True:
+        action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, action.dest, None) if action is not None else None
+        if name is None:
+            return parser
+        parser = action.choices[name]
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """argparse's "unrecognized arguments" message, with the closest valid option for each misspelt one."""
+    options = [option for action in parser._actions for option in action.option_strings]
+    guesses = [match for extra in extras if extra.startswith("--")
+               for match in difflib.get_close_matches(extra.split("=", 1)[0], options, n=1, cutoff=0.8)]
+    hint = f" (did you mean {' '.join(guesses)}?)" if guesses else ""
+    return f"unrecognized arguments: {' '.join(extras)}{hint}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``tpsim`` with ``argv``; return the exit status (0 ok, 1 a failed check, 2 bad input)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # Not parse_args: the top-level parser would report a sub-command's unknown options as its own,
+    # without saying which sub-command they were given to or what it accepts.
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = _command_parser(parser, args)
+        command.error(_unrecognized(command, extras))
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError, json.JSONDecodeError) as error:
@@ -67,6 +96,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         sys.stderr.write(f"tpsim {args.command}: error: {message}\n")
+        return 2
+    except ImportError as error:  # a torch-free install running an executor command
+        if error.name != "torch" or os.environ.get("TPSIM_DEBUG"):
+            raise
+        sys.stderr.write(f"tpsim {args.command}: error: needs torch, which cannot be imported here (only the "
+                         f"simulator commands run without it); install it, e.g. pip install torch==2.13.0\n")
+        return 2
+    except MemoryError as error:  # numpy names the array it could not allocate
+        if os.environ.get("TPSIM_DEBUG"):
+            raise
+        sys.stderr.write(f"tpsim {args.command}: error: out of memory: {str(error) or 'an allocation failed'}\n")
         return 2
     except KeyboardInterrupt:
         return 130

@@ -21,9 +21,9 @@ import numpy as np
 from simulator.ir import Schedule
 from simulator.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Op, Recv, Reduce, ReduceScatter,
                            Slice)
-from simulator.schedule_checks import check_static
+from simulator.schedule_checks import check_static, check_workload
 from simulator.walk import Instance, Walker
-from simulator.workloads import Workload, gelu, gelu_grad
+from simulator.workloads import gelu, gelu_grad
 
 DEFAULT_TOLERANCE = 1e-10
 
@@ -59,7 +59,7 @@ def run_schedule(schedule: Schedule, inputs: dict[str, np.ndarray]) -> list[dict
 
 def interpret(schedule: Schedule, seed: int = 0) -> InterpretResult:
     """Run ``schedule`` on its workload's seeded inputs and compare every output block with float64."""
-    workload = Workload.from_dict(schedule.workload)
+    workload = check_workload(schedule)
     shapes = workload.shapes()
     inputs = {name: workload.input_block(seed, name, (0, shapes[name][0]), (0, shapes[name][1]))
               for name in workload.input_names(schedule.passes)}
@@ -79,6 +79,14 @@ def interpret(schedule: Schedule, seed: int = 0) -> InterpretResult:
         if np.isnan(assembled).any():  # a part of the output no rank holds
             worst[name] = np.inf
     return InterpretResult(outputs, worst)
+
+
+def float64_bytes(schedule: Schedule) -> int:
+    """A lower bound on the memory ``interpret`` holds at once: every rank's buffers and every global
+    tensor of the workload (inputs and the dense reference), all in float64."""
+    shapes = check_workload(schedule).shapes().values()
+    elements = sum(spec.numel for declared in schedule.buffers for spec in declared.values())
+    return 8 * (elements + sum(rows * cols for rows, cols in shapes))
 
 
 def _operand(memory: dict[str, np.ndarray], name: str, transpose: bool) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Static checks of a Schedule, one rank at a time: declarations, shapes, handles and buffer hazards.
 
 ``simulator.validate`` runs these first, then the cross-rank dry run. Each check raises ValueError
-naming the rank, the step and the op.
+naming the rank, the step and the op. ``check_workload`` (run on loading a file, and by the
+interpreter) holds the metadata to the blocks: the workload, its pass and the global tensors agree.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from simulator.gcpause import paused_gc
 from simulator.ir import DTYPE_BYTES, Schedule
 from simulator.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
                            Wait)
+from simulator.workloads import FIELDS, PASSES, Workload
 
 
 def check_static(schedule: Schedule) -> None:
@@ -23,6 +25,38 @@ def check_static(schedule: Schedule) -> None:
     with paused_gc():
         for rank in range(schedule.world_size):
             _check_program(schedule, rank)
+
+
+def check_workload(schedule: Schedule) -> Workload:
+    """The schedule's Workload, after checking that it, the pass and the tensors and blocks agree.
+
+    The interpreter and the executor make inputs and reference outputs from the workload and the pass
+    alone, so a schedule whose blocks disagree with them (a hand-edited file) would fail with a missing
+    tensor or, worse, compare the wrong numbers. ValueError names the disagreement and what would fit.
+    """
+    workload = Workload.from_dict(schedule.workload)
+    passes = schedule.passes
+    if passes not in PASSES:
+        raise ValueError(f"pass {passes!r} unknown; valid: {', '.join(PASSES)}")
+    shapes = workload.shapes()
+    for name, shape in schedule.tensors.items():
+        if name not in shapes:
+            owners = [other for other in FIELDS if set(schedule.tensors) <= set(Workload(other, 1, 1, 1).shapes())]
+            hint = f"; the tensors are {owners[0]}'s" if owners else ""
+            raise ValueError(f"tensor {name!r} is not one of workload {workload.name}'s ({', '.join(shapes)}){hint}")
+        if tuple(shape) != shapes[name]:
+            raise ValueError(f"tensor {name} is {list(shape)}, but workload {workload.label()} makes it "
+                             f"{list(shapes[name])}")
+    named = {role: list(dict.fromkeys(block.tensor for block in blocks))
+             for role, blocks in (("input", schedule.inputs), ("output", schedule.outputs))}
+    for role, expected in (("input", workload.input_names(passes)), ("output", workload.output_names(passes))):
+        if set(named[role]) != set(expected):
+            fits = [p for p in PASSES if set(named["input"]) == set(workload.input_names(p))
+                    and set(named["output"]) == set(workload.output_names(p))]
+            hint = f"; the blocks fit pass {fits[0]}" if fits else ""
+            raise ValueError(f"pass {passes} of {workload.name} has {role}s {', '.join(expected)}, but the {role} "
+                             f"blocks name {', '.join(named[role]) or 'none'}{hint}")
+    return workload
 
 
 def _check_groups(schedule: Schedule) -> None:

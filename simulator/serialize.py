@@ -5,6 +5,7 @@ The file is one object: ``{"format": "tpsim-schedule", "version": 1, "algorithm"
 cols]}, "buffers": [{name: {"shape": [...], "dtype": ...}} per rank], "programs": [[{"op": kind,
 field: value, ...}] per rank], "inputs": [[rank, buffer, tensor, [r0, r1], [c0, c1]], ...],
 "outputs": [...], "options": {...}}``. Op fields equal to their defaults are left out; loading restores them.
+Loading also holds the workload, the pass and the tensors to each other (``check_workload``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from simulator.errors import InputError
 from simulator.ir import BufferSpec, Schedule, TensorBlock
 from simulator.ops import OP_TYPES, Op
+from simulator.schedule_checks import check_workload
 from simulator.validate import validate_schedule
 
 FORMAT = "tpsim-schedule"
@@ -183,7 +185,7 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
               for name, ranks in _require(data, "groups", dict, where).items()}
     tensors = {name: _int_list(shape, f"{where}: tensor {name!r}")
                for name, shape in _require(data, "tensors", dict, where).items()}
-    return Schedule(
+    schedule = Schedule(
         algorithm=_require(data, "algorithm", str, where),
         grid=_int_list(_require(data, "grid", list, where), f"{where}: grid"),
         workload=_require(data, "workload", dict, where),
@@ -197,18 +199,41 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         tensors=tensors,
         options=_require(data, "options", dict, where) if "options" in data else {},
     )
+    try:
+        check_workload(schedule)
+    except ValueError as error:
+        raise InputError(f"{where}: {error}") from None
+    return schedule
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and a rename: never half-written."""
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename: never half-written.
+
+    Missing folders on the way to ``path`` are created (``--out runs/2d/s.json`` needs no mkdir first).
+    The file gets the permissions a plain ``open(path, "w")`` would give a new file, 0o666 less the
+    umask: mkstemp makes its temporary file private (0o600), and the rename would keep that. Every tpsim
+    output file (schedules, traces, measured records) is written here. A folder or file that cannot be
+    written is an InputError naming ``path``, not the temporary name.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        blocking = next((p for p in reversed(target.parents) if p.exists() and not p.is_dir()), None)
+        reason = f"{blocking} is a file, not a folder" if blocking is not None else error.strerror or error
+        raise InputError(f"cannot write {path}: {reason}") from None
+    umask = os.umask(0)  # the only way to read it; set back at once
+    os.umask(umask)
     try:
         with os.fdopen(fd, "w") as handle:
+            os.chmod(tmp, 0o666 & ~umask)
             json.dump(data, handle, separators=(",", ":"))
             handle.write("\n")
         os.replace(tmp, target)
+    except OSError as error:  # a full disk, or a folder where the file should go
+        os.unlink(tmp)
+        raise InputError(f"cannot write {path}: {error.strerror or error}") from None
     except BaseException:
         os.unlink(tmp)
         raise

@@ -12,6 +12,7 @@ forward leaves them in. GELU is the tanh approximation, as ``torch.nn.functional
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -20,6 +21,8 @@ import numpy as np
 from simulator.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
+FIELDS = {"gemm": ("m", "k", "n"), "mlp": ("m", "hidden")}
+"""The sizes each workload's ``to_dict`` form stores."""
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 
 
@@ -62,10 +65,24 @@ class Workload:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Workload":
-        """Inverse of ``to_dict``."""
-        if data.get("name") == "mlp":
+        """Inverse of ``to_dict``; ValueError naming a missing, unknown or non-integer field."""
+        name = data.get("name") if isinstance(data, dict) else None
+        if not isinstance(name, str) or name not in FIELDS:
+            valid = "; ".join(f"{n} ({', '.join(fields)})" for n, fields in FIELDS.items())
+            raise ValueError(f"workload {data!r}: expected a name and sizes, one of {valid}")
+        fields = FIELDS[name]
+        missing = [f for f in fields if f not in data]
+        if missing:
+            raise ValueError(f"workload {name} needs {', '.join(fields)}; missing: {', '.join(missing)}")
+        unknown = sorted(set(data) - set(fields) - {"name"})
+        if unknown:
+            raise ValueError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
+        for f in fields:
+            if not isinstance(data[f], numbers.Integral) or isinstance(data[f], bool):  # numpy ints are sizes too
+                raise ValueError(f"workload {name} field {f!r} must be an integer, got {data[f]!r}")
+        if name == "mlp":
             return cls.mlp(int(data["m"]), int(data["hidden"]))
-        return cls(str(data.get("name")), int(data["m"]), int(data["k"]), int(data["n"]))
+        return cls(name, int(data["m"]), int(data["k"]), int(data["n"]))
 
     def to_dict(self) -> dict:
         """The form stored in a Schedule's ``workload`` field."""
@@ -76,6 +93,12 @@ class Workload:
     @property
     def hidden(self) -> int:
         return self.k
+
+    def label(self) -> str:
+        """``gemm M=16 K=8 N=4`` or ``mlp M=16 H=8``: the workload as its command-line sizes."""
+        if self.name == "mlp":
+            return f"mlp M={self.m} H={self.k}"
+        return f"gemm M={self.m} K={self.k} N={self.n}"
 
     def shapes(self) -> dict[str, tuple[int, int]]:
         """Global shape of every tensor the workload names."""

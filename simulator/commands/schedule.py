@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from simulator.accounting import account
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
-from simulator.interpret import DEFAULT_TOLERANCE, interpret
+from simulator.errors import InputError
+from simulator.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
 from simulator.ir import Schedule
 from simulator.printout import format_schedule
+from simulator.schedule_checks import check_workload
 from simulator.serialize import save_schedule
 from simulator.validate import validate_schedule
 
@@ -20,10 +23,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("schedule", help="build a schedule; print its accounting, grid or JSON",
                               description="Build the schedule of one algorithm on one grid for one workload.")
     add_schedule_arguments(p)
-    p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON)")
-    p.add_argument("--show", action="store_true", help="print the step x rank grid")
+    p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON; missing folders are made)")
+    # One printout per run: --json's stdout must stay one parseable object, so the grid cannot join it.
+    printout = p.add_mutually_exclusive_group()
+    printout.add_argument("--show", action="store_true", help="print the step x rank grid (not with --json)")
     p.add_argument("--ranks", metavar="R0-R1", help="with --show: which ranks (default the first 8)")
-    p.add_argument("--json", action="store_true", help="print algorithm, grid and per-rank accounting as JSON")
+    printout.add_argument("--json", action="store_true",
+                          help="print algorithm, grid and per-rank accounting as JSON (not with --show)")
     p.set_defaults(func=schedule_command)
 
     v = subparsers.add_parser("verify", help="run a schedule in the numpy interpreter against dense float64",
@@ -60,6 +66,8 @@ def summary(schedule: Schedule) -> dict:
 def schedule_command(args: argparse.Namespace) -> int:
     schedule = schedule_from_args(args)
     validate_schedule(schedule)
+    if args.ranks is not None and not args.show:
+        raise InputError(f"--ranks {args.ranks} chooses the ranks --show prints; add --show or drop --ranks")
     ranks = _rank_range(args.ranks, schedule.world_size)
     if args.out:
         save_schedule(schedule, args.out)
@@ -85,9 +93,28 @@ def schedule_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _physical_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):  # not a POSIX system that reports it
+        return None
+
+
 def verify_command(args: argparse.Namespace) -> int:
     schedule = schedule_from_args(args)
-    result = interpret(schedule, seed=args.seed)
+    # Refused up front where it cannot fit: an allocation the kernel grants lazily would otherwise run
+    # into the out-of-memory killer instead of a MemoryError.
+    what = f"{schedule.algorithm} {list(schedule.grid)} {check_workload(schedule).label()}"
+    needed, physical = float64_bytes(schedule), _physical_memory_bytes()
+    if physical is not None and needed > physical:
+        raise InputError(f"verifying {what} needs at least {needed / 2**30:,.1f} GiB of float64 arrays (every "
+                         f"rank's buffers and the dense reference), more than this machine's "
+                         f"{physical / 2**30:,.1f} GiB; verify smaller sizes on the same grid")
+    try:
+        result = interpret(schedule, seed=args.seed)
+    except MemoryError as error:
+        raise InputError(f"verifying {what} ran out of memory ({error}); verify smaller sizes on the same "
+                         f"grid") from None
     print(f"{schedule.algorithm} grid {list(schedule.grid)} {schedule.workload} pass {schedule.passes}: "
           f"max relative error per output (float64 interpreter, seed {args.seed})")
     for name, error in result.errors.items():

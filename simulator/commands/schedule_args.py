@@ -14,6 +14,13 @@ from simulator.ir import Schedule
 from simulator.serialize import load_schedule
 from simulator.workloads import PASSES, Workload
 
+DEFAULT_PASS = "both"
+
+GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--workload": "workload", "--m": "m",
+                   "--k": "k", "--n": "n", "--hidden": "hidden", "--pass": "passes", "--dtype": "dtype",
+                   "--overlap": "overlap"}
+"""Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
+
 
 def parse_grid(text: str) -> tuple[int, ...]:
     """``"4,4,2"`` -> (4, 4, 2); InputError for anything else."""
@@ -45,12 +52,20 @@ def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -
     group.add_argument("--k", type=int, metavar="K", help="gemm: columns of A, rows of B")
     group.add_argument("--n", type=int, metavar="N", help="gemm: columns of B")
     group.add_argument("--hidden", type=int, metavar="H", help="mlp: hidden size h (FC1 h->4h, FC2 4h->h)")
-    group.add_argument("--pass", dest="passes", choices=PASSES, default="both", help="default: both")
-    group.add_argument("--dtype", choices=DTYPES, default=default_dtype, help=f"element type (default {default_dtype})")
+    # Defaults None, filled in by workload_from_args: a value given together with --schedule FILE
+    # (which carries its own pass and dtype) must be told apart from a default, and refused.
+    group.add_argument("--pass", dest="passes", choices=PASSES, help=f"default: {DEFAULT_PASS}")
+    group.add_argument("--dtype", choices=DTYPES, help=f"element type (default {default_dtype})")
+    group.set_defaults(default_dtype=default_dtype)
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
-    """The Workload the arguments describe; InputError naming what is missing or extra."""
+    """The Workload the arguments describe; InputError naming what is missing or extra.
+
+    Also fills ``args.passes`` and ``args.dtype`` with their defaults where they were not given.
+    """
+    args.passes = args.passes or DEFAULT_PASS
+    args.dtype = args.dtype or args.default_dtype
     if args.workload is None:
         raise InputError("--workload is required: gemm (with --m --k --n) or mlp (with --m --hidden)")
     if args.workload == "gemm":
@@ -71,8 +86,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
     """Load ``--schedule`` or generate from the generator arguments; InputError for bad input."""
     if args.schedule is not None:
-        given = [f"--{n}" for n in ("algo", "grid", "gpus", "workload", "m", "k", "n", "hidden")
-                 if getattr(args, n) is not None] + (["--overlap"] if args.overlap else [])
+        given = [flag for flag, dest in GENERATOR_FLAGS.items() if getattr(args, dest) not in (None, False)]
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
         return load_schedule(args.schedule)

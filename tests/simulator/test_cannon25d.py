@@ -37,7 +37,6 @@ def test_matches_dense_float64(grid: tuple[int, int, int], passes: str) -> None:
         validate_schedule(schedule)
         result = interpret(schedule, seed=7)
         assert result.ok(1e-10), (workload, result.errors)
-        assert set(result.errors) == set(workload.output_names(passes))
 
 
 @st.composite

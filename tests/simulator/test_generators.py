@@ -27,14 +27,13 @@ def check(algorithm: str, workload: Workload, passes: str, **grid) -> None:
     validate_schedule(schedule)
     result = interpret(schedule, seed=11)
     assert result.ok(1e-10), result.errors
-    assert set(result.errors) == set(workload.output_names(passes))
 
 
 @pytest.mark.parametrize("passes", PASSES)
 @pytest.mark.parametrize("p", range(1, 9))
 def test_1d(p: int, passes: str) -> None:
     check("1d", Workload.gemm(7, 5, 3 * p), passes, gpus=p)
-    check("1d", Workload.mlp(7, p), passes, gpus=p)  # 4h = 4p columns split p ways
+    check("1d", Workload.mlp(9, p), passes, gpus=p)  # 4h = 4p columns split p ways; X [9, p] is never square
 
 
 @pytest.mark.parametrize("passes", PASSES)
@@ -49,6 +48,20 @@ def test_2d(q: int, passes: str) -> None:
 def test_summa25d(grid: tuple[int, int, int], passes: str) -> None:
     for workload in sizes_for(grid[0], grid[2]):
         check("summa25d", workload, passes, grid=grid)
+
+
+def test_the_interpreter_refuses_outputs_that_are_not_the_workload_s() -> None:
+    """Each output of the pass is checked because the schedule must leave exactly those: one it drops or adds
+    is refused, not skipped (interpret's errors are keyed by the workload's outputs, not the schedule's)."""
+    schedule = build_schedule("2d", Workload.gemm(4, 4, 2), "both", "float64", grid=(2, 2, 1))
+    dropped = dataclasses.replace(schedule, outputs=[b for b in schedule.outputs if b.tensor != "dB"])
+    with pytest.raises(ValueError, match="pass both of gemm has outputs C, dA, dB, but the output blocks name C, dA$"):
+        interpret(dropped)
+    forward = build_schedule("2d", Workload.gemm(4, 4, 2), "fwd", "float64", grid=(2, 2, 1))
+    added = dataclasses.replace(forward, outputs=forward.outputs + [b for b in schedule.outputs if b.tensor == "dA"],
+                                tensors={**forward.tensors, "dA": schedule.tensors["dA"]})
+    with pytest.raises(ValueError, match="pass fwd of gemm has outputs C, but the output blocks name C, dA$"):
+        interpret(added)
 
 
 def test_tesseract_is_an_alias() -> None:

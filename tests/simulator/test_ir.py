@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 
@@ -12,7 +14,7 @@ from simulator.ir import BufferSpec
 from simulator.ops import AllGather, Broadcast, Gemm, Local, Recv, ReduceScatter, Send, Slice, Wait
 from simulator.printout import format_schedule
 from simulator.serialize import (load_schedule, op_from_dict, op_to_dict, save_schedule, schedule_from_dict,
-                                 schedule_to_dict)
+                                 schedule_to_dict, write_json_atomic)
 from simulator.workloads import Workload
 
 
@@ -64,6 +66,16 @@ def test_loader_errors_are_one_clear_line(tmp_path) -> None:
                        r"buffer dtype 'int8' unknown"),
         "step.json": ({**good, "programs": [[{"op": "gemm"}]] + good["programs"][1:]},
                       r"rank 0 step 0: gemm is missing field 'out'"),
+        "size-type.json": ({**good, "workload": {"name": "gemm", "m": 4, "k": 2, "n": "2"}},
+                           r"workload gemm field 'n' must be an integer, got '2'"),
+        "size-extra.json": ({**good, "workload": {"name": "mlp", "m": 4, "hidden": 2, "k": 2}},
+                            r"workload mlp has no field 'k'; fields: m, hidden"),
+        "size-zero.json": ({**good, "workload": {"name": "gemm", "m": 0, "k": 2, "n": 2}}, r"M must be >= 1, got 0"),
+        "workload.json": ({**good, "workload": {"name": "conv"}}, r"one of gemm \(m, k, n\); mlp \(m, hidden\)"),
+        "workload-list.json": ({**good, "workload": {"name": ["gemm"]}}, r"expected a name and sizes, one of gemm"),
+        "pass.json": ({**good, "passes": "forward"}, r"pass 'forward' unknown; valid: fwd, bwd, both"),
+        "tensor.json": ({**good, "tensors": {**good["tensors"], "Q": [4, 2]}},
+                        r"tensor 'Q' is not one of workload gemm's"),
         "undeclared.json": ({**good, "programs": [[{"op": "gemm", "out": "Q", "a": "A", "b": "B"}]]
                              + good["programs"][1:]}, r"rank 0 step 0 \(Q=A\*B\): rank 0: buffer 'Q' is not declared"),
     }
@@ -74,6 +86,33 @@ def test_loader_errors_are_one_clear_line(tmp_path) -> None:
         with pytest.raises(InputError, match=message) as info:
             load_schedule(path)
         assert "\n" not in str(info.value)
+
+
+def test_written_files_get_open_s_permissions_and_their_missing_folders(tmp_path) -> None:
+    """The shared atomic writer: 0o666 less the umask (not mkstemp's 0o600), folders made, no temporaries left."""
+    schedule = build_schedule("1d", Workload.gemm(4, 2, 2), "fwd", gpus=2)
+    saved, trace = tmp_path / "runs" / "1d" / "s.json", tmp_path / "trace.json"
+    old = os.umask(0o022)
+    try:
+        save_schedule(schedule, saved)
+        os.umask(0o027)
+        write_json_atomic(trace, {"traceEvents": []})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o644
+    assert stat.S_IMODE(trace.stat().st_mode) == 0o640
+    assert load_schedule(saved) == schedule
+    assert os.listdir(saved.parent) == ["s.json"]
+
+
+def test_unwritable_paths_are_one_line_naming_the_path(tmp_path) -> None:
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(InputError, match=r"cannot write .*afile/s.json: .*afile is a file, not a folder$"):
+        write_json_atomic(tmp_path / "afile" / "s.json", {})
+    with pytest.raises(InputError, match=r"cannot write .*adir: Is a directory$"):
+        write_json_atomic(tmp_path / "adir", {})
+    assert sorted(os.listdir(tmp_path)) == ["adir", "afile"] and os.listdir(tmp_path / "adir") == []
 
 
 def test_schedule_from_dict_rejects_a_non_object() -> None:
