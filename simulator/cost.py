@@ -3,11 +3,11 @@
 Section 1 (this file, issue 4): collectives. Schedule-level closed forms are added below it (their
 own section), by the engine.
 
-Collectives. ``collective_time_s`` is the time of one collective on a contention-free group with
-step latency ``alpha_s`` (route latency of one step plus the per-step software latency) and
-bandwidth ``bandwidth_Bps`` (the bottleneck of the routes used), in the same model the flow network
-runs (see ``simulator.collectives.patterns``). With T0 the base latency, st the protocol start-up,
-W the protocol's wire bytes per payload byte, c(X) the pipeline chunk of a stream of X bytes,
+Collectives. ``collective_time_s`` is the time of one collective on a group with step latency
+``alpha_s`` (route latency of one step plus the per-step software latency) and bandwidth
+``bandwidth_Bps`` (the bottleneck of the routes used), in the same model the flow network runs (see
+``simulator.collectives.patterns``). With T0 the base latency, st the protocol start-up, W the
+protocol's wire bytes per payload byte, c(X) the pipeline chunk of a stream of X bytes,
 R = ceil(log2 n), d the double binary tree's depth and m its port load (``trees.dbtree_port_load``):
 
 ======================== ================================================================
@@ -20,13 +20,25 @@ direct all_gather, r_s   T0 + st + alpha + W (n-1)/n S / B_inj  (all_reduce: twi
 send (p2p)               T0 + st + alpha + W S / B
 ======================== ================================================================
 
-A group of one rank costs T0. When the closed form is exact (the tests hold the simulator to it, to
-1e-9): every pair the algorithm uses has the same route latency and bottleneck, and concurrent flows
-of one phase share no link except a rank's own port, whose capacity is B_inj (the smaller of the
-rank's total out- and in-capacity): GPUs on one NVSwitch (``topologies`` NvSwitchServer), a
-full NVLink mesh for the ring, chain, binomial and direct algorithms, a loopback star. Elsewhere it
-uses the slowest pair (``group_alpha_beta``) and the simulator's fair sharing decides; for several
-rings across servers it is an estimate (per-ring path or per-rank port, whichever binds).
+Every row is T0 + st plus, per phase of the algorithm (binomial: one per round; direct all_reduce:
+two), the phase's step latencies and pipeline fill and then the *drain* of its flows: the route
+latency of one step and the bytes over the bandwidth (the last term of the row). The table is exact
+for a homogeneous group: every pair the algorithm uses has the same route latency and bottleneck,
+and concurrent flows of one phase share no link except a rank's own port, whose capacity is B_inj
+(the capacity of the edges the group's routes leave and enter the rank by): GPUs on one NVSwitch
+(``topologies`` NvSwitchServer), a full NVLink mesh for the ring, chain, binomial and direct
+algorithms, a loopback star. For several rings across servers the table is an estimate (per-ring path
+or per-rank port, whichever binds).
+
+A group that is not homogeneous (GPUs in several servers, a torus, a PCIe tree) has no such
+alpha and beta: the slowest pair's latency and the slowest pair's bandwidth charged to every phase
+overstate a binomial round whose pairs are all fast, by up to 3x across two DGX servers. So
+``predict_collective_s`` keeps the table's latency and fill terms and measures each phase's drain on
+its own routes (``phase_drain_s``): a phase ends when its slowest flow ends, no flow is faster than
+alone on its route, and no link carries its flows' bytes faster than its capacity. That is exactly
+the flow network's time where the phase's flows share no link, or are alike in bytes and route
+latency (max-min fairness then gives each flow on the busiest link capacity / count), and below it
+elsewhere: the closed form never exceeds the simulation.
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ __all__ = [
     "AlphaBeta",
     "collective_time_s",
     "group_alpha_beta",
+    "phase_drain_s",
     "predict_collective_s",
     "busbw_factor",
     "algbw_GBps",
@@ -61,7 +74,7 @@ class AlphaBeta:
     bandwidth_Bps: float
     """Smallest route bottleneck among the pairs used, bytes/s."""
     injection_Bps: float
-    """Smallest per-rank port capacity (min of a node's total out- and in-capacity), bytes/s."""
+    """Smallest per-rank port capacity: the edges the group's routes leave or enter a rank by, bytes/s."""
 
 
 def busbw_factor(kind: str, n: int) -> float:
@@ -85,12 +98,14 @@ def busbw_GBps(kind: str, n: int, nbytes: float, time_s: float) -> float:
 
 def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s: float, bandwidth_Bps: float,
                       params: CollectiveParams | None = None, protocol: str = "simple",
-                      injection_Bps: float | None = None, rings: int = 1) -> float:
-    """Closed-form time of one contention-free collective (table in the module docstring).
+                      injection_Bps: float | None = None, rings: int = 1, drains_s=None) -> float:
+    """Closed-form time of one collective (table in the module docstring).
 
     ``injection_Bps`` (per-rank port capacity) defaults to ``bandwidth_Bps``, as on a switch.
     ``rings`` > 1 (ring and chain across servers, ``CollectivePlan.rings``): each ring carries S/R,
     and a rank's R flows share its port, so a term X / B becomes X max(1 / (R B), 1 / B_inj).
+    ``drains_s``, one per phase (``phase_drain_s``), replaces the table's drain terms (the route
+    latency of one step plus the last term of its row) by the phases' measured drains.
     """
     params = params or CollectiveParams()
     if n == 1:
@@ -98,54 +113,117 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
     S, B, a = float(nbytes), float(bandwidth_Bps), float(alpha_s)
     inj = B if injection_Bps is None else float(injection_Bps)
     W = wire_factor(protocol, kind)
-    front = params.base_latency_s + startup_s(protocol, nbytes, params)
 
     def over_rings(x: float) -> float:  # x bytes per rank over R rings
         return x / B if rings == 1 else x * max(1.0 / (rings * B), 1.0 / inj)
 
+    # Per phase: (steps, pipeline fill in seconds, bytes-over-bandwidth term of its drain).
     if algorithm == "ring" and kind == "all_reduce":
-        return front + 2 * (n - 1) * a + W * over_rings(2 * (n - 1) / n * S)
-    if algorithm == "ring" and kind in ("all_gather", "reduce_scatter"):
-        return front + (n - 1) * a + W * over_rings((n - 1) / n * S)
-    if algorithm == "chain" and kind in ("broadcast", "reduce"):
-        return front + (n - 1) * a + (n - 2) * W * params.chunk_bytes(S / rings) / B + W * over_rings(S)
-    if algorithm == "binomial_tree" and kind in ("broadcast", "reduce", "all_reduce"):
-        rounds = math.ceil(math.log2(n)) * (2 if kind == "all_reduce" else 1)
-        return front + rounds * (a + W * S / B)
-    if algorithm == "double_binary_tree" and kind == "all_reduce":
+        phases = [(2 * (n - 1), 0.0, W * over_rings(2 * (n - 1) / n * S))]
+    elif algorithm == "ring" and kind in ("all_gather", "reduce_scatter"):
+        phases = [(n - 1, 0.0, W * over_rings((n - 1) / n * S))]
+    elif algorithm == "chain" and kind in ("broadcast", "reduce"):
+        phases = [(n - 1, (n - 2) * W * params.chunk_bytes(S / rings) / B, W * over_rings(S))]
+    elif algorithm == "binomial_tree" and kind in ("broadcast", "reduce", "all_reduce"):
+        phases = [(1, 0.0, W * S / B)] * (math.ceil(math.log2(n)) * (2 if kind == "all_reduce" else 1))
+    elif algorithm == "double_binary_tree" and kind == "all_reduce":
         d = max(tree_depth(p) for p in dbtree_parents(n))
-        m = dbtree_port_load(n)
-        return front + 2 * d * a + (2 * d - 1) * W * params.chunk_bytes(S / 2) / B + m * W * (S / 2) / inj
-    if algorithm == "direct" and kind in ("all_gather", "reduce_scatter", "all_reduce"):
-        phases = 2 if kind == "all_reduce" else 1
-        return front + phases * (a + W * ((n - 1) / n * S) / inj)
-    if algorithm == "p2p" and kind == "send":
-        return front + a + W * S / B
-    raise InputError(f"no closed form for {kind} with algorithm {algorithm!r}")
+        phases = [(2 * d, (2 * d - 1) * W * params.chunk_bytes(S / 2) / B, dbtree_port_load(n) * W * (S / 2) / inj)]
+    elif algorithm == "direct" and kind in ("all_gather", "reduce_scatter", "all_reduce"):
+        phases = [(1, 0.0, W * ((n - 1) / n * S) / inj)] * (2 if kind == "all_reduce" else 1)
+    elif algorithm == "p2p" and kind == "send":
+        phases = [(1, 0.0, W * S / B)]
+    else:
+        raise InputError(f"no closed form for {kind} with algorithm {algorithm!r}")
+    if drains_s is not None and len(drains_s) != len(phases):
+        raise ValueError(f"{kind}/{algorithm} on {n} ranks has {len(phases)} phases, got {len(drains_s)} drains")
+    step = params.step_latency_s
+    hop = a - step  # the flows' own route latency: alpha less the software step
+    total = params.base_latency_s + startup_s(protocol, nbytes, params)
+    for k, (steps, fill_s, stream_s) in enumerate(phases):
+        drain = hop + stream_s if drains_s is None else drains_s[k]
+        total += (steps - 1) * a + step + fill_s + drain
+    return total
+
+
+def phase_drain_s(net, flows, groups=None) -> float:
+    """Time from a phase's start until its last flow arrives, with nothing else on ``net``: a lower bound.
+
+    ``flows``: (src, dst, wire bytes, via) as in ``CollectivePlan.phases``; ``groups``: their
+    ``flow_groups.same_flows`` where known (``CollectivePlan.groups``), so that identical flows are
+    routed once. No flow arrives sooner than alone on its route (latency + bytes / bottleneck), and
+    the flows crossing one link cannot drain sooner than their bytes over its capacity, the last of
+    them arriving no sooner than that plus the smallest of their latencies. The larger of these is
+    the flow network's time exactly when no link carries two of the flows, or when all the flows are
+    alike in bytes and latency.
+    """
+    route, cap = net.route, net.links.cap
+    end = 0.0
+    used = []
+    alone = True  # no link carries two flows
+    for members in groups if groups is not None else [(i,) for i in range(len(flows))]:
+        src, dst, nbytes, via = flows[members[0]]
+        if src == dst:
+            continue  # takes no time (FlowNetwork.transfer)
+        r = route(src, dst, via)
+        used.append((r, nbytes, len(members)))
+        alone = alone and len(members) == 1
+        t = r.latency_s + nbytes / r.bandwidth_Bps
+        if t > end:
+            end = t
+    if alone:
+        links = [link for r, _, _ in used for link in r.links]
+        if len(links) == len(set(links)):
+            return end  # each flow runs at its bottleneck
+    load: dict[int, float] = {}
+    min_latency: dict[int, float] = {}
+    count: dict[int, int] = {}
+    for r, nbytes, weight in used:
+        for link in set(r.links):
+            load[link] = load.get(link, 0.0) + weight * nbytes
+            min_latency[link] = min(min_latency.get(link, r.latency_s), r.latency_s)
+            count[link] = count.get(link, 0) + weight
+    for link, flows_on in count.items():
+        if flows_on > 1:
+            end = max(end, load[link] / cap[link] + min_latency[link])
+    return end
 
 
 def group_alpha_beta(net, plan) -> AlphaBeta:
-    """Alpha and betas of a planned collective (``simulator.collectives.plan_collective``) on ``net``."""
-    key = ("injection_Bps", plan.members)  # a group's port capacity is fixed: compute it once per network
+    """Alpha and betas of a planned collective (``simulator.collectives.plan_collective``) on ``net``.
+
+    A rank's port capacity counts the edges its flows' routes leave it by (out) and reach it by
+    (in), not every edge it has: on a DGX A100 the NIC edge carries nothing inside the server.
+    """
+    pairs = tuple(dict.fromkeys((src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows))
+    key = ("injection_Bps", pairs)  # fixed by the routes: compute it once per network
     inj = net.cache.get(key)
     if inj is None:
-        graph = net.graph
-        inj = float("inf")
-        for node in plan.members:
-            out = sum(d["bandwidth_GBps"] for _, _, d in graph.out_edges(node, data=True))
-            inn = sum(d["bandwidth_GBps"] for _, _, d in graph.in_edges(node, data=True))
-            inj = min(inj, out * 1e9, inn * 1e9)
+        cap = net.links.cap
+        out: dict = {}
+        inn: dict = {}
+        for src, dst, via in pairs:
+            if src == dst:
+                continue
+            links = net.route(src, dst, via).links
+            out.setdefault(src, set()).add(links[0])
+            inn.setdefault(dst, set()).add(links[-1])
+        inj = min((sum(cap[link] for link in edges) for ports in (out, inn) for edges in ports.values()),
+                  default=float("inf"))
         net.cache[key] = inj
-    return AlphaBeta(plan.alpha_s, plan.bandwidth_Bps, inj)
+    return AlphaBeta(plan.alpha_s, plan.bandwidth_Bps, inj if inj < float("inf") else plan.bandwidth_Bps)
 
 
 def predict_collective_s(net, kind: str, members, nbytes: float, root: int | None = None,
                          algorithm: str | None = None, params: CollectiveParams | None = None) -> float:
-    """Closed-form time of the collective ``run_collective`` would run (same algorithm and protocol)."""
+    """Closed-form time of the collective ``run_collective`` would run (same algorithm and protocol),
+    each phase's drain measured on its own routes (``phase_drain_s``): a lower bound on the flow
+    network's time, equal to it where no phase has contention (see the module docstring)."""
     from simulator.collectives.run import plan_collective
 
     params = params or CollectiveParams.from_graph(net.graph)
     plan = plan_collective(net, kind, members, nbytes, root, algorithm, params)
-    ab = group_alpha_beta(net, plan)
-    return collective_time_s(kind, plan.algorithm, len(plan.members), nbytes, ab.alpha_s, ab.bandwidth_Bps,
-                             params, plan.protocol, ab.injection_Bps, plan.rings)
+    groups = plan.groups or (None,) * len(plan.phases)
+    drains = [phase_drain_s(net, flows, same) for (_, flows), same in zip(plan.phases, groups)]
+    return collective_time_s(kind, plan.algorithm, len(plan.members), nbytes, plan.alpha_s, plan.bandwidth_Bps,
+                             params, plan.protocol, None, plan.rings, drains)

@@ -6,7 +6,7 @@ issues it and lasts its closed-form alpha-beta time from ``simulator.cost``; a s
 when both sides have posted and lasts the software latency plus its route's hop latencies plus
 bytes over the route's slowest link. Every instance is timed as if it had the network to itself, so
 the result is a lower bound on the simulated makespan, and equals it on a topology where concurrent
-instances never share a link.
+instances never share a link and each collective's phases are contention-free (``simulator.cost``).
 
 ``critical_path(plan, comm_time)`` is the walk for any ``comm_time(instance) -> seconds``;
 ``analyze(schedule, G)`` builds a ``SimResult`` (model "analytic") for a schedule on a topology graph,

@@ -4,22 +4,21 @@
 protocol) and evaluates its closed form; building a network per trial costs ~15 ms for 84 samples.
 Routes depend only on the graph's shape (``topologies.routing``: fewest hops, then fewest network
 hops), never on rates, so this module plans each group once on the base graph and keeps, per used
-route, the hop count per link class and the smallest base rate per class. A trial then only redoes
-the arithmetic ``plan_collective`` and ``group_alpha_beta`` do, with the same functions:
+route, the hop count per link class and the smallest base rate per class, and per phase which route
+each flow takes, its share of the bytes and the links two or more of its flows cross. A trial then
+only redoes the arithmetic ``plan_collective`` and ``predict_collective_s`` do, with the same functions:
 
 - route latency = sum over classes of hops x latency; route bandwidth = min over classes of
-  base rate x scale; injection = min over members of the scaled rates of the out- and in-edges the
-  algorithm's routes start and end on;
+  base rate x scale; a shared link's capacity = its base rate x its class's scale;
 - algorithm = ``choose_algorithm`` on the bottleneck of the default algorithm's pairs, protocol =
   ``choose_protocol`` on that same bottleneck (as ``plan_collective`` does);
-- time = ``simulator.cost.collective_time_s`` with alpha = slowest used route + step latency.
+- each phase's drain as ``simulator.cost.phase_drain_s`` measures it (slowest flow alone on its
+  route, or a shared link's bytes over its capacity plus the smallest latency of its flows);
+- time = ``simulator.cost.collective_time_s`` with alpha = slowest used route + step latency and
+  those drains.
 
-One deliberate difference: ``group_alpha_beta`` takes a rank's port capacity as the sum of all its
-edges, so on a server with NICs the double binary tree's closed form counts the idle NIC edge and
-comes out up to ~2% faster than the flow simulation. For a group inside one server only the edges the
-routes use count here, which is what the flow network shares; across servers (where the closed form
-is an estimate either way) this module keeps ``group_alpha_beta``'s sum. The tests hold ``predict``
-to the flow simulation inside a server and to ``predict_collective_s`` across servers.
+The tests hold ``predict`` to the flow simulation inside a server and to ``predict_collective_s``
+everywhere.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import simpy
 from simulator.collectives.choose import choose_algorithm
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose
-from simulator.collectives.protocols import choose_protocol
+from simulator.collectives.protocols import choose_protocol, wire_factor
 from simulator.collectives.run import plan_collective
 from simulator.cost import collective_time_s
 from simulator.errors import InputError
@@ -64,6 +63,34 @@ class _Routes:
     rings: int
 
 
+@dataclass(frozen=True)
+class _Phase:
+    """One phase's flows on the base graph: what ``phase_drain_s`` needs, rates left to the trial."""
+
+    route: np.ndarray
+    """Per flow: its route's row in the algorithm's ``_Routes``."""
+    share: np.ndarray
+    """Per flow: wire bytes per wire byte of nbytes (e.g. 2(n-1)/n / R for a ring all_reduce)."""
+    crossing: np.ndarray
+    """Links two or more of the flows cross (rows) x flows: 1 where the flow crosses the link."""
+    link_class: np.ndarray
+    """Per shared link: its class index."""
+    link_rate_Bps: np.ndarray
+    """Per shared link: its base capacity."""
+
+    def drain_s(self, wire_bytes: float, latency_s: np.ndarray, bandwidth_Bps: np.ndarray,
+                scale: np.ndarray) -> float:
+        """``phase_drain_s`` at these rates: ``wire_bytes`` = nbytes x the protocol's wire factor."""
+        size = self.share * wire_bytes
+        lat = latency_s[self.route]
+        end = float(np.max(lat + size / bandwidth_Bps[self.route], initial=0.0))
+        if len(self.crossing):
+            load = self.crossing @ size
+            first = np.min(np.where(self.crossing > 0, lat, np.inf), axis=1)
+            end = max(end, float(np.max(load / (self.link_rate_Bps * scale[self.link_class]) + first)))
+        return end
+
+
 class _Group:
     """One (kind, ranks) group planned once on the base graph."""
 
@@ -76,39 +103,30 @@ class _Group:
                        for a, b, _ in ph.flows]
         self.probe = self._routes(net, probe_pairs, 1)
         candidates = [ALGORITHMS[kind][0]] + (["double_binary_tree"] if kind == "all_reduce" and self.n > 2 else [])
-        self.algorithms, self._pairs = {}, {}
+        self.algorithms, self.phases = {}, {}
         for algorithm in candidates:
             plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
-            self._pairs[algorithm] = pairs
             self.algorithms[algorithm] = self._routes(net, pairs, plan.rings)
-        self.out_total, self.in_total = np.zeros((self.n, len(classes))), np.zeros((self.n, len(classes)))
-        for i, node in enumerate(members):  # group_alpha_beta's port capacity: every edge of the rank
-            for _, _, data in graph.out_edges(node, data=True):
-                self.out_total[i, classes[data["kind"]]] += data["bandwidth_GBps"] * 1e9
-            for _, _, data in graph.in_edges(node, data=True):
-                self.in_total[i, classes[data["kind"]]] += data["bandwidth_GBps"] * 1e9
-        self._port_rates(graph, members, net)
+            row = {pair: i for i, pair in enumerate(dict.fromkeys(pairs))}
+            per_byte = 1.0 / (plan.wire_factor * _PROBE_BYTES)
+            self.phases[algorithm] = [self._phase(net, flows, row, per_byte) for _, flows in plan.phases]
 
-    def _port_rates(self, graph, members, net) -> None:
-        """Per algorithm and member: base rates per class of the member's out- and in-edges that its
-        routes start or end on (a NIC edge no flow uses gives a GPU no injection bandwidth)."""
-        width = len(self.classes)
-        self.ports = {}
-        index = {node: i for i, node in enumerate(members)}
-        for algorithm, pairs in self._pairs.items():
-            out_rate, in_rate = np.zeros((self.n, width)), np.zeros((self.n, width))
-            used_out, used_in = set(), set()
-            for src, dst, via in pairs:
-                legs = [(src, dst)] if via is None or via in (src, dst) else [(src, via), (via, dst)]
-                path = [edge for a, b in legs for edge in net.router.path(a, b)]
-                used_out.add(tuple(path[0]))
-                used_in.add(tuple(path[-1]))
-            for edges, rates, end in ((used_out, out_rate, 0), (used_in, in_rate, 1)):
-                for edge in edges:
-                    data = graph.edges[edge]
-                    rates[index[edge[end]], self.classes[data["kind"]]] += data["bandwidth_GBps"] * 1e9
-            self.ports[algorithm] = (out_rate[out_rate.sum(axis=1) > 0], in_rate[in_rate.sum(axis=1) > 0])
+    def _phase(self, net, flows, row: dict, per_byte: float) -> _Phase:
+        flows = [(src, dst, size, via) for src, dst, size, via in flows if src != dst]
+        crossing: dict[int, list[int]] = {}
+        for f, (src, dst, _, via) in enumerate(flows):
+            for link in dict.fromkeys(net.route(src, dst, via).links):
+                crossing.setdefault(link, []).append(f)
+        shared = [(link, fs) for link, fs in crossing.items() if len(fs) > 1]
+        matrix = np.zeros((len(shared), len(flows)))
+        for i, (_, fs) in enumerate(shared):
+            matrix[i, fs] = 1.0
+        edges = [net.links.edges[link] for link, _ in shared]
+        return _Phase(np.array([row[(src, dst, via)] for src, dst, _, via in flows], dtype=int),
+                      np.array([size * per_byte for _, _, size, _ in flows]), matrix,
+                      np.array([self.classes[net.graph.edges[e]["kind"]] for e in edges], dtype=int),
+                      np.array([net.links.cap[link] for link, _ in shared]))
 
     def _routes(self, net, pairs, rings: int) -> _Routes:
         graph, width = net.graph, len(self.classes)
@@ -147,14 +165,14 @@ class _Group:
         if protocol == "auto":
             protocol = choose_protocol(self.kind, family, self.n, nbytes, probe_bw / 1e9, self.n_nodes)
         routes = self.algorithms[algorithm]
-        hop = float(np.max(routes.hops @ latency_s)) if len(routes.hops) else 0.0
-        bandwidth = float(np.min(routes.min_rate_Bps * scale)) if len(routes.hops) else probe_bw
-        out_rate, in_rate = self.ports[algorithm] if self.n_nodes == 1 else (self.out_total, self.in_total)
-        injection = float(min(np.min(out_rate @ scale, initial=np.inf), np.min(in_rate @ scale, initial=np.inf)))
-        if not np.isfinite(injection):
-            injection = bandwidth
+        latency = routes.hops @ latency_s
+        bandwidth_per_route = np.min(routes.min_rate_Bps * scale, axis=1)
+        hop = float(np.max(latency)) if len(routes.hops) else 0.0
+        bandwidth = float(np.min(bandwidth_per_route)) if len(routes.hops) else probe_bw
+        wire = nbytes * wire_factor(protocol, self.kind)
+        drains = [phase.drain_s(wire, latency, bandwidth_per_route, scale) for phase in self.phases[algorithm]]
         return collective_time_s(self.kind, algorithm, self.n, nbytes, hop + params.step_latency_s, bandwidth,
-                                 params, protocol, injection, routes.rings)
+                                 params, protocol, None, routes.rings, drains)
 
 
 class CollectiveEvaluator:

@@ -1,8 +1,8 @@
 """The fit's fast closed-form evaluator against the simulator it stands in for, at random knob values.
 
-Inside one server it must equal the flow simulation (``simulate_buckets``); for groups across servers
-it must equal ``simulator.cost.predict_collective_s`` (both are estimates there; see the evaluator's
-module docstring for the one deliberate difference inside a server).
+Inside one server it must equal the flow simulation (``simulate_buckets``); for groups across servers,
+where rings share NICs and NVSwitch ports, it must equal ``simulator.cost.predict_collective_s`` (a lower
+bound on the simulation there).
 """
 
 import numpy as np

@@ -97,3 +97,19 @@ def test_injection_bandwidth_of_a_mesh_makes_direct_exact():
     assert ab.injection_Bps == pytest.approx(3 * ab.bandwidth_Bps)
     assert not math.isclose(expected, collective_time_s("all_gather", "direct", 4, 2**30, ab.alpha_s,
                                                         ab.bandwidth_Bps, params, "simple"))
+
+
+def test_measured_drains_replace_the_tables_drain_terms():
+    # Binomial broadcast on 5 ranks: 3 rounds, each step + its own drain; the table charges every round
+    # alpha + S/B. A chain keeps its step latencies and fill and takes the one drain given.
+    params = CollectiveParams(base_latency_us=8.0, startup_bytes=0, step_latency_us=0.5)
+    a = A + 0.5e-6
+    drains = [2e-3, 5e-3, 3e-3]
+    assert collective_time_s("broadcast", "binomial_tree", 5, 1e9, a, B, params, drains_s=drains) == \
+        pytest.approx(8e-6 + 3 * 0.5e-6 + sum(drains), rel=1e-12)
+    assert collective_time_s("broadcast", "binomial_tree", 5, 1e9, a, B, params) == \
+        pytest.approx(8e-6 + 3 * (a + 1e9 / B), rel=1e-12)
+    assert collective_time_s("broadcast", "chain", 4, 1e9, a, B, params, drains_s=[7e-3]) == \
+        pytest.approx(8e-6 + 2 * a + 0.5e-6 + 2 * 524288 / B + 7e-3, rel=1e-12)
+    with pytest.raises(ValueError, match="has 3 phases, got 1 drains"):
+        collective_time_s("broadcast", "binomial_tree", 5, 1e9, a, B, params, drains_s=[1e-3])

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
+import sys
 
 import pytest
 
@@ -88,3 +90,37 @@ def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
     status, out, err = run(capsys, "predict", *argv, "--workload", "mlp", "--m", "64", "--hidden", "16")
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and message in err
+
+
+@pytest.mark.parametrize("topology", ["a100-4gpu:16", "dgx-a100:8"])
+def test_the_main_job_ranks_the_8_arrangements_of_64_gpus(capsys, topology):
+    status, out, err = run(capsys, "predict", "--gpus", "64", "--topology", topology, "--workload", "mlp",
+                           "--m", "32768", "--hidden", "4096", "--json")
+    assert status == 0 and err == ""  # not a terminal: no progress bar
+    data = json.loads(out)
+    assert len(data) == 8 and all(row["status"] == "ok" for row in data)
+    assert all({"algorithm", "grid", "time_s"} <= set(row) for row in data)
+    assert {(row["algorithm"], tuple(row["grid"])) for row in data} == {
+        ("1d", (64,)), ("2d", (8, 8, 1)), ("cannon25d", (8, 8, 1)), ("cannon25d", (4, 4, 4)),
+        ("summa25d", (8, 8, 1)), ("summa25d", (4, 4, 4)), ("summa25d", (2, 2, 16)), ("summa25d", (1, 1, 64))}
+    times = [row["time_s"] for row in data]
+    assert times == sorted(times) and times[0] > 0
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as `tpsim predict` asks before drawing its progress bar."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_is_drawn_on_stderr_when_it_is_a_terminal(capsys, monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    status = main(["predict", "--gpus", "8", "--topology", "dgx-a100", "--workload", "gemm", "--m", "64",
+                   "--k", "32", "--n", "32"])
+    out, _ = capsys.readouterr()
+    assert status == 0 and out.startswith("tpsim predict:")
+    bar = terminal.getvalue()
+    assert "/4 " in bar and "arrangement" in bar  # tqdm's "n/4 [...]" with our unit
+    assert "tpsim predict" not in bar  # the table stays on stdout
