@@ -58,24 +58,46 @@ class JobFailed(Exception):
         """The failing rank first (error), or the ranks that never arrived (timeout)."""
 
 
-def visible_gpus() -> int:
-    """CUDA devices torch can see, counted in a forked probe so that this process never initialises CUDA."""
-    import torch
-
-    if torch.version.cuda is None:
-        return 0
+def _in_a_fork(probe: Callable[[], str]) -> str:
+    """``probe()``'s text, computed in a forked child ("" if it fails), so that this process never asks
+    CUDA anything: ``torch.cuda.is_available()`` and, where NVML cannot answer, ``device_count()``
+    initialise the CUDA driver, and a process that did so cannot fork working CUDA children."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         try:
-            os.write(write_end, str(torch.cuda.device_count()).encode())
+            os.close(read_end)
+            os.write(write_end, probe().encode())
         finally:
             os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as handle:
         data = handle.read()
     os.waitpid(pid, 0)
-    return int(data or b"0")
+    return data.decode()
+
+
+def visible_gpus() -> int:
+    """CUDA devices torch can see, counted in a forked probe so that this process never initialises CUDA.
+
+    The one GPU check for any process that forks ranks later: the launcher, and the test modules'
+    skip conditions (evaluated in the pytest process, which forks the ranks of every test after).
+    """
+    import torch
+
+    if torch.version.cuda is None:
+        return 0
+    return int(_in_a_fork(lambda: str(torch.cuda.device_count())) or "0")
+
+
+def gpu_names() -> list[str]:
+    """The names of the visible CUDA devices, read in a forked probe (see ``visible_gpus``)."""
+    import torch
+
+    if torch.version.cuda is None:
+        return []
+    text = _in_a_fork(lambda: "\n".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())))
+    return text.splitlines()
 
 
 def check_job(schedules: list[Schedule], options: RunOptions, nproc: int) -> None:

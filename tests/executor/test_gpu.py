@@ -16,8 +16,10 @@ from executor.run_rank import RunOptions  # noqa: E402
 from simulator.generators import build_schedule  # noqa: E402
 from simulator.workloads import Workload  # noqa: E402
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU and NCCL")]
+from executor_cases import gpu_count  # noqa: E402
+
+GPUS = gpu_count()  # fork-safe: this process forks the NCCL ranks, so it must never initialise CUDA
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS == 0, reason="needs a CUDA GPU and NCCL")]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
@@ -34,7 +36,7 @@ def test_one_rank_nccl_run_is_correct_and_timed_with_cuda_events(dtype):
         assert all(op["duration_s"] >= 0 for op in record["ops"]) and record["time_s"] > 0
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 4, reason="needs 4 GPUs (one NCCL rank per GPU)")
+@pytest.mark.skipif(GPUS < 4, reason="needs 4 GPUs (one NCCL rank per GPU)")
 def test_four_rank_nccl_runs_match_gloo():
     schedules = [build_schedule("2d", Workload.mlp(64, 32), "both", "float32", grid=(2, 2, 1), overlap=overlap)
                  for overlap in (False, True)]

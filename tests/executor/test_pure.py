@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from executor.check import TOLERANCES, check_rank, combine, reference_block  # noqa: E402
 from executor.faults import Fault  # noqa: E402
-from executor.launch import _failure_report  # noqa: E402
+from executor.launch import _failure_report, gpu_names  # noqa: E402
 from executor.measure import measured_record  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from executor.ops_torch import TorchOps  # noqa: E402
@@ -25,7 +25,7 @@ from simulator.interpret import run_schedule  # noqa: E402
 from simulator.ops import Gemm, Local, Slice  # noqa: E402
 from simulator.workloads import Workload  # noqa: E402
 
-from executor_cases import GEMM, MLP, make  # noqa: E402
+from executor_cases import GEMM, MLP, gpu_count, make  # noqa: E402
 
 
 @pytest.mark.parametrize("workload", [GEMM, MLP, Workload.gemm(12, 6, 9)], ids=["gemm", "mlp", "gemm-odd"])
@@ -176,3 +176,35 @@ def test_registering_tpsim_run_does_not_import_torch():
             "assert 'run' in parser._subparsers._group_actions[0].choices; "
             "assert 'torch' not in sys.modules, 'registration imported torch'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(__file__))
+
+
+def test_gpu_checks_never_ask_cuda_in_this_process(monkeypatch):
+    # Stand-ins for the calls that initialise CUDA, on a (pretended) CUDA build with 3 GPUs: the forked
+    # probe must make them, and this process, which forks the ranks of later tests, never.
+    asked = []
+
+    def count(*_args, **_kwargs):
+        asked.append(os.getpid())
+        return 3
+
+    def name(index):
+        asked.append(os.getpid())
+        return f"GPU {index}"
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    for attribute in ("is_available", "device_count", "init"):
+        monkeypatch.setattr(torch.cuda, attribute, count)
+    monkeypatch.setattr(torch.cuda, "get_device_name", name)
+    monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", count, raising=False)
+    assert gpu_count() == 3 and gpu_names() == ["GPU 0", "GPU 1", "GPU 2"]  # the probe asked...
+    assert asked == [] and not torch.cuda.is_initialized()  # ...this process did not
+
+
+def test_no_executor_test_module_asks_cuda_directly():
+    folder = os.path.dirname(__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name)) as handle:
+                text = handle.read()
+            for call in ("is_available(", "device_count("):  # written apart so this file passes too
+                assert f"torch.cuda.{call}" not in text, f"{name} calls torch.cuda.{call}): use gpu_count()"
