@@ -158,7 +158,7 @@ def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_
         with open(tmp_path / f"rank{rank}.err", "wb") as handle:
             pickle.dump({"rank": rank, "time": when, "summary": summary,
                          "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
-    report, reason, ranks = _failure_report(0, 1, str(tmp_path), 8)
+    report, reason, ranks = _failure_report({0: (1, 11.0)}, str(tmp_path), 8)
     assert reason == "error" and ranks[0] == 3
     assert report.startswith("rank 3 failed first")
     assert report.index("the real problem") < report.index("Connection closed")
@@ -166,9 +166,28 @@ def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_
 
 def test_failure_report_of_a_rank_killed_by_a_signal(tmp_path):
     (tmp_path / "rank2.log").write_text("some output\nlast words\n")
-    report, _, ranks = _failure_report(2, -9, str(tmp_path), 4)
-    assert ranks == [2] and "rank 2 was killed by SIGKILL without a Python traceback" in report
+    report, _, ranks = _failure_report({2: (-9, 1.0)}, str(tmp_path), 4)
+    assert ranks == [2] and report.startswith("rank 2 was killed by SIGKILL (signal 9) without a Python traceback")
     assert "last words" in report
+
+
+def test_a_rank_killed_without_a_trace_leads_its_peers_secondary_errors(tmp_path):
+    # rank 3 was killed (OOM-killed, say) and wrote nothing; its peers wrote "Connection closed" errors,
+    # earlier than the launcher reaped rank 3, and one of them was reaped before it
+    for rank, when in ((0, 10.0), (1, 10.1)):
+        summary = "DistBackendError: Connection closed by peer [127.0.0.1]:1234"
+        with open(tmp_path / f"rank{rank}.err", "wb") as handle:
+            pickle.dump({"rank": rank, "time": when, "summary": summary,
+                         "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
+    (tmp_path / "rank3.log").write_text("computing\n")
+    report, reason, ranks = _failure_report({0: (1, 10.2), 3: (-9, 10.3), 2: (-15, 10.4)}, str(tmp_path), 4)
+    assert reason == "error" and ranks == [3, 2, 0, 1]
+    lines = report.splitlines()
+    assert lines[0] == ("rank 3 was killed by SIGKILL (signal 9) without a Python traceback (the kernel's "
+                        "out-of-memory killer sends SIGKILL); the other ranks were stopped")
+    assert lines[1:3] == ["last lines of its output:", "computing"]
+    assert lines[3] == "rank 2 also failed: was killed by SIGTERM (signal 15) without a Python traceback"
+    assert lines[4].startswith("rank 0 also failed: DistBackendError: Connection closed")
 
 
 def test_registering_tpsim_run_does_not_import_torch():
