@@ -1,4 +1,6 @@
-"""Executor parts that need no process group: reference blocks, error measure, op rules, fault hook, reports."""
+"""Executor parts that need no process group: error measure, op rules, fault hook, reports, GPU probes.
+
+The reference blocks have their own tests (test_reference.py)."""
 
 from __future__ import annotations
 
@@ -25,24 +27,7 @@ from simulator.interpret import run_schedule  # noqa: E402
 from simulator.ops import Gemm, Local, Slice  # noqa: E402
 from simulator.workloads import Workload  # noqa: E402
 
-from executor_cases import GEMM, MLP, gpu_count, make  # noqa: E402
-
-
-@pytest.mark.parametrize("workload", [GEMM, MLP, Workload.gemm(12, 6, 9)], ids=["gemm", "mlp", "gemm-odd"])
-@pytest.mark.parametrize("seed", [0, 7])
-def test_reference_blocks_from_panels_equal_the_dense_reference(workload, seed):
-    dense = workload.reference(seed, "both")
-    for name, full in dense.items():
-        rows, cols = full.shape
-        parts = ((0, rows, 0, cols), (1, rows // 2, 0, cols // 3 + 1), (rows // 2, rows, cols // 2, cols))
-        for r0, r1, c0, c1 in parts:
-            block = reference_block(workload, seed, name, (r0, r1), (c0, c1)).numpy()
-            np.testing.assert_allclose(block, full[r0:r1, c0:c1], rtol=0, atol=1e-12, err_msg=name)
-
-
-def test_reference_of_an_unknown_tensor_is_a_clear_error():
-    with pytest.raises(ValueError, match="no reference for output tensor 'Q'"):
-        reference_block(GEMM, 0, "Q", (0, 1), (0, 1))
+from executor_cases import gpu_count, make  # noqa: E402
 
 
 def test_tolerances_cover_every_generator_dtype_with_margin_over_observed():
