@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from executor.check import TOLERANCES, check_rank, combine, reference_block  # noqa: E402
+from executor.check import check_rank, combine, reference_block  # noqa: E402
 from executor.faults import Fault  # noqa: E402
 from executor.launch import _failure_report, gpu_names  # noqa: E402
 from executor.measure import measured_record  # noqa: E402
@@ -28,12 +28,6 @@ from simulator.ops import Gemm, Local, Slice  # noqa: E402
 from simulator.workloads import Workload  # noqa: E402
 
 from executor_cases import gpu_count, make  # noqa: E402
-
-
-def test_tolerances_cover_every_generator_dtype_with_margin_over_observed():
-    observed = {"float64": 1e-14, "float32": 1e-7, "bfloat16": 4e-3}  # DESIGN.md
-    for dtype, error in observed.items():
-        assert TOLERANCES[dtype] >= 5 * error
 
 
 def _blocks_of(schedule, value_of):
