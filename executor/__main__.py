@@ -47,11 +47,12 @@ def _main(argv: list[str] | None = None) -> int:
             raise InputError(f"WORLD_SIZE {world} but the schedule ({schedule.algorithm} on grid "
                              f"{list(schedule.grid)}) has {schedule.world_size} ranks")
         if options.backend == "nccl":
-            import torch
+            from executor.launch import visible_gpus
 
-            if not torch.cuda.is_available() or local_rank >= torch.cuda.device_count():
+            gpus = visible_gpus()  # the fork-safe count: this function also runs in pytest's process
+            if local_rank >= gpus:
                 raise InputError(f"--backend nccl: LOCAL_RANK {local_rank} has no CUDA GPU "
-                                 f"({torch.cuda.device_count()} visible); use --backend gloo")
+                                 f"({gpus} visible); use --backend gloo")
     except ValueError as error:
         sys.stderr.write(f"python -m executor: error: {str(error).splitlines()[0]}\n")
         return 2

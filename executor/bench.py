@@ -23,9 +23,9 @@ fast as the phases of a real schedule on this kind of host). On GPU, where ranks
 run back to back.
 
 An interleaved case (``executor.bench_cases``: a gemm, then the op, each repetition) is timed per step
-instead: the op from its issue to its completion (for the send/recv exchange, from the ``isend`` to
-the last ``wait``), as ``tpsim run`` times a schedule's ops, and the gemm on its own; the rank keeps
-both, as seconds per repetition (``{"op_s", "gemm_s"}``).
+instead: the op from its issue to its completion (for the send/recv exchange, from the batch that
+issues its ``isend`` and ``irecv`` to the last ``wait``), as ``tpsim run`` times a schedule's ops, and
+the gemm on its own; the rank keeps both, as seconds per repetition (``{"op_s", "gemm_s"}``).
 
 At the end rank 0 gathers, per case, every rank's seconds per op (None where the rank took no part).
 """

@@ -9,8 +9,9 @@ it unchanged, and ``executor.ops_torch`` issues exactly the torch calls a schedu
 Groups. A collective on g ranks runs on the disjoint blocks ``[0, g), [g, 2g), ...`` **all at once**
 (``groups="all"``, the default: every rank is busy, as a schedule's row groups are), or on the first
 block only (``groups="one"``, the other ranks idle). Point-to-point (``send``) pairs ranks (0, 1),
-(2, 3), ... and each pair exchanges one message each way per repetition (``isend`` + ``irecv`` +
-two ``wait``), the shift pattern of Cannon's algorithm; its time is one exchange. A gemm runs on
+(2, 3), ... and each pair exchanges one message each way per repetition (``isend`` + ``irecv``, one
+batch as ``executor.ops_torch`` issues them, + two ``wait``), the shift pattern of Cannon's algorithm;
+its time is one exchange. A gemm runs on
 ranks ``0 .. concurrent - 1`` at once (declared as group ``gemm``, which the runner synchronises).
 
 Two forms of a collective (or send) measurement, ``options["bench"]["form"]``:

@@ -91,9 +91,9 @@ def host_info(backend: str, load_before: tuple[float, float, float] | None) -> d
     """Where the bench ran (imports torch)."""
     import torch
 
-    devices = []
-    if backend == "nccl" and torch.cuda.is_available():
-        devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    from executor.launch import gpu_names
+
+    devices = gpu_names() if backend == "nccl" else []  # never CUDA in this process: it may fork ranks again
     return {"hostname": socket.gethostname(), "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
             "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -2,19 +2,22 @@
 
 ``tpsim run ... --inject-fault RANK:WHERE[:ACTION]`` (hidden from ``--help``; it exists for the fault
 tests). WHERE is a step number of that rank's program, or ``init`` (before the rendezvous). ACTION is
-``raise`` (default: a RuntimeError naming the hook) or ``hang`` (sleep until killed: a rank that never
-arrives). A step fault fires the first time the rank reaches that step, in the first warm-up or timed
+``raise`` (default: a RuntimeError naming the hook), ``hang`` (sleep until killed: a rank that never
+arrives) or ``kill`` (the rank sends itself SIGKILL and dies without a word, as an out-of-memory
+kill does). A step fault fires the first time the rank reaches that step, in the first warm-up or timed
 iteration; a step beyond the program never fires.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from dataclasses import dataclass
 
 from simulator.errors import InputError
 
-ACTIONS = ("raise", "hang")
+ACTIONS = ("raise", "hang", "kill")
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Fault:
     def parse(cls, text: str) -> "Fault":
         """Parse ``RANK:WHERE[:ACTION]``; InputError naming the valid forms."""
         parts = text.split(":")
-        usage = f"--inject-fault {text!r}: expected RANK:STEP[:raise|hang] or RANK:init[:raise|hang]"
+        usage = f"--inject-fault {text!r}: expected RANK:STEP[:ACTION] or RANK:init[:ACTION], ACTION raise|hang|kill"
         if len(parts) not in (2, 3) or not parts[0].isdigit():
             raise InputError(usage)
         where = parts[1]
@@ -53,4 +56,6 @@ class Fault:
         if self.action == "hang":
             while True:  # a rank that never arrives; the launcher's --timeout kills it
                 time.sleep(3600)
+        if self.action == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
         raise RuntimeError(f"injected fault on rank {rank} {where} (test hook --inject-fault)")

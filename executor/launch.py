@@ -11,10 +11,14 @@ result (rank 0) or its traceback (any rank that raises) to a file there, atomica
 parent polls its children every few milliseconds:
 
 - a child that exits non-zero ends the job at once: every other rank is killed and ``JobFailed``
-  carries the **first real traceback**: among the ranks that failed, those whose error is a
-  communication after-effect ("Connection closed by peer", resets, timeouts) rank after the others,
-  then the earliest failure wins. In practice the rank that raised writes its traceback before it
-  exits, and its peers can only see closed connections after that exit;
+  leads with the **real cause**: a rank killed by SIGKILL (it writes nothing: the out-of-memory
+  killer, a user), named with its signal and the last lines of its output; else the first real
+  traceback; then other deaths without a traceback (another signal, a bare exit status); ranks whose
+  error is a communication after-effect ("Connection closed by peer", resets, timeouts) come last,
+  the earliest first within each kind. In practice the rank that raised writes its traceback before
+  it exits, and its peers can only see closed connections after that exit. When every failure seen
+  so far is an after-effect (a peer of a killed rank can be reaped before it), the launcher reaps
+  for up to half a second more before it reports, so that the dead rank is found;
 - past ``timeout_s`` (counted from the first fork) every rank is killed and the report names the ranks
   that never arrived: those busy in their own code (or not yet at the rendezvous) rather than blocked
   on their peers, read from the shared ``ProgressBoard``;
@@ -42,6 +46,7 @@ from simulator.errors import InputError
 from simulator.ir import Schedule
 
 _POLL_S = 0.005
+_SETTLE_S = 0.5
 _SECONDARY = re.compile(r"Connection closed|Connection reset|connection reset|Broken pipe|timed out|"
                         r"Timeout|DistBackendError|ECONNRESET|peer", re.IGNORECASE)
 
@@ -58,24 +63,46 @@ class JobFailed(Exception):
         """The failing rank first (error), or the ranks that never arrived (timeout)."""
 
 
-def visible_gpus() -> int:
-    """CUDA devices torch can see, counted in a forked probe so that this process never initialises CUDA."""
-    import torch
-
-    if torch.version.cuda is None:
-        return 0
+def _in_a_fork(probe: Callable[[], str]) -> str:
+    """``probe()``'s text, computed in a forked child ("" if it fails), so that this process never asks
+    CUDA anything: ``torch.cuda.is_available()`` and, where NVML cannot answer, ``device_count()``
+    initialise the CUDA driver, and a process that did so cannot fork working CUDA children."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         try:
-            os.write(write_end, str(torch.cuda.device_count()).encode())
+            os.close(read_end)
+            os.write(write_end, probe().encode())
         finally:
             os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as handle:
         data = handle.read()
     os.waitpid(pid, 0)
-    return int(data or b"0")
+    return data.decode()
+
+
+def visible_gpus() -> int:
+    """CUDA devices torch can see, counted in a forked probe so that this process never initialises CUDA.
+
+    The one GPU check for any process that forks ranks later: the launcher, and the test modules'
+    skip conditions (evaluated in the pytest process, which forks the ranks of every test after).
+    """
+    import torch
+
+    if torch.version.cuda is None:
+        return 0
+    return int(_in_a_fork(lambda: str(torch.cuda.device_count())) or "0")
+
+
+def gpu_names() -> list[str]:
+    """The names of the visible CUDA devices, read in a forked probe (see ``visible_gpus``)."""
+    import torch
+
+    if torch.version.cuda is None:
+        return []
+    text = _in_a_fork(lambda: "\n".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())))
+    return text.splitlines()
 
 
 def check_job(schedules: list[Schedule], options: RunOptions, nproc: int) -> None:
@@ -183,42 +210,85 @@ def _dump(path: str, data) -> None:
 def _watch(running: dict[int, int], nproc: int, schedules, options, folder, board: ProgressBoard,
            deadline: float) -> None:
     """Reap children as they exit (removing them from ``running``) until all are done or one fails."""
+    exits: dict[int, tuple[int, float]] = {}  # rank -> (exit code, when it was reaped)
     while running:
-        for pid in list(running):
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done == 0:
-                continue
-            rank = running.pop(pid)
-            code = os.waitstatus_to_exitcode(status)
-            if code != 0:
-                raise JobFailed(*_failure_report(rank, code, folder, nproc))
+        if _reap(running, exits):
+            _settle(running, exits, folder, nproc)
+            raise JobFailed(*_failure_report(exits, folder, nproc))
         if running and time.monotonic() > deadline:
             raise JobFailed(*_timeout_report(sorted(running.values()), schedules, options, board))
         if running:
             time.sleep(_POLL_S)
 
 
-def _failure_report(rank: int, code: int, folder: str, nproc: int) -> tuple[str, str, list[int]]:
-    errors = []
-    for other in range(nproc):
-        path = os.path.join(folder, f"rank{other}.err")
+def _reap(running: dict[int, int], exits: dict[int, tuple[int, float]]) -> bool:
+    """Reap every child that has exited, recording its exit code; True when one of them failed."""
+    failed = False
+    for pid in list(running):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            continue
+        rank = running.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        exits[rank] = (code, time.time())
+        failed = failed or code != 0
+    return failed
+
+
+def _settle(running: dict[int, int], exits: dict[int, tuple[int, float]], folder: str, nproc: int) -> None:
+    """Give the cause of a failure up to ``_SETTLE_S`` to show itself when none is known yet.
+
+    A rank killed by a signal writes nothing; its peers then fail with secondary "Connection closed"
+    errors, and one of them can be reaped first (or a peer's error file written before the dead
+    rank is reapable). So while every failure seen is secondary, keep reaping a little longer.
+    """
+    until = time.monotonic() + _SETTLE_S
+    while running and time.monotonic() < until and _failures(exits, folder, nproc)[0]["order"] >= 2:
+        time.sleep(_POLL_S)
+        _reap(running, exits)
+
+
+def _failures(exits: dict[int, tuple[int, float]], folder: str, nproc: int) -> list[dict]:
+    """Every failed rank, the likeliest cause first: killed by SIGKILL (nothing else kills a rank
+    before the launcher decides: the OOM killer, a user), a real traceback, another death without
+    one, a communication after-effect; the earliest first within each."""
+    failures = []
+    for rank in range(nproc):
+        path = os.path.join(folder, f"rank{rank}.err")
         if os.path.exists(path):
             with open(path, "rb") as handle:
-                errors.append(pickle.load(handle))
-    if not errors:
-        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
-        tail = _log_tail(os.path.join(folder, f"rank{rank}.log"))
-        return (f"rank {rank} {how} without a Python traceback; the other ranks were stopped"
-                + (f"\nlast lines of its output:\n{tail}" if tail else ""), "error", [rank])
-    errors.sort(key=lambda e: (bool(_SECONDARY.search(e["summary"])), e["time"]))
-    first = errors[0]
-    lines = [f"rank {first['rank']} failed first; the other ranks were stopped. Its traceback:",
-             first["traceback"].rstrip()]
-    for other in errors[1:5]:
+                error = pickle.load(handle)
+            error["order"] = 3 if _SECONDARY.search(error["summary"]) else 1
+            failures.append(error)
+        elif rank in exits and exits[rank][0] != 0:
+            code, when = exits[rank]
+            if code < 0:
+                how = f"was killed by {signal.Signals(-code).name} (signal {-code})"
+            else:
+                how = f"exited with status {code}"
+            failures.append({"rank": rank, "time": when, "summary": f"{how} without a Python traceback",
+                             "traceback": None, "order": 0 if code == -signal.SIGKILL else 2})
+    failures.sort(key=lambda f: (f["order"], f["time"]))
+    return failures
+
+
+def _failure_report(exits: dict[int, tuple[int, float]], folder: str, nproc: int) -> tuple[str, str, list[int]]:
+    failures = _failures(exits, folder, nproc)
+    first = failures[0]
+    if first["traceback"] is None:
+        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if first["order"] == 0 else ""
+        tail = _log_tail(os.path.join(folder, f"rank{first['rank']}.log"))
+        lines = [f"rank {first['rank']} {first['summary']}{hint}; the other ranks were stopped"]
+        if tail:
+            lines += ["last lines of its output:", tail]
+    else:
+        lines = [f"rank {first['rank']} failed first; the other ranks were stopped. Its traceback:",
+                 first["traceback"].rstrip()]
+    for other in failures[1:5]:
         lines.append(f"rank {other['rank']} also failed: {other['summary']}")
-    if len(errors) > 5:
-        lines.append(f"... and {len(errors) - 5} more ranks")
-    return "\n".join(lines), "error", [e["rank"] for e in errors]
+    if len(failures) > 5:
+        lines.append(f"... and {len(failures) - 5} more ranks")
+    return "\n".join(lines), "error", [f["rank"] for f in failures]
 
 
 def _timeout_report(unfinished: list[int], schedules, options, board: ProgressBoard) -> tuple[str, str, list[int]]:

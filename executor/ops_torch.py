@@ -16,13 +16,28 @@ Every op of ``simulator.ops`` has one rule here. Semantics follow ``simulator.in
   single-tensor torch calls (``all_gather_single`` / ``reduce_scatter_single``, or their older names);
   otherwise the list forms, with one contiguous tensor per member (gloo has no uneven all_gather, and
   a column block is not contiguous) copied into / out of place, in the IR's member order.
-- ``send`` / ``recv``: ``dist.send`` / ``dist.recv`` to global peers, ``isend`` / ``irecv`` when async.
-- Any communication op with a ``handle`` is issued with ``async_op=True``; its ``wait`` completes it.
+- ``send`` / ``recv``: ``dist.send`` / ``dist.recv`` to global peers when blocking. Asynchronous ones
+  are issued in batches: each run of consecutive asynchronous sends and receives of a rank's program
+  (``p2p_batches``: nothing else between them, not even a wait) goes to ``dist.batch_isend_irecv`` as
+  one list, when the program reaches the first of them. NCCL needs this: its sends and receives
+  progress together only inside one group (ncclGroupStart/End, which batch_isend_irecv opens), and
+  Cannon's shifts post a send before the matching receive on both sides (on a q = 2 grid a rank's
+  left and right neighbours are one rank), which hangs once a message outgrows NCCL's buffers if
+  each op is issued alone. The batch goes over the default group, whose first call is always the
+  executor's barrier before the iteration (and NCCL's communicator is created eagerly, as
+  ``init_distributed`` passes ``device_id``), so a batch between a subset of ranks is allowed (torch's
+  rule: a first call on a group must involve all its ranks). gloo issues the batch's ops one by one
+  (it has no coalescing) and returns one Work per op; NCCL returns one Work for the whole batch, so
+  every op of the batch completes with it. Blocking sends and receives stay alone: the IR's blocking
+  send returns only once its receive is posted, so the validator already rejects two ranks that
+  block sending to each other.
+- Any other communication op with a ``handle`` is issued with ``async_op=True``; its ``wait``
+  completes it.
 
 Nothing is emulated: gloo in torch 2.13 supports every collective kind the IR has (checked by the
 gloo tests), so the collectives issued equal the IR's, op for op. torch.distributed functions are
-looked up on the module at call time (``dist.broadcast(...)``), so a test can wrap them to record what
-was really issued.
+looked up on the module at call time (``dist.broadcast(...)``, ``dist.batch_isend_irecv(...)``), so a
+test can wrap them to record what was really issued.
 """
 
 from __future__ import annotations
@@ -56,6 +71,42 @@ class Pending:
             self.finish()
 
 
+class _WaitedOnce:
+    """Works that several ops share (a batch's one coalesced Work), waited for once by the first of them.
+
+    A second ``wait`` on a completed Work is not harmless everywhere: gloo's send and receive Works
+    wait for one more completion, which never comes.
+    """
+
+    def __init__(self, works: list):
+        self.works = works
+        self.done = False
+
+    def wait(self) -> None:
+        if not self.done:
+            for work in self.works:
+                work.wait()
+            self.done = True
+
+
+def p2p_batches(program: list[Op]) -> list[list[int]]:
+    """The steps of each run of consecutive asynchronous sends and receives in ``program``, in order.
+
+    Example: ``send &a, recv &b, gemm, send &c, wait a, wait b, wait c, recv`` (the last one blocking)
+    gives ``[[0, 1], [3]]``: the gemm ends the first run, the wait the second; a blocking recv is in none.
+    """
+    batches: list[list[int]] = []
+    previous = -2
+    for step, op in enumerate(program):
+        if isinstance(op, (Send, Recv)) and op.handle is not None:
+            if step == previous + 1:
+                batches[-1].append(step)
+            else:
+                batches.append([step])
+            previous = step
+    return batches
+
+
 def _gather_fn():
     return getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -74,9 +125,29 @@ class TorchOps:
         self.mem = buffers
         self.groups = groups
         self.scratch_steps = _live_nonroot_reduces(schedule, rank) if reduce_clobbers_input else set()
+        self.program = schedule.programs[rank]
+        self.batch_of = {step: steps for steps in p2p_batches(self.program) for step in steps}
+        """Each batched send / recv step -> the steps of its batch."""
+        self._issued: dict[int, Pending] = {}  # batched steps issued with their batch, not yet run
+
+    def issued_at(self, step: int) -> int:
+        """The step whose ``run`` really issues step ``step``: the first of its batch, else itself."""
+        batch = self.batch_of.get(step)
+        return batch[0] if batch else step
 
     def run(self, step: int, op: Op) -> Pending | None:
-        """Execute ``op`` (step ``step`` of this rank's program); a Pending when it is asynchronous."""
+        """Execute ``op`` (step ``step`` of this rank's program); a Pending when it is asynchronous.
+
+        A batched send or receive (``p2p_batches``) is issued with its whole batch when the first of
+        the batch runs; running each later one hands out its Pending.
+        """
+        if step in self.batch_of:
+            if op != self.program[step]:
+                raise AssertionError(f"step {step} of rank {self.rank} is {self.program[step].short()}, "
+                                     f"not {op.short()}")
+            if step == self.batch_of[step][0]:
+                self._issue_batch(self.batch_of[step])
+            return self._issued.pop(step)
         if isinstance(op, CommOp):
             pending = self._communicate(step, op, async_op=op.handle is not None)
             if op.handle is None:
@@ -119,16 +190,25 @@ class TorchOps:
             raise AssertionError(f"executor has no rule for {op.kind}")
 
     # -- communication ---------------------------------------------------------------------------
+    def _issue_batch(self, steps: list[int]) -> None:
+        """Issue the sends and receives of ``steps`` as one ``batch_isend_irecv``."""
+        ops = [self.program[step] for step in steps]
+        p2p = [dist.P2POp(dist.isend if isinstance(op, Send) else dist.irecv, self.mem[op.buf], op.peer)
+               for op in ops]
+        works = dist.batch_isend_irecv(p2p)
+        # one Work per op (gloo), or one for the whole coalesced batch (NCCL), which completes every op
+        shared = None if len(works) == len(ops) else _WaitedOnce(works)
+        for i, step in enumerate(steps):
+            self._issued[step] = Pending(works[i] if shared is None else shared)
+
     def _communicate(self, step: int, op: CommOp, async_op: bool) -> Pending:
         mem = self.mem
-        if isinstance(op, Send):
-            call = dist.isend if async_op else dist.send
-            work = call(mem[op.buf], dst=op.peer)
-            return Pending(work if async_op else None)
-        if isinstance(op, Recv):
-            call = dist.irecv if async_op else dist.recv
-            work = call(mem[op.buf], src=op.peer)
-            return Pending(work if async_op else None)
+        if isinstance(op, (Send, Recv)):  # blocking: the asynchronous ones go in batches (run)
+            if isinstance(op, Send):
+                dist.send(mem[op.buf], dst=op.peer)
+            else:
+                dist.recv(mem[op.buf], src=op.peer)
+            return Pending(None)
         info = self.groups[op.group]
         group = info.handle
         if isinstance(op, Broadcast):

@@ -10,9 +10,14 @@ synchronise). Times are rank-local from there, so ranks are aligned to within th
 skew (gloo on one host: about a millisecond; NCCL: microseconds). Each op records ``start_s`` (before it
 is issued) and ``end_s`` (when it is complete as seen by this rank's program: after the call returns, or
 for an asynchronous op at the end of its ``wait``); a ``wait`` op also gets its own record, the time
-spent blocked in it. A rank's end-to-end time is t at the end of its last op; the iteration's time is
-the max over ranks (an all_reduce MAX), and the measured record keeps the ops of the median timed
-iteration (``statistics.median_low`` of those maxima: a real iteration, so its op times are coherent).
+spent blocked in it. Consecutive asynchronous sends and receives are issued as one batch
+(``executor.ops_torch``): each of them records the batch's issue as its ``start_s`` (the first one's
+start, when the program reached the batch) and the end of its own ``wait`` as its ``end_s``. On gloo
+each op of a batch completes on its own; NCCL completes a batch as one, so there the batch's first
+wait holds the whole exchange and its later waits return at once (their ops end together). A rank's
+end-to-end time is t at the end of its last op; the iteration's time is the max over ranks (an
+all_reduce MAX), and the measured record keeps the ops of the median timed iteration
+(``statistics.median_low`` of those maxima: a real iteration, so its op times are coherent).
 Each rank also keeps that iteration's t = 0 as a host-monotonic reading (``clock_origin_s``: the CPU
 clock's ``perf_counter`` at t = 0, None on GPU): on one host, origin differences put every rank's op
 times on one clock, which the barrier's release skew would otherwise blur (``tpsim compare`` uses
@@ -191,7 +196,8 @@ def _run_program(program: list[Op], ops: TorchOps, clock, fault: Fault | None, r
             end = clock.mark()
             if work is not None:
                 pending[op.handle] = (step, work)
-        marks[step][0] = start
+        first = ops.issued_at(step)
+        marks[step][0] = start if first == step else marks[first][0]  # issued with its batch
         if marks[step][1] is None:
             marks[step][1] = end
     stop = clock.mark()

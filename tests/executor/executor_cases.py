@@ -23,6 +23,17 @@ WORLD = {"1d": 4, "2d": 4, "summa25d": 8, "cannon25d": 8}
 OVERLAP = ("2d", "summa25d")
 
 
+def gpu_count() -> int:
+    """CUDA GPUs visible, for skip conditions: counted in a forked probe (``executor.launch.visible_gpus``).
+
+    Skip conditions run in the pytest process, which forks the ranks of every test after them; asking
+    torch.cuda whether it is available there would initialise the CUDA driver in the parent of NCCL ranks.
+    """
+    from executor.launch import visible_gpus
+
+    return visible_gpus()
+
+
 def make(algo: str, workload: str = "gemm", passes: str = "both", dtype: str = "float32", overlap: bool = False):
     """The schedule of ``algo`` on its test grid."""
     return build_schedule(algo, WORKLOADS[workload], passes, dtype, overlap=overlap, **GRIDS[algo])

@@ -4,6 +4,9 @@ torch.distributed's entry points are wrapped in the pytest process before the ra
 rank records each call it makes, with the tensors it really passed, into a file of its own. The
 executor's own traffic (the iteration barrier, the max-over-ranks reduction and the result gather on
 the default group) is not schedule traffic and is left out; schedule groups are always new groups.
+Asynchronous sends and receives are issued through ``batch_isend_irecv`` (``isend`` / ``irecv`` are
+not wrapped: an asynchronous send issued outside a batch would be missing from the record), each of
+its ops recorded as a send or recv, and each batch as the list of its ops.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torch.distributed as dist  # noqa: E402
 from executor.launch import run_local  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from simulator.accounting import account  # noqa: E402
-from simulator.ops import CommOp, Send  # noqa: E402
+from simulator.ops import CommOp, Recv, Send  # noqa: E402
 
 from executor_cases import make  # noqa: E402
 
@@ -30,7 +33,7 @@ ENTRY_POINTS = {
     "all_gather_into_tensor": ("all_gather", 0),
     "reduce_scatter": ("reduce_scatter", 1), "reduce_scatter_single": ("reduce_scatter", 1),
     "reduce_scatter_tensor": ("reduce_scatter", 1),
-    "send": ("send", 0), "isend": ("send", 0), "recv": ("recv", 0), "irecv": ("recv", 0),
+    "send": ("send", 0), "recv": ("recv", 0),
 }
 
 
@@ -61,11 +64,35 @@ def issued(monkeypatch, tmp_path):
 
         monkeypatch.setattr(dist, name, recorder)
 
+    def batch(p2p_ops, __fn=dist.batch_isend_irecv):
+        ops = [["send" if op.op is dist.isend else "recv", ["p2p", op.peer], _nbytes(op.tensor)] for op in p2p_ops]
+        with open(tmp_path / f"calls.{dist.get_rank()}", "a") as handle:
+            handle.writelines(json.dumps(op) + "\n" for op in ops)
+        with open(tmp_path / f"order.{dist.get_rank()}", "a") as handle:
+            handle.write(json.dumps(["batch", [kind for kind, _, _ in ops]]) + "\n")
+        return __fn(p2p_ops)
+
+    def barrier(*args, __fn=dist.barrier, **kwargs):
+        if kwargs.get("group") is None and not args:  # the iteration barrier, on the default group
+            with open(tmp_path / f"order.{dist.get_rank()}", "a") as handle:
+                handle.write(json.dumps(["barrier", []]) + "\n")
+        return __fn(*args, **kwargs)
+
+    monkeypatch.setattr(dist, "batch_isend_irecv", batch)
+    monkeypatch.setattr(dist, "barrier", barrier)
+
     def read(rank: int) -> list[tuple]:
         path = tmp_path / f"calls.{rank}"
         lines = path.read_text().splitlines() if path.exists() else []
         return [(kind, tuple(where), nbytes) for kind, where, nbytes in map(json.loads, lines)]
 
+    def order(rank: int) -> list[tuple]:
+        """The rank's default-group barriers and p2p batches, in order: ("barrier", ()) or ("batch", kinds)."""
+        path = tmp_path / f"order.{rank}"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [(what, tuple(kinds)) for what, kinds in map(json.loads, lines)]
+
+    read.order = order
     return read
 
 
@@ -90,11 +117,33 @@ def _check(schedules, issued, world: int) -> None:
         assert by_kind == sum((a.collectives_by_kind for a in accounts), Counter())
 
 
+def _ir_batches(schedule, rank: int) -> list[tuple]:
+    """The IR's runs of consecutive asynchronous sends / recvs of ``rank``, as the kinds of their ops."""
+    runs, previous = [], None
+    for op in schedule.programs[rank]:
+        p2p = isinstance(op, (Send, Recv)) and op.handle is not None
+        if p2p and previous:
+            runs[-1].append(op.kind)
+        elif p2p:
+            runs.append([op.kind])
+        previous = p2p
+    return [("batch", tuple(run)) for run in runs]
+
+
 def test_issued_collectives_equal_the_ir_on_8_ranks(issued):
     schedules = [make("summa25d", "mlp", "both", overlap=True), make("cannon25d", "gemm", "both")]
     assert any(isinstance(op, Send) for op in schedules[1].programs[1])
     run_local(schedules, RunOptions(warmup=0, iters=1), 8)
     _check(schedules, issued, 8)
+    batches = []
+    for rank in range(8):
+        # Cannon's skew exchanges go out as one batch per run of sends and receives, and the first call
+        # on the default group (which the batches use) is the iteration barrier, with every rank in it.
+        order = issued.order(rank)
+        batches += [o for o in order if o[0] == "batch"]
+        assert [o for o in order if o[0] == "batch"] == _ir_batches(schedules[1], rank), f"rank {rank}"
+        assert order[0] == ("barrier", ()), f"rank {rank}"
+    assert ("batch", ("send", "recv", "send", "recv")) in batches and len(batches) == 18
 
 
 def test_issued_collectives_equal_the_ir_for_every_kind(issued, mixed):

@@ -19,7 +19,7 @@ from simulator.ops import AllReduce  # noqa: E402
 from simulator.results import OP_RECORD_KEYS  # noqa: E402
 from simulator.serialize import save_schedule, schedule_from_dict, schedule_to_dict  # noqa: E402
 
-from executor_cases import make  # noqa: E402
+from executor_cases import gpu_count, make  # noqa: E402
 
 SMALL_2D = ["--algo", "2d", "--grid", "2,2,1", "--workload", "mlp", "--m", "16", "--hidden", "8"]
 TOP_LEVEL = {"format", "version", "algorithm", "grid", "workload", "passes", "dtype", "backend", "world_size",
@@ -119,7 +119,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path, capsys)
     assert set(os.listdir(tmp_path)) == before
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+@pytest.mark.skipif(gpu_count() > 0, reason="this machine has CUDA")
 def test_nccl_without_cuda_is_one_line_exit_2(capsys):
     assert main(["run", *SMALL_2D, "--backend", "nccl", "--nproc", "4"]) == 2
     err = capsys.readouterr().err
@@ -133,6 +133,18 @@ def test_the_torchrun_entry_point_outside_torchrun_is_one_line_exit_2(monkeypatc
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set: start this under torchrun" in err
+
+
+@pytest.mark.skipif(gpu_count() > 0, reason="this machine has CUDA")
+def test_the_torchrun_entry_point_with_nccl_and_no_gpu_is_one_line_exit_2(monkeypatch, capsys):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "1")
+    assert executor_main([*SMALL_2D, "--backend", "nccl"]) == 2
+    err = capsys.readouterr().err
+    assert err == "python -m executor: error: --backend nccl: LOCAL_RANK 0 has no CUDA GPU (0 visible); " \
+                  "use --backend gloo\n"
 
 
 def _free_port() -> int:

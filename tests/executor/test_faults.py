@@ -37,6 +37,15 @@ def test_a_rank_raising_mid_schedule_fails_the_job_at_once_with_its_traceback():
     assert "Connection closed" not in report.split("RuntimeError: injected fault")[0]
 
 
+def test_a_rank_killed_by_a_signal_mid_schedule_is_named_first():
+    # Rank 5 dies without a word (SIGKILL, as the out-of-memory killer sends); its peers fail with
+    # "Connection closed" errors of their own, which must not hide it.
+    failure, elapsed = _fail(make("summa25d", "gemm", "both"), 8, Fault(5, 6, "kill"))
+    assert elapsed < 5, f"took {elapsed:.1f} s"
+    assert failure.reason == "error" and failure.ranks[0] == 5
+    assert failure.report.startswith("rank 5 was killed by SIGKILL (signal 9) without a Python traceback")
+
+
 def test_a_rank_that_hangs_mid_schedule_is_named_at_the_timeout():
     schedule = make("2d", "mlp", "fwd")
     failure, elapsed = _fail(schedule, 4, Fault(2, 3, "hang"), timeout_s=2.0)

@@ -13,9 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor.check import TOLERANCES  # noqa: E402
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
+from simulator.generators import build_schedule  # noqa: E402
 from simulator.ops import AllReduce  # noqa: E402
 from simulator.results import OP_RECORD_KEYS, Timeline  # noqa: E402
 from simulator.validate import validate_schedule  # noqa: E402
@@ -88,6 +90,20 @@ def test_float64_and_bfloat16_meet_their_tolerances():
             assert record["tolerance"] == 1e-12 and record["max_rel_error"] < 1e-13
         else:  # computed in bfloat16, not quietly in float32
             assert record["tolerance"] == 2e-2 and 1e-4 < record["max_rel_error"] < 2e-2
+
+
+def test_each_tolerance_sits_between_its_dtypes_rounding_and_the_next_coarser_dtypes():
+    # One rank, so each error is the dtype's own arithmetic (gemms, GELU, sums) against the float64
+    # reference, measured rather than quoted.
+    schedules = [build_schedule("1d", Workload.mlp(256, 64), "both", dtype, gpus=1)
+                 for dtype in ("float64", "float32", "bfloat16")]
+    results = run_local(schedules, ONCE, 1)
+    errors = {s.dtype: measured_record(s, r, ONCE)["max_rel_error"] for s, r in zip(schedules, results)}
+    assert errors["float64"] < errors["float32"] < errors["bfloat16"], errors  # each really ran in its dtype
+    for dtype, coarser in (("float64", "float32"), ("float32", "bfloat16"), ("bfloat16", None)):
+        assert TOLERANCES[dtype] >= 3 * errors[dtype], (dtype, errors)  # rounding never fails a right run
+        if coarser:  # a run that computed in the coarser dtype would fail this one's check
+            assert TOLERANCES[dtype] <= errors[coarser] / 10, (dtype, errors)
 
 
 def test_every_collective_kind_both_axes_and_an_out_of_order_group(mixed):

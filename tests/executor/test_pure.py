@@ -1,4 +1,6 @@
-"""Executor parts that need no process group: reference blocks, error measure, op rules, fault hook, reports."""
+"""Executor parts that need no process group: error measure, op rules, fault hook, reports, GPU probes.
+
+The reference blocks have their own tests (test_reference.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from executor.check import TOLERANCES, check_rank, combine, reference_block  # noqa: E402
+from executor.check import check_rank, combine, reference_block  # noqa: E402
 from executor.faults import Fault  # noqa: E402
-from executor.launch import _failure_report  # noqa: E402
+from executor.launch import _failure_report, gpu_names  # noqa: E402
 from executor.measure import measured_record  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from executor.ops_torch import TorchOps  # noqa: E402
@@ -25,30 +27,7 @@ from simulator.interpret import run_schedule  # noqa: E402
 from simulator.ops import Gemm, Local, Slice  # noqa: E402
 from simulator.workloads import Workload  # noqa: E402
 
-from executor_cases import GEMM, MLP, make  # noqa: E402
-
-
-@pytest.mark.parametrize("workload", [GEMM, MLP, Workload.gemm(12, 6, 9)], ids=["gemm", "mlp", "gemm-odd"])
-@pytest.mark.parametrize("seed", [0, 7])
-def test_reference_blocks_from_panels_equal_the_dense_reference(workload, seed):
-    dense = workload.reference(seed, "both")
-    for name, full in dense.items():
-        rows, cols = full.shape
-        parts = ((0, rows, 0, cols), (1, rows // 2, 0, cols // 3 + 1), (rows // 2, rows, cols // 2, cols))
-        for r0, r1, c0, c1 in parts:
-            block = reference_block(workload, seed, name, (r0, r1), (c0, c1)).numpy()
-            np.testing.assert_allclose(block, full[r0:r1, c0:c1], rtol=0, atol=1e-12, err_msg=name)
-
-
-def test_reference_of_an_unknown_tensor_is_a_clear_error():
-    with pytest.raises(ValueError, match="no reference for output tensor 'Q'"):
-        reference_block(GEMM, 0, "Q", (0, 1), (0, 1))
-
-
-def test_tolerances_cover_every_generator_dtype_with_margin_over_observed():
-    observed = {"float64": 1e-14, "float32": 1e-7, "bfloat16": 4e-3}  # DESIGN.md
-    for dtype, error in observed.items():
-        assert TOLERANCES[dtype] >= 5 * error
+from executor_cases import gpu_count, make  # noqa: E402
 
 
 def _blocks_of(schedule, value_of):
@@ -158,7 +137,7 @@ def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_
         with open(tmp_path / f"rank{rank}.err", "wb") as handle:
             pickle.dump({"rank": rank, "time": when, "summary": summary,
                          "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
-    report, reason, ranks = _failure_report(0, 1, str(tmp_path), 8)
+    report, reason, ranks = _failure_report({0: (1, 11.0)}, str(tmp_path), 8)
     assert reason == "error" and ranks[0] == 3
     assert report.startswith("rank 3 failed first")
     assert report.index("the real problem") < report.index("Connection closed")
@@ -166,9 +145,28 @@ def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_
 
 def test_failure_report_of_a_rank_killed_by_a_signal(tmp_path):
     (tmp_path / "rank2.log").write_text("some output\nlast words\n")
-    report, _, ranks = _failure_report(2, -9, str(tmp_path), 4)
-    assert ranks == [2] and "rank 2 was killed by SIGKILL without a Python traceback" in report
+    report, _, ranks = _failure_report({2: (-9, 1.0)}, str(tmp_path), 4)
+    assert ranks == [2] and report.startswith("rank 2 was killed by SIGKILL (signal 9) without a Python traceback")
     assert "last words" in report
+
+
+def test_a_rank_killed_without_a_trace_leads_its_peers_secondary_errors(tmp_path):
+    # rank 3 was killed (OOM-killed, say) and wrote nothing; its peers wrote "Connection closed" errors,
+    # earlier than the launcher reaped rank 3, and one of them was reaped before it
+    for rank, when in ((0, 10.0), (1, 10.1)):
+        summary = "DistBackendError: Connection closed by peer [127.0.0.1]:1234"
+        with open(tmp_path / f"rank{rank}.err", "wb") as handle:
+            pickle.dump({"rank": rank, "time": when, "summary": summary,
+                         "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
+    (tmp_path / "rank3.log").write_text("computing\n")
+    report, reason, ranks = _failure_report({0: (1, 10.2), 3: (-9, 10.3), 2: (-15, 10.4)}, str(tmp_path), 4)
+    assert reason == "error" and ranks == [3, 2, 0, 1]
+    lines = report.splitlines()
+    assert lines[0] == ("rank 3 was killed by SIGKILL (signal 9) without a Python traceback (the kernel's "
+                        "out-of-memory killer sends SIGKILL); the other ranks were stopped")
+    assert lines[1:3] == ["last lines of its output:", "computing"]
+    assert lines[3] == "rank 2 also failed: was killed by SIGTERM (signal 15) without a Python traceback"
+    assert lines[4].startswith("rank 0 also failed: DistBackendError: Connection closed")
 
 
 def test_registering_tpsim_run_does_not_import_torch():
@@ -176,3 +174,35 @@ def test_registering_tpsim_run_does_not_import_torch():
             "assert 'run' in parser._subparsers._group_actions[0].choices; "
             "assert 'torch' not in sys.modules, 'registration imported torch'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(__file__))
+
+
+def test_gpu_checks_never_ask_cuda_in_this_process(monkeypatch):
+    # Stand-ins for the calls that initialise CUDA, on a (pretended) CUDA build with 3 GPUs: the forked
+    # probe must make them, and this process, which forks the ranks of later tests, never.
+    asked = []
+
+    def count(*_args, **_kwargs):
+        asked.append(os.getpid())
+        return 3
+
+    def name(index):
+        asked.append(os.getpid())
+        return f"GPU {index}"
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    for attribute in ("is_available", "device_count", "init"):
+        monkeypatch.setattr(torch.cuda, attribute, count)
+    monkeypatch.setattr(torch.cuda, "get_device_name", name)
+    monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", count, raising=False)
+    assert gpu_count() == 3 and gpu_names() == ["GPU 0", "GPU 1", "GPU 2"]  # the probe asked...
+    assert asked == [] and not torch.cuda.is_initialized()  # ...this process did not
+
+
+def test_no_executor_test_module_asks_cuda_directly():
+    folder = os.path.dirname(__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name)) as handle:
+                text = handle.read()
+            for call in ("is_available(", "device_count("):  # written apart so this file passes too
+                assert f"torch.cuda.{call}" not in text, f"{name} calls torch.cuda.{call}): use gpu_count()"
