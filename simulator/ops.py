@@ -44,7 +44,7 @@ LOCAL_FUNCTIONS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """Base of all ops: ``kind`` tags the JSON form; ``short()`` is the cell of the step x rank grid."""
 
@@ -64,7 +64,7 @@ class Op:
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Gemm(Op):
     """``out = op(a) @ op(b)``, or ``out += ...`` when ``accumulate``."""
 
@@ -88,7 +88,7 @@ class Gemm(Op):
         return f"{self.out}{'+=' if self.accumulate else '='}{a}*{b}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Local(Op):
     """An elementwise function of ``LOCAL_FUNCTIONS`` over same-shaped buffers."""
 
@@ -114,7 +114,7 @@ class Local(Op):
         return f"{self.out}={self.fn}({','.join(self.inputs)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slice(Op):
     """Copy a 2-D sub-block: ``out[out_rows, out_cols] = src[src_rows, src_cols]``."""
 
@@ -137,7 +137,7 @@ class Slice(Op):
         return f"{self.out}=slice({self.src})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommOp(Op):
     """A communication op; ``handle`` makes it asynchronous until the matching ``Wait``."""
 
@@ -151,7 +151,7 @@ class CommOp(Op):
         return f" &{self.handle}" if getattr(self, "handle", None) else ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Broadcast(CommOp):
     """The root's ``buf`` to every member of ``group``; the root's group-local rank is ``root``."""
 
@@ -174,7 +174,7 @@ class Broadcast(CommOp):
         return f"bc {self.group}@{self.root} {self.buf}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reduce(CommOp):
     """Sum of every member's ``buf`` into ``out`` on the root.
 
@@ -202,7 +202,7 @@ class Reduce(CommOp):
         return f"rd {self.group}@{self.root} {self.buf}>{self.out}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AllReduce(CommOp):
     """Sum of every member's ``buf``, left in every member's ``buf``."""
 
@@ -224,7 +224,7 @@ class AllReduce(CommOp):
         return f"ar {self.group} {self.buf}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AllGather(CommOp):
     """Every member's ``inp`` concatenated in group order along ``axis`` into every ``out``."""
 
@@ -248,7 +248,7 @@ class AllGather(CommOp):
         return f"ag {self.group} {self.inp}>{self.out}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReduceScatter(CommOp):
     """Sum of every member's ``inp``, split in group order along ``axis``; member g keeps part g."""
 
@@ -272,7 +272,7 @@ class ReduceScatter(CommOp):
         return f"rs {self.group} {self.inp}>{self.out}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Send(CommOp):
     """``buf`` to global rank ``peer``; the n-th send to a peer meets that peer's n-th recv from us."""
 
@@ -291,7 +291,7 @@ class Send(CommOp):
         return f"send>{self.peer} {self.buf}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recv(CommOp):
     """From global rank ``peer`` into ``buf``."""
 
@@ -310,7 +310,7 @@ class Recv(CommOp):
         return f"recv<{self.peer} {self.buf}{self._suffix()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Wait(Op):
     """Block until the asynchronous op issued on this rank with ``handle`` has completed."""
 

@@ -112,7 +112,7 @@ def _check_program(schedule: Schedule, rank: int) -> None:
             if isinstance(op, CommOp):
                 _check_comm(schedule, rank, op)
             else:
-                _check_compute(schedule, rank, op)
+                _check_compute(declared, op)
         except ValueError as error:
             raise _fail(rank, step, op, str(error)) from None
         if in_flight:
@@ -136,10 +136,10 @@ def _check_program(schedule: Schedule, rank: int) -> None:
         raise _fail(rank, step, op, f"handle {handle!r} is never waited for")
 
 
-def _check_compute(schedule: Schedule, rank: int, op: Op) -> None:
-    shape = lambda name: schedule.spec(rank, name).shape  # noqa: E731 - local shorthand
+def _check_compute(declared: dict, op: Op) -> None:
+    """Shapes of a compute op whose buffers are all in ``declared`` (checked just before)."""
     if isinstance(op, Gemm):
-        a, b, out = shape(op.a), shape(op.b), shape(op.out)
+        a, b, out = declared[op.a].shape, declared[op.b].shape, declared[op.out].shape
         if len(a) != 2 or len(b) != 2 or len(out) != 2:
             raise ValueError("gemm operands must be 2-D")
         m, k = (a[1], a[0]) if op.trans_a else a
@@ -147,11 +147,11 @@ def _check_compute(schedule: Schedule, rank: int, op: Op) -> None:
         if k != k2 or out != (m, n):
             raise ValueError(f"shapes do not multiply: {op.a}{a} x {op.b}{b} -> {op.out}{out}")
     elif isinstance(op, Local):
-        shapes = {name: shape(name) for name in op.inputs + (op.out,)}
+        shapes = {name: declared[name].shape for name in op.inputs + (op.out,)}
         if len(set(shapes.values())) > 1:
             raise ValueError(f"elementwise operands differ in shape: {shapes}")
     elif isinstance(op, Slice):
-        src, out = shape(op.src), shape(op.out)
+        src, out = declared[op.src].shape, declared[op.out].shape
         if len(src) != 2 or len(out) != 2:
             raise ValueError("slice operands must be 2-D")
         extents = []
@@ -170,7 +170,7 @@ def _check_comm(schedule: Schedule, rank: int, op: CommOp) -> None:
         if not 0 <= op.peer < schedule.world_size or op.peer == rank:
             raise ValueError(f"peer {op.peer} must be another rank in 0..{schedule.world_size - 1}")
         return
-    members = schedule.group_ranks(op.group)
+    members = schedule.groups.get(op.group) or schedule.group_ranks(op.group)  # group_ranks raises, naming it
     if rank not in members:
         raise ValueError(f"rank {rank} is not a member of group {op.group!r} {list(members)}")
     root = getattr(op, "root", None)

@@ -24,9 +24,8 @@ def _signature(schedule: Schedule, rank: int, op: CommOp) -> tuple:
     spec = schedule.spec
     if isinstance(op, (AllGather, ReduceScatter)):
         return (op.kind, op.axis, spec(rank, op.inp).shape, spec(rank, op.out).shape, spec(rank, op.inp).dtype)
-    root = getattr(op, "root", None)
-    buf = spec(rank, op.buf)
-    return (op.kind, root, buf.shape, buf.dtype)
+    buf = schedule.buffers[rank].get(op.buf) or spec(rank, op.buf)  # spec() raises, naming the buffer
+    return (op.kind, getattr(op, "root", None), buf.shape, buf.dtype)
 
 
 def _describe(rank: int, step: int, op: Op) -> str:
@@ -36,11 +35,15 @@ def _describe(rank: int, step: int, op: Op) -> str:
 class Instance:
     """One collective or one send/recv pair, filled in as its participants issue it."""
 
+    __slots__ = ("key", "label", "expected", "arrived", "signature", "waiters")
+
     def __init__(self, key: tuple, label: str, expected: int):
         self.key = key
         self.label = label
         self.expected = expected
         self.arrived: dict[int, tuple[int, Op, tuple]] = {}  # rank -> (step, op, signature)
+        self.signature: tuple | None = None
+        """The first participant's signature, which every later one must equal."""
         self.waiters: list[int] = []
 
     @property
@@ -63,7 +66,7 @@ class Walker:
         self.on_compute = on_compute
         self.on_complete = on_complete
         self.pc = [0] * schedule.world_size
-        self.collective_count: dict[tuple[str, int], int] = defaultdict(int)  # (group, rank) -> issued
+        self.collective_count: list[dict[str, int]] = [{} for _ in range(schedule.world_size)]  # [rank][group]
         self.p2p_count: dict[tuple[str, int, int], int] = defaultdict(int)  # (side, src, dst) -> issued
         self.instances: dict[tuple, Instance] = {}
         self.handles: list[dict[str, Instance]] = [{} for _ in range(schedule.world_size)]
@@ -89,12 +92,12 @@ class Walker:
                 instance = issue(rank, step, op)
                 if op.handle is not None:
                     handles[op.handle] = instance
-                elif not instance.complete:
+                elif len(instance.arrived) < instance.expected:
                     self.pc[rank] = step + 1  # issued; the rank resumes after it once woken
                     return self._block(rank, instance, step)
             elif isinstance(op, Wait):
                 instance = handles.pop(op.handle)
-                if not instance.complete:
+                if len(instance.arrived) < instance.expected:
                     handles[op.handle] = instance  # retried when woken
                     self.pc[rank] = step
                     return self._block(rank, instance, step)
@@ -121,26 +124,30 @@ class Walker:
             if instance is None:
                 instance = self.instances[key] = Instance(key, f"send/recv #{n} from rank {src} to rank {dst}", 2)
         else:
-            n = self.collective_count[(op.group, rank)]
-            self.collective_count[(op.group, rank)] = n + 1
-            key = ("group", op.group, n)
+            group = op.group
+            issued = self.collective_count[rank]
+            n = issued.get(group, 0)
+            issued[group] = n + 1
+            key = ("group", group, n)
             signature = _signature(self.s, rank, op)
             instance = self.instances.get(key)
             if instance is None:
-                members = self.s.groups[op.group]
-                label = f"collective #{n} on group {op.group} {list(members)}"
+                members = self.s.groups[group]
+                label = f"collective #{n} on group {group} {list(members)}"
                 instance = self.instances[key] = Instance(key, label, len(members))
-        for other, (other_step, other_op, other_signature) in instance.arrived.items():
-            if other_signature != signature:
-                raise ValueError(
-                    f"mismatch in {instance.label}: {_describe(rank, step, op)} has {signature} but "
-                    f"{_describe(other, other_step, other_op)} has {other_signature}")
-            break
+        arrived = instance.arrived
+        if not arrived:
+            instance.signature = signature
+        elif signature != instance.signature:
+            other, (other_step, other_op, other_signature) = next(iter(arrived.items()))
+            raise ValueError(
+                f"mismatch in {instance.label}: {_describe(rank, step, op)} has {signature} but "
+                f"{_describe(other, other_step, other_op)} has {other_signature}")
         if isinstance(op, Reduce) and self.s.groups[op.group][op.root] == rank:
             if self.s.spec(rank, op.out).shape != self.s.spec(rank, op.buf).shape:
                 raise ValueError(f"{_describe(rank, step, op)}: root's out and buf shapes differ")
-        instance.arrived[rank] = (step, op, signature)
-        if instance.complete:
+        arrived[rank] = (step, op, signature)
+        if len(arrived) == instance.expected:
             del self.instances[key]
             if self.on_complete is not None:
                 self.on_complete(instance)

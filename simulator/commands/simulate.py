@@ -45,6 +45,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def simulate_command(args: argparse.Namespace) -> int:
+    from simulator.gcpause import paused_gc
+
+    # One pause for the whole command, not one per phase: at 4,096 GPUs the schedule, the plan and the
+    # result are millions of objects without cycles, and the first full collection after a phase's
+    # pause (set off by the few thousand result rows made after it) walked them all, for a second.
+    with paused_gc():
+        return _simulate(args)
+
+
+def _simulate(args: argparse.Namespace) -> int:
     from simulator.cost_schedule import analyze
     from simulator.simulation import simulate
     from simulator.validate import validate_schedule

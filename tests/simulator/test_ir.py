@@ -135,3 +135,11 @@ def test_step_by_rank_printout() -> None:
     assert len(lines) == 2 + 6  # header, column titles, 2 steps x (2 broadcasts + gemm)
     narrow = format_schedule(schedule, ranks=[3], width=8)
     assert narrow.splitlines()[2] == "   0  bc row_~"
+
+
+def test_ops_carry_no_instance_dict():
+    # A 4,096-rank schedule holds over a million ops; a dict each would be ~100 bytes apiece more.
+    from simulator.ops import OP_TYPES
+
+    for cls in OP_TYPES.values():
+        assert "__dict__" not in dir(cls), cls.__name__

@@ -63,6 +63,18 @@ def test_large_runs_leave_ops_out_unless_asked(capsys, monkeypatch):
     assert status == 0 and len(json.loads(out)["ops"]) > 10
 
 
+def test_collector_paused_for_the_whole_command(capsys, monkeypatch):
+    # Loading, building, checking, simulating and printing all run with the cyclic collector off
+    # (a full collection in between walked millions of objects at 4,096 GPUs); it is back on after.
+    import gc
+
+    seen = []
+    real_summary = simulate_command.summary_lines
+    monkeypatch.setattr(simulate_command, "summary_lines", lambda *a: seen.append(gc.isenabled()) or real_summary(*a))
+    status, _, _ = run(capsys, "simulate", *GEN, "--topology", "dgx-a100")
+    assert status == 0 and seen == [False] and gc.isenabled()
+
+
 def test_trace_file_and_overrides(capsys, tmp_path):
     path = tmp_path / "t.json"
     status, out, _ = run(capsys, "simulate", "--algo", "1d", "--gpus", "4", "--workload", "gemm", "--m", "32",
