@@ -16,6 +16,7 @@ import difflib
 import importlib
 import json
 import os
+import select
 import sys
 
 # Modules that add sub-commands, in the order `tpsim --help` lists them. A module that is missing
@@ -91,12 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         command.error(_unrecognized(command, extras))
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError as error:
+        if not _stdout_closed():
+            return _input_error(args, error)
+        return 141  # a reader that stopped early (`tpsim predict ... | head`), as the shell's SIGPIPE
     except (ValueError, OSError, json.JSONDecodeError) as error:
-        if os.environ.get("TPSIM_DEBUG"):
-            raise
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        sys.stderr.write(f"tpsim {args.command}: error: {message}\n")
-        return 2
+        return _input_error(args, error)
     except ImportError as error:  # a torch-free install running an executor command
         if error.name != "torch" or os.environ.get("TPSIM_DEBUG"):
             raise
@@ -110,6 +111,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _input_error(args: argparse.Namespace, error: Exception) -> int:
+    """Print a user's mistake as one line (the traceback under TPSIM_DEBUG); exit status 2."""
+    if os.environ.get("TPSIM_DEBUG"):
+        raise error
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    sys.stderr.write(f"tpsim {args.command}: error: {message}\n")
+    return 2
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (the write end then polls as an error); if so,
+    point stdout at /dev/null, so that the interpreter's final flush does not fail a second time
+    (Python's "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        closed = any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real file descriptor (a test's capture)
+        return False
+    if closed:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return closed
 
 
 if __name__ == "__main__":

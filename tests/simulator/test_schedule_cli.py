@@ -146,3 +146,21 @@ def test_running_out_of_memory_is_one_line_and_status_2(capsys, monkeypatch) -> 
     status, _, err = run(capsys, "schedule", *small, "--show")
     assert status == 2 and err.startswith("tpsim schedule: error: out of memory: Unable to allocate 119. GiB")
     assert err.count("\n") == 1
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`tpsim ... | head`: the pipe's reader is gone before tpsim writes; no error line, the shell's
+    SIGPIPE status (141), not a traceback nor "error: [Errno 32] Broken pipe"."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "simulator.cli", "schedule", "--algo", "1d", "--gpus", "2",
+                               "--workload", "gemm", "--m", "8", "--k", "8", "--n", "8", "--show"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
