@@ -63,7 +63,8 @@ def test_gemm_efficiency_and_half_dim_are_recovered():
     device = G.nodes[gpu_nodes(G)[0]]["device"]
     model = ComputeModel(ComputeConfig(gemm_efficiency=0.62, half_efficiency_dim=96.0))
     shapes = [(m, k, n) for m in (64, 512, 4096) for k in (128, 4096) for n in (32, 1024, 8192)]
-    gemms = [GemmSample(m, k, n, "bfloat16", model.gemm_time_s(device, "bfloat16", m, k, n), 8, "synthetic")
+    gemms = [GemmSample(m, k, n, "bfloat16", model.gemm_time_s(device, "bfloat16", m, k, n), 8,
+                        source="synthetic")
              for m, k, n in shapes]
     cal = calibrate(G, [], gemms)
     _assert_close(cal.parameters, {"gemm_efficiency": 0.62, "half_efficiency_dim": 96.0}, 0.02)
