@@ -225,5 +225,5 @@ def predict_collective_s(net, kind: str, members, nbytes: float, root: int | Non
     plan = plan_collective(net, kind, members, nbytes, root, algorithm, params)
     groups = plan.groups or (None,) * len(plan.phases)
     drains = [phase_drain_s(net, flows, same) for (_, flows), same in zip(plan.phases, groups)]
-    return collective_time_s(kind, plan.algorithm, len(plan.members), nbytes, plan.alpha_s, plan.bandwidth_Bps,
+    return collective_time_s(kind, plan.algorithm, len(plan.members), plan.nbytes, plan.alpha_s, plan.bandwidth_Bps,
                              params, plan.protocol, None, plan.rings, drains)

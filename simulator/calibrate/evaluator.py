@@ -157,6 +157,7 @@ class _Group:
         """Closed-form time with per-class bandwidth ``scale`` and per-hop ``latency_s``."""
         if self.n == 1:
             return params.base_latency_s
+        nbytes = nbytes * params.bytes_factor(self.kind)  # as plan_collective does
         probe_bw = float(np.min(self.probe.min_rate_Bps * scale))
         algorithm = choose_algorithm(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes,
                                      bandwidth_GBps=probe_bw / 1e9)

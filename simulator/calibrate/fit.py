@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections import Counter
 
 import numpy as np
 import simpy
@@ -31,7 +32,7 @@ from simulator.calibrate.knobs import apply_values, collective_knobs
 from simulator.calibrate.lsq import fit_knobs
 from simulator.calibrate.result import Calibration
 from simulator.calibrate.rows import ErrorRow
-from simulator.calibrate.samples import CollectiveSample, GemmSample
+from simulator.calibrate.samples import COLLECTIVE_KINDS, CollectiveSample, GemmSample
 from simulator.collectives.params import CollectiveParams
 from simulator.compute import ComputeConfig
 from simulator.errors import InputError
@@ -88,13 +89,16 @@ def _check(base, collectives, gemms) -> None:
 
 
 def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample], *,
-              holdout: Holdout | None = None, fit_min_bytes: int = 0, protocol: str | None = None) -> Calibration:
+              holdout: Holdout | None = None, fit_min_bytes: int = 0, protocol: str | None = None,
+              kind_factors: bool = True) -> Calibration:
     """Fit ``base`` to the samples; see the module docstring.
 
     ``holdout``: True for samples the fit must not see (default: every other eligible size of each
     series, ``holdout.alternate_sizes``; ``holdout.nothing`` fits all). ``fit_min_bytes``: buckets
     below it are not fitted (reported as below the fit range). ``protocol``: set the base's
     ``collective_protocol`` (auto, simple, ll128, ll) before fitting; default the base's own.
+    ``kind_factors``: fit a bytes factor per collective kind where the samples hold several
+    (``knobs``); False keeps one set of rates for every kind.
     """
     collectives, gemms = list(collectives), list(gemms)
     _check(base, collectives, gemms)
@@ -123,7 +127,11 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
         evaluator = CollectiveEvaluator(G0, fit_keys)
         kinds = evaluator.exercised_kinds()
         evaluator.check_latency_uniform(kinds)
-        knobs = collective_knobs(G0, kinds, params.protocol, max(key[2] for key in fit_keys))
+        # The reference kind (factor 1) is the one most buckets hold; ties in COLLECTIVE_KINDS order.
+        counts = Counter(key[0] for key in fit_keys)
+        by_count = sorted(counts, key=lambda kind: (-counts[kind], COLLECTIVE_KINDS.index(kind)))
+        knobs = collective_knobs(G0, kinds, params.protocol, max(key[2] for key in fit_keys),
+                                 by_count if kind_factors else [])
         measured = np.array([reps[key].time_s for key in fit_keys])
         values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
         log.info("collective fit on %d buckets: rms log error %.4f, %s", len(fit_keys), rms,
@@ -201,6 +209,13 @@ def _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, r
     if others:
         kept.insert(0, f"links of kind {', '.join(others)} (no sample crosses them)")
     notes.append(f"Kept at base values: {'; '.join(kept)}.")
+    factors = [(k.key, v) for k, v in zip(knobs, values) if k.target == "kind"]
+    if factors:
+        reference = sorted({kind for kind, *_ in fit_keys} - {kind for kind, _ in factors})
+        notes.append(f"collective_kind_bytes_factors: {', '.join(f'{kind} x{v:.3g}' for kind, v in factors)}: "
+                     f"bytes of work per byte of S, relative to {', '.join(reference)} (the reference: most "
+                     f"buckets); the backend costs each kind its own way (--no-kind-factors fits one set of "
+                     f"rates for every kind).")
     names = [k.name for k in knobs]
     if "collective_startup_bytes" in names:
         startup = int(round(values[names.index("collective_startup_bytes")]))

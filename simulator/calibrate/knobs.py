@@ -9,6 +9,11 @@ Collective knobs, each fitted in log space (every one is a positive rate, time o
   sample if larger);
 - ``collective_channel_bandwidth_GBps``: the rate during start-up (1e-3 .. 1e4 GB/s).
 
+- ``kind_factor.<collective>``: that collective kind's bytes of work per byte of S
+  (``collective_kind_bytes_factors``, 1e-2 .. 1e2), one per kind the samples hold but the reference
+  kind (the one with the most fitted buckets), whose factor stays 1 so the link rates keep their
+  meaning; only where the samples hold two kinds or more.
+
 ``<kind>`` is an edge ``kind`` (nvswitch, nvlink, pcie, ib, loopback, ...) that lies on a route the
 samples use; other kinds keep their base values. Bandwidth is a factor, not a value, so a class whose
 edges differ (a fat tree's leaf-spine bundles under oversubscription) keeps its ratios; latency is one
@@ -25,9 +30,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Knob", "collective_knobs", "apply_values", "STARTUP_KEYS"]
+__all__ = ["Knob", "collective_knobs", "apply_values", "set_kind_factor", "STARTUP_KEYS", "KIND_FACTORS_KEY"]
 
 STARTUP_KEYS = ("collective_startup_bytes", "collective_channel_bandwidth_GBps")
+KIND_FACTORS_KEY = "collective_kind_bytes_factors"
 
 _SIM_DEFAULTS = {"collective_base_latency_us": 8.0, "collective_startup_bytes": float(1 << 20),
                  "collective_channel_bandwidth_GBps": 20.0}  # CollectiveParams' defaults
@@ -53,8 +59,8 @@ class Knob:
     """Largest value allowed."""
 
     def __post_init__(self) -> None:
-        if self.target not in ("bandwidth", "latency", "sim"):
-            raise ValueError(f"Knob.target must be bandwidth, latency or sim, got {self.target!r}")
+        if self.target not in ("bandwidth", "latency", "sim", "kind"):
+            raise ValueError(f"Knob.target must be bandwidth, latency, sim or kind, got {self.target!r}")
         if not 0 < self.lower < self.upper:
             raise ValueError(f"Knob {self.name}: bounds must satisfy 0 < lower < upper, got {self.lower}, {self.upper}")
 
@@ -74,9 +80,11 @@ def _uniform_latency(G: nx.DiGraph, kind: str) -> float:
     return max(values) if values else 0.0
 
 
-def collective_knobs(G: nx.DiGraph, link_kinds: list[str], protocol: str, max_nbytes: int = 0) -> list[Knob]:
+def collective_knobs(G: nx.DiGraph, link_kinds: list[str], protocol: str, max_nbytes: int = 0,
+                     collective_kinds: list[str] = ()) -> list[Knob]:
     """The collective knobs for the exercised ``link_kinds`` of ``G`` under ``protocol`` (see module doc);
-    the start-up bytes may reach ``max_nbytes`` (the largest sample) where that is above 1 GiB."""
+    the start-up bytes may reach ``max_nbytes`` (the largest sample) where that is above 1 GiB; a kind
+    factor for each of ``collective_kinds`` but the first (the reference)."""
     knobs = []
     for kind in link_kinds:
         knobs.append(Knob(f"{kind}.bandwidth_scale", "bandwidth", kind, 1.0, 1e-3, 1e3))
@@ -88,7 +96,15 @@ def collective_knobs(G: nx.DiGraph, link_kinds: list[str], protocol: str, max_nb
         if key == "collective_startup_bytes":
             upper = max(upper, float(max_nbytes))
         knobs.append(Knob(key, "sim", key, float(sim.get(key, _SIM_DEFAULTS[key])), lower, upper))
+    factors = sim.get(KIND_FACTORS_KEY) or {}
+    for kind in list(collective_kinds)[1:]:
+        knobs.append(Knob(f"kind_factor.{kind}", "kind", kind, float(factors.get(kind, 1.0)), 1e-2, 1e2))
     return knobs
+
+
+def set_kind_factor(sim: dict, kind: str, value: float) -> None:
+    """Set ``kind``'s bytes factor in ``sim`` (a copy of the factors dict: ``sim`` may share it)."""
+    sim[KIND_FACTORS_KEY] = {**(sim.get(KIND_FACTORS_KEY) or {}), kind: value}
 
 
 def apply_values(G: nx.DiGraph, knobs: list[Knob], values) -> nx.DiGraph:
@@ -99,6 +115,9 @@ def apply_values(G: nx.DiGraph, knobs: list[Knob], values) -> nx.DiGraph:
         value = float(value)
         if knob.target == "sim":
             H.graph["sim"][knob.key] = int(round(value)) if knob.key == "collective_startup_bytes" else value
+            continue
+        if knob.target == "kind":
+            set_kind_factor(H.graph["sim"], knob.key, value)
             continue
         for u, v, data in H.edges(data=True):
             if data.get("kind") != knob.key:

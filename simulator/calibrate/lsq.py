@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from simulator.calibrate.knobs import Knob
+from simulator.calibrate.knobs import Knob, set_kind_factor
 from simulator.collectives.params import CollectiveParams
 
 __all__ = ["fit_knobs", "PRIOR_WEIGHT", "STARTUP_STARTS"]
@@ -45,6 +45,8 @@ def _split(knobs: list[Knob], values, sim: dict) -> tuple[dict, dict, Collective
             scale[knob.key] = value
         elif knob.target == "latency":
             latency[knob.key] = value
+        elif knob.target == "kind":
+            set_kind_factor(merged, knob.key, value)
         else:
             merged[knob.key] = value
     if "collective_startup_bytes" in merged:

@@ -15,7 +15,17 @@ collective_channel_bandwidth_GBps  20.0                     rate of one NCCL cha
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
+collective_kind_bytes_factors      {} (every factor 1)      per collective kind, bytes of work per byte
+                                                            of S (see below)
 ================================== ======================== ==========================================
+
+Kind factors: a backend implements each collective kind its own way, and what one kind's byte costs
+need not follow the algorithm the model decomposes it into (gloo on CPU ranks copies and reduces in
+host memory and over sockets: on a 4-rank bench here one set of link rates fitted its all_reduce on 4
+ranks and its send/recv 20-45% too fast and its broadcasts on 4 ranks up to 2x too slow).
+``{kind: f}`` makes a collective of that kind move and time ``f x S`` bytes wherever the model uses S,
+as NCCL's own tuning model corrects its bandwidth per collective and algorithm. ``tpsim calibrate``
+fits them where its samples hold several kinds; no preset sets any.
 
 Start-up (LL128 and Simple protocols): NCCL cuts a collective across channels (one thread block
 each) and pushes data through per-peer FIFOs in slices; a Simple ring slice is ALLREDUCE_SLICESTEPS
@@ -33,6 +43,7 @@ stage after the first. 8 is NCCL_STEPS (slots in flight per peer), 512 KiB one S
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from simulator.errors import InputError
@@ -40,6 +51,7 @@ from simulator.errors import InputError
 __all__ = ["CollectiveParams", "PROTOCOLS", "SIM_KEYS"]
 
 PROTOCOLS = ("auto", "simple", "ll128", "ll")
+_KINDS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "send")
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,9 @@ class CollectiveParams:
     """Largest pipeline chunk, bytes."""
     protocol: str = "auto"
     """NCCL protocol: "auto" (chosen as NCCL's tuning model would), "simple", "ll128" or "ll"."""
+    kind_bytes_factors: tuple[tuple[str, float], ...] = ()
+    """(kind, factor) pairs, sorted by kind: bytes of work per byte of S for that collective kind
+    (module doc); a kind not listed has factor 1. A tuple, so that parameters stay hashable."""
 
     def __post_init__(self) -> None:
         for name in ("base_latency_us", "step_latency_us"):
@@ -79,6 +94,12 @@ class CollectiveParams:
         if not (isinstance(self.pipeline_chunks, int) and not isinstance(self.pipeline_chunks, bool)
                 and self.pipeline_chunks >= 1):
             raise InputError(f"CollectiveParams.pipeline_chunks must be an integer >= 1, got {self.pipeline_chunks!r}")
+        for pair in self.kind_bytes_factors:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and pair[0] in _KINDS
+                    and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
+                    and 0 < pair[1] < math.inf):
+                raise InputError(f"collective_kind_bytes_factors: each entry must map a kind ({', '.join(_KINDS)}) "
+                                 f"to a number > 0, got {pair!r}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
 
@@ -91,6 +112,13 @@ class CollectiveParams:
     def step_latency_s(self) -> float:
         """``step_latency_us`` in seconds."""
         return self.step_latency_us * 1e-6
+
+    def bytes_factor(self, kind: str) -> float:
+        """Bytes of work per byte of S for a collective of ``kind`` (1 unless set)."""
+        for name, factor in self.kind_bytes_factors:
+            if name == kind:
+                return float(factor)
+        return 1.0
 
     def chunk_bytes(self, stream_bytes: float) -> float:
         """Pipeline chunk for a stream of ``stream_bytes``: min(stream / chunks, chunk max)."""
@@ -108,6 +136,10 @@ class CollectiveParams:
                 value = sim[key]
                 if field_name in _INT_FIELDS and isinstance(value, float) and value.is_integer():
                     value = int(value)  # YAML/JSON may write 1048576.0
+                if field_name == "kind_bytes_factors":
+                    if not isinstance(value, dict):
+                        raise InputError(f"sim {key} must be a mapping of collective kind to factor, got {value!r}")
+                    value = tuple(sorted(value.items()))
                 values[field_name] = value
         return cls(**values)
 

@@ -92,6 +92,7 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     if cached is not None:
         return cached
     root = root or 0
+    nbytes = nbytes * params.bytes_factor(kind)  # the kind's work in bytes (params: kind factors)
     route = net.route
     probe = _cached(cache, ("probe", kind, algorithm, n, root), _probe_pairs, kind, algorithm, n, root)
     bandwidth = _cached(cache, ("probe_Bps", members, probe), _probe_bandwidth, route, members, probe)

@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "interleaved when the record has them")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"),
                    help="set collective_protocol before fitting (default: the base topology's)")
+    p.add_argument("--no-kind-factors", action="store_true",
+                   help="one set of link rates for every collective kind (default: a bytes factor per kind where "
+                        "the samples hold several)")
     p.add_argument("--json", action="store_true", help="print parameters, rows and notes as JSON")
     p.set_defaults(func=calibrate_command)
 
@@ -127,7 +130,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
     fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
     holdout = _holdout(args, collectives, fit_min)
-    result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min, protocol=args.protocol)
+    result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min, protocol=args.protocol,
+                       kind_factors=not args.no_kind_factors)
     result.write(args.output)
     log.info("wrote %s", args.output)
     if args.json:

@@ -182,3 +182,11 @@ def test_from_bench_reads_a_bench_record_and_fits_links_and_gemms(tmp_path, caps
     assert record["parameters"]["gemm_efficiency"] == pytest.approx(0.3, rel=0.03)
     assert record["fit_min_bytes"] == 0 and record["holdout_rows"] == []
     assert load_topology(str(out)).graph["sim"]["collective_protocol"] == "simple"
+    # all_reduce holds the most buckets (20, as broadcast, first in kind order): broadcast and send get a
+    # factor (1 here: one set of rates made every kind), which the written file keeps.
+    factors = load_topology(str(out)).graph["sim"]["collective_kind_bytes_factors"]
+    assert factors == pytest.approx({"broadcast": 1.0, "send": 1.0}, rel=0.03)
+    assert main(["calibrate", "--from-bench", str(bench), "--topology", "loopback:4", "--protocol", "simple",
+                 "-o", str(out), "--no-holdout", "--no-kind-factors", "--json"]) == 0
+    assert not any(name.startswith("kind_factor.") for name in json.loads(capsys.readouterr().out)["parameters"])
+    assert "collective_kind_bytes_factors" not in load_topology(str(out)).graph["sim"]

@@ -18,11 +18,11 @@ from topologies import gpu_nodes, load_topology
 SIZES = [8 << (2 * k) for k in range(14)]  # 8 B .. 512 MiB, factor 4
 
 
-def _truth(spec: str, kinds: list[str], truth: dict, protocol: str | None = None):
+def _truth(spec: str, kinds: list[str], truth: dict, protocol: str | None = None, collective_kinds=()):
     base = load_topology(spec)
     if protocol:
         base.graph["sim"]["collective_protocol"] = protocol
-    knobs = collective_knobs(base, kinds, protocol or "auto")
+    knobs = collective_knobs(base, kinds, protocol or "auto", collective_kinds=collective_kinds)
     return base, apply_values(base, knobs, [truth[k.name] for k in knobs])
 
 
@@ -56,6 +56,30 @@ def test_loopback_parameters_are_recovered_from_every_kind_of_collective():
     cal = calibrate(base, _samples(true_graph, keys), [], holdout=nothing, protocol="simple")
     _assert_close(cal.parameters, truth, 0.02)
     assert cal.graph.graph["sim"]["collective_protocol"] == "simple"
+    # The kinds' own factors stay at 1 where every kind costs what its algorithm does.
+    factors = {name: v for name, v in cal.parameters.items() if name.startswith("kind_factor.")}
+    assert len(factors) == 5 and all(v == pytest.approx(1.0, rel=0.02) for v in factors.values()), factors
+
+
+def test_a_bytes_factor_per_collective_kind_is_recovered_beside_the_link_rates():
+    """gloo-like: broadcast costs half what its chain moves, send 1.6x its message; all_reduce (most
+    buckets) is the reference."""
+    truth = {"loopback.bandwidth_scale": 0.4, "loopback.latency_us": 35.0, "collective_base_latency_us": 60.0,
+             "collective_startup_bytes": 256 << 10, "collective_channel_bandwidth_GBps": 1.5,
+             "kind_factor.broadcast": 0.5, "kind_factor.send": 1.6}
+    base, true_graph = _truth("loopback:4", ["loopback"], truth, protocol="simple",
+                              collective_kinds=["all_reduce", "broadcast", "send"])
+    keys = [("all_reduce", n, s) for n in (2, 3, 4) for s in SIZES[:12]]
+    keys += [("broadcast", n, s) for n in (2, 4) for s in SIZES[:12]] + [("send", 2, s) for s in SIZES[:12]]
+    cal = calibrate(base, _samples(true_graph, keys), [], holdout=nothing, protocol="simple")
+    _assert_close(cal.parameters, truth, 0.02)
+    assert cal.graph.graph["sim"]["collective_kind_bytes_factors"] == pytest.approx({"broadcast": 0.5, "send": 1.6},
+                                                                                     rel=0.02)
+    assert max(abs(r.rel_error) for r in cal.fit_rows) < 1e-3
+    # One set of rates for every kind cannot fit them.
+    plain = calibrate(base, _samples(true_graph, keys), [], holdout=nothing, protocol="simple", kind_factors=False)
+    assert not any(name.startswith("kind_factor.") for name in plain.parameters)
+    assert max(abs(r.rel_error) for r in plain.fit_rows) > 0.1
 
 
 def test_gemm_efficiency_and_half_dim_are_recovered():
@@ -63,7 +87,8 @@ def test_gemm_efficiency_and_half_dim_are_recovered():
     device = G.nodes[gpu_nodes(G)[0]]["device"]
     model = ComputeModel(ComputeConfig(gemm_efficiency=0.62, half_efficiency_dim=96.0))
     shapes = [(m, k, n) for m in (64, 512, 4096) for k in (128, 4096) for n in (32, 1024, 8192)]
-    gemms = [GemmSample(m, k, n, "bfloat16", model.gemm_time_s(device, "bfloat16", m, k, n), 8, "synthetic")
+    gemms = [GemmSample(m, k, n, "bfloat16", model.gemm_time_s(device, "bfloat16", m, k, n), 8,
+                        source="synthetic")
              for m, k, n in shapes]
     cal = calibrate(G, [], gemms)
     _assert_close(cal.parameters, {"gemm_efficiency": 0.62, "half_efficiency_dim": 96.0}, 0.02)

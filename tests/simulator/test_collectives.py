@@ -162,6 +162,31 @@ def test_bad_sim_parameters_are_input_errors():
     with pytest.raises(InputError, match="pipeline_chunks must be an integer >= 1"):
         CollectiveParams.from_sim({"collective_pipeline_chunks": 0})
     assert CollectiveParams.from_sim({"collective_startup_bytes": 1048576.0}).startup_bytes == 2**20
+    with pytest.raises(InputError, match="collective_kind_bytes_factors must be a mapping"):
+        CollectiveParams.from_sim({"collective_kind_bytes_factors": 2.0})
+    with pytest.raises(InputError, match=r"must map a kind \(broadcast, .*\) to a number > 0, got \('gather', 2\.0\)"):
+        CollectiveParams.from_sim({"collective_kind_bytes_factors": {"gather": 2.0}})
+    with pytest.raises(InputError, match=r"to a number > 0, got \('send', 0\)"):
+        CollectiveParams.from_sim({"collective_kind_bytes_factors": {"send": 0}})
+
+
+@pytest.mark.parametrize("kind, n", [("broadcast", 4), ("all_reduce", 4), ("reduce_scatter", 3), ("send", 2)])
+def test_a_kind_factor_times_the_collective_as_that_many_more_bytes(kind, n):
+    """Simulated and closed form alike: factor f on S costs what S x f costs with no factor, and other
+    kinds are untouched."""
+    G = switch(4)
+    t_plain, _, _ = simulate(G, kind, n, 3 << 20)
+    G.graph["sim"]["collective_kind_bytes_factors"] = {kind: 1.5}
+    params = CollectiveParams.from_graph(G)
+    assert params.bytes_factor(kind) == 1.5 and params.bytes_factor("all_gather") == 1.0
+    t_scaled, plan, net = simulate(G, kind, n, 2 << 20)
+    assert t_scaled == pytest.approx(t_plain, rel=1e-12) and plan.nbytes == 3 << 20
+    members = [f"gpu{i}" for i in range(n)]
+    assert predict_collective_s(net, kind, members, 2 << 20) == pytest.approx(t_plain, rel=1e-9)
+    other = "all_gather" if kind != "all_gather" else "broadcast"
+    t_other, _, _ = simulate(G, other, 4, 2 << 20)
+    del G.graph["sim"]["collective_kind_bytes_factors"]
+    assert simulate(G, other, 4, 2 << 20)[0] == t_other
 
 
 def test_whole_timeline_of_a_three_rank_ring_all_gather():
