@@ -109,7 +109,7 @@ class _Group:
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
             self.algorithms[algorithm] = self._routes(net, pairs, plan.rings)
             row = {pair: i for i, pair in enumerate(dict.fromkeys(pairs))}
-            per_byte = 1.0 / (plan.wire_factor * _PROBE_BYTES)
+            per_byte = 1.0 / (plan.wire_factor * plan.nbytes)  # plan.nbytes: the base's kind factor applied
             self.phases[algorithm] = [self._phase(net, flows, row, per_byte) for _, flows in plan.phases]
 
     def _phase(self, net, flows, row: dict, per_byte: float) -> _Phase:

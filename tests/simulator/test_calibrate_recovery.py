@@ -76,6 +76,9 @@ def test_a_bytes_factor_per_collective_kind_is_recovered_beside_the_link_rates()
     assert cal.graph.graph["sim"]["collective_kind_bytes_factors"] == pytest.approx({"broadcast": 0.5, "send": 1.6},
                                                                                      rel=0.02)
     assert max(abs(r.rel_error) for r in cal.fit_rows) < 1e-3
+    # Recalibrating a calibrated file: the fit starts from its factors and finds them again.
+    again = calibrate(cal.graph, _samples(true_graph, keys), [], holdout=nothing, protocol="simple")
+    _assert_close(again.parameters, {**truth, "loopback.bandwidth_scale": 1.0}, 0.02)  # its rates are fitted
     # One set of rates for every kind cannot fit them.
     plain = calibrate(base, _samples(true_graph, keys), [], holdout=nothing, protocol="simple", kind_factors=False)
     assert not any(name.startswith("kind_factor.") for name in plain.parameters)
