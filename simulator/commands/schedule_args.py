@@ -86,7 +86,9 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
     """Load ``--schedule`` or generate from the generator arguments; InputError for bad input."""
     if args.schedule is not None:
-        given = [flag for flag, dest in GENERATOR_FLAGS.items() if getattr(args, dest) not in (None, False)]
+        # `is`, not `in`: a given 0 (`--m 0`) equals False and must still count as given.
+        given = [flag for flag, dest in GENERATOR_FLAGS.items()
+                 if getattr(args, dest) is not None and getattr(args, dest) is not False]
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
         return load_schedule(args.schedule)

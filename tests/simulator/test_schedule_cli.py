@@ -120,6 +120,7 @@ def _bad_file(folder, name: str) -> str:
      "verifying 1d [1] gemm M=4000000 K=4000000 N=4 needs at least 476,838.1 GiB of float64 arrays"),
     (["verify", "--schedule", "x.json", "--pass", "fwd", "--dtype", "bfloat16"], "drop --pass --dtype"),
     (["verify", "--schedule", "x.json", "--pass", "both", "--overlap"], "drop --pass --overlap"),
+    (["verify", "--schedule", "x.json", "--m", "0"], "drop --m"),
 ])
 def test_bad_input_is_one_line_and_status_2(capsys, tmp_path, argv, message) -> None:
     argv = [_bad_file(tmp_path, arg[1:]) if arg.startswith("@") else arg for arg in argv]
