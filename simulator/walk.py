@@ -46,10 +46,6 @@ class Instance:
         """The first participant's signature, which every later one must equal."""
         self.waiters: list[int] = []
 
-    @property
-    def complete(self) -> bool:
-        return len(self.arrived) == self.expected
-
 
 class Walker:
     """Event-driven walk of all programs: a blocked rank is woken only when what it waits on completes.

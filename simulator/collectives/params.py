@@ -46,12 +46,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from simulator.collectives.patterns import KINDS
 from simulator.errors import InputError
 
 __all__ = ["CollectiveParams", "PROTOCOLS", "SIM_KEYS"]
 
 PROTOCOLS = ("auto", "simple", "ll128", "ll")
-_KINDS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "send")
 
 
 @dataclass(frozen=True)
@@ -95,10 +95,10 @@ class CollectiveParams:
                 and self.pipeline_chunks >= 1):
             raise InputError(f"CollectiveParams.pipeline_chunks must be an integer >= 1, got {self.pipeline_chunks!r}")
         for pair in self.kind_bytes_factors:
-            if not (isinstance(pair, tuple) and len(pair) == 2 and pair[0] in _KINDS
+            if not (isinstance(pair, tuple) and len(pair) == 2 and pair[0] in KINDS
                     and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
                     and 0 < pair[1] < math.inf):
-                raise InputError(f"collective_kind_bytes_factors: each entry must map a kind ({', '.join(_KINDS)}) "
+                raise InputError(f"collective_kind_bytes_factors: each entry must map a kind ({', '.join(KINDS)}) "
                                  f"to a number > 0, got {pair!r}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
