@@ -240,7 +240,9 @@ def _settle(running: dict[int, int], exits: dict[int, tuple[int, float]], folder
 
     A rank killed by a signal writes nothing; its peers then fail with secondary "Connection closed"
     errors, and one of them can be reaped first (or a peer's error file written before the dead
-    rank is reapable). So while every failure seen is secondary, keep reaping a little longer.
+    rank is reapable). So while no failure seen is a SIGKILL or a real traceback (every one is another
+    death or an after-effect), keep reaping a little longer. It runs once, on the failure path: reading
+    the error files again at each poll costs nothing that matters there.
     """
     until = time.monotonic() + _SETTLE_S
     while running and time.monotonic() < until and _failures(exits, folder, nproc)[0]["order"] >= 2:

@@ -74,8 +74,9 @@ class Pending:
 class _WaitedOnce:
     """Works that several ops share (a batch's one coalesced Work), waited for once by the first of them.
 
-    A second ``wait`` on a completed Work is not harmless everywhere: gloo's send and receive Works
-    wait for one more completion, which never comes.
+    Used where a batch returns one Work for all its ops (NCCL coalesces a group into one). Waiting on
+    it a second time is not assumed harmless: a gloo send or receive Work standing in for it in a test
+    waited for one more completion, which never came.
     """
 
     def __init__(self, works: list):

@@ -183,7 +183,8 @@ def _run_program(program: list[Op], ops: TorchOps, clock, fault: Fault | None, r
         waits = op.is_comm or isinstance(op, Wait)
         report("communicating" if waits else "computing", step)
         if fault is not None and fault.hits(rank, step):
-            report("busy in its own code", step)  # the hook runs before the op is issued
+            # Before the op is issued (a send/recv batch's later ops went out with its first).
+            report("busy in its own code", step)
             fault.fire(rank, step)
         start = clock.mark()
         if isinstance(op, Wait):

@@ -105,20 +105,17 @@ def main(argv: list[str] | None = None) -> int:
                          f"simulator commands run without it); install it, e.g. pip install torch==2.13.0\n")
         return 2
     except MemoryError as error:  # numpy names the array it could not allocate
-        if os.environ.get("TPSIM_DEBUG"):
-            raise
-        sys.stderr.write(f"tpsim {args.command}: error: out of memory: {str(error) or 'an allocation failed'}\n")
-        return 2
+        return _input_error(args, error, prefix="out of memory: ", default="an allocation failed")
     except KeyboardInterrupt:
         return 130
 
 
-def _input_error(args: argparse.Namespace, error: Exception) -> int:
+def _input_error(args: argparse.Namespace, error: Exception, prefix: str = "", default: str = "") -> int:
     """Print a user's mistake as one line (the traceback under TPSIM_DEBUG); exit status 2."""
     if os.environ.get("TPSIM_DEBUG"):
         raise error
-    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    sys.stderr.write(f"tpsim {args.command}: error: {message}\n")
+    message = str(error).strip().splitlines()[0] if str(error).strip() else default or type(error).__name__
+    sys.stderr.write(f"tpsim {args.command}: error: {prefix}{message}\n")
     return 2
 
 
