@@ -64,10 +64,10 @@ def summary(schedule: Schedule) -> dict:
 
 
 def schedule_command(args: argparse.Namespace) -> int:
+    if args.ranks is not None and not args.show:  # before building: a flag mistake needs no schedule
+        raise InputError(f"--ranks {args.ranks} chooses the ranks --show prints; add --show or drop --ranks")
     schedule = schedule_from_args(args)
     validate_schedule(schedule)
-    if args.ranks is not None and not args.show:
-        raise InputError(f"--ranks {args.ranks} chooses the ranks --show prints; add --show or drop --ranks")
     ranks = _rank_range(args.ranks, schedule.world_size)
     if args.out:
         save_schedule(schedule, args.out)
