@@ -35,7 +35,7 @@ import platform
 import socket
 import statistics
 
-from simulator.cost import algbw_GBps, busbw_GBps
+from simulator.collectives.closed_form import algbw_GBps, busbw_GBps
 
 __all__ = ["FORMAT", "VERSION", "bench_rows", "bench_record", "host_info", "tables"]
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from simulator.ir import Schedule
-from simulator.workloads import Workload
+from simulator.ir.schedule import Schedule
+from simulator.workloads.workload import Workload
 
 TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
                 "float16": torch.float16}

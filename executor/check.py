@@ -10,7 +10,7 @@ generated once per block; ``executor.reference.peak_bytes`` bounds the memory pe
 place in the reference block, so the check adds nothing block-sized beyond it. Its results equal
 ``Workload.reference`` (tests hold them together).
 
-Error measure, as ``simulator.interpret`` defines it: per output tensor, ``max |x - ref| / max |ref|``
+Error measure, as ``simulator.ir.interpret`` defines it: per output tensor, ``max |x - ref| / max |ref|``
 over every block the schedule leaves (replicas included, each checked); a non-finite value is an
 infinite error, and so is a part of an output tensor that no block covers. Each rank reports the max
 absolute error and max |ref| of each of its blocks; ``combine`` divides by the tensor-wide max |ref|.
@@ -43,8 +43,8 @@ import numpy as np
 import torch
 
 from executor.reference import reference_block
-from simulator.ir import Schedule
-from simulator.workloads import Workload
+from simulator.ir.schedule import Schedule
+from simulator.workloads.workload import Workload
 
 __all__ = ["TOLERANCES", "check_rank", "combine", "reference_block", "tolerance_for"]
 

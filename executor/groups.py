@@ -29,7 +29,7 @@ from typing import Any
 
 import torch.distributed as dist
 
-from simulator.ir import Schedule
+from simulator.ir.schedule import Schedule
 
 
 @dataclass(frozen=True)

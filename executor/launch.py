@@ -43,7 +43,7 @@ from typing import Callable
 from executor.progress import WAITING, ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
 from simulator.errors import InputError
-from simulator.ir import Schedule
+from simulator.ir.schedule import Schedule
 
 _POLL_S = 0.005
 _SETTLE_S = 0.5

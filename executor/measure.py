@@ -22,7 +22,7 @@ Record (``format: "tpsim-measured"``, ``version: 1``)::
     host {torch, cuda, python, hosts, devices}     where it ran (devices: one name per rank)
     schedule {...}                                 schedule_to_dict of exactly what ran
 
-Trace: drawn by ``simulator.trace.chrome_trace``, the simulator's own writer, so a measured and a
+Trace: drawn by ``simulator.timing.trace.chrome_trace``, the simulator's own writer, so a measured and a
 simulated run open side by side: ``pid`` = rank, ``tid`` 0 compute, 1 blocking communication and waits,
 2+ asynchronous communication ops (in flight from issue to the end of their wait), ``ts``/``dur`` in
 microseconds, ``ph: "M"`` names. Event names are the ops' ``short()`` forms.
@@ -35,8 +35,8 @@ import platform
 
 from executor.check import combine, tolerance_for
 from executor.run_rank import RunOptions
-from simulator.ir import Schedule
-from simulator.serialize import schedule_to_dict
+from simulator.ir.schedule import Schedule
+from simulator.ir.serialize import schedule_to_dict
 
 FORMAT = "tpsim-measured"
 VERSION = 1
@@ -106,8 +106,8 @@ def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> di
 
 
 def chrome_trace(schedule: Schedule, record: dict) -> dict:
-    """The Chrome trace of ``record``'s ops, drawn by ``simulator.trace`` exactly as a simulated run is."""
-    from simulator.trace import chrome_trace as draw
+    """The Chrome trace of ``record``'s ops, drawn by ``simulator.timing.trace`` exactly as a simulated run is."""
+    from simulator.timing.trace import chrome_trace as draw
 
     rows = []
     for op in record["ops"]:

@@ -1,6 +1,6 @@
 """The one module that turns IR ops into torch and torch.distributed calls.
 
-Every op of ``simulator.ops`` has one rule here. Semantics follow ``simulator.interpret`` exactly:
+Every op of ``simulator.ir.ops`` has one rule here. Semantics follow ``simulator.ir.interpret`` exactly:
 
 - ``gemm``: ``torch.mm(a, b, out=out)``, or ``out.addmm_(a, b)`` when accumulating; transposes are views.
 - ``local``: gelu / gelu_backward (tanh approximation, ``aten.gelu`` / ``aten.gelu_backward``), add,
@@ -48,8 +48,8 @@ import torch
 import torch.distributed as dist
 
 from executor.groups import GroupInfo
-from simulator.ir import Schedule
-from simulator.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce,
+from simulator.ir.schedule import Schedule
+from simulator.ir.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce,
                            ReduceScatter, Send, Slice, Wait)
 
 _gelu_out = torch.ops.aten.gelu.out

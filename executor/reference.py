@@ -38,7 +38,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from simulator.workloads import Workload
+from simulator.workloads.workload import Workload
 
 PIECE_ELEMENTS = 1 << 20
 """Most elements in one chunk the reference builds (8 MiB in float64), unless one row or column is longer."""

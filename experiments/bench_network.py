@@ -1,4 +1,4 @@
-"""Micro-benchmark of simulator.network: flows per second of wall time on a few traffic patterns.
+"""Micro-benchmark of simulator.network.flow_network: flows per second of wall time on a few traffic patterns.
 
 Not a test (nothing is asserted): run ``python experiments/bench_network.py [--gpus 1024]`` and read
 the table. Patterns, on a two-level tree of 8-GPU NVSwitch servers joined by one NIC each to a core
@@ -21,7 +21,7 @@ import time
 import networkx as nx
 import simpy
 
-from simulator.network import FlowNetwork, HopRouter
+from simulator.network.flow_network import FlowNetwork, HopRouter
 
 
 def cluster(n_gpus: int, per_server: int = 8) -> nx.DiGraph:

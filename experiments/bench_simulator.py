@@ -17,7 +17,7 @@ Each case runs twice, each time in a fresh process:
   the simpy engine + flow network), timed one by one under one pause of the cyclic collector as the
   command has it, plus the counts: ops, instances, events, flows, and ``records`` (what the network
   kept for them: identical flows of one collective phase run as one weighted record,
-  ``simulator.flow_groups``). For reference the analytic bound is timed too (``--analytic`` of the
+  ``simulator.network.flow_groups``). For reference the analytic bound is timed too (``--analytic`` of the
   command; not part of the end-to-end figure). ``--profile`` prints the top of a cProfile of the
   simulation phase.
 
@@ -64,12 +64,12 @@ def run_case(gpus: int, profile: bool = False, analytic: bool = True) -> dict:
     """Run one case's phases in this process; return its figures."""
     import simpy
 
-    from simulator.cost_schedule import analyze
-    from simulator.engine import Engine
-    from simulator.generators import build_schedule
-    from simulator.simulation import NetworkBackend, paused_gc, plan_on_graph
-    from simulator.validate import validate_schedule
-    from simulator.workloads import Workload
+    from simulator.timing.critical_path import analyze
+    from simulator.timing.engine import Engine
+    from simulator.algorithms.registry import build_schedule
+    from simulator.timing.simulation import NetworkBackend, paused_gc, plan_on_graph
+    from simulator.ir.validate import validate_schedule
+    from simulator.workloads.workload import Workload
     from topologies import load_topology
 
     grid, topology, target_s = CASES[gpus]

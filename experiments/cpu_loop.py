@@ -63,7 +63,7 @@ def tpsim(*args: str) -> str:
 def gemm_shapes(ranks: int) -> str:
     """Every gemm shape the schedules on ``ranks`` ranks issue, as --gemm-shapes wants them."""
     from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
-    from simulator.ops import Gemm
+    from simulator.ir.ops import Gemm
 
     shapes = set()
     for _, n, generator, _ in SCHEDULES:

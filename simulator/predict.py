@@ -1,11 +1,11 @@
 """The arrangement predictor: every legal way to lay P GPUs out for every algorithm, simulated and ranked.
 
-Arrangements of P GPUs (``simulator.generators.legal_grids``): ``1d`` on P; ``2d`` on [q, q, 1] with
+Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` on P; ``2d`` on [q, q, 1] with
 q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on every [q, q, c] with c | q.
 Each arrangement is built for the workload; one whose sizes do not divide (``build_schedule`` raises
 ValueError) or whose placement does not fit (a ``TopologyError``) is reported as skipped with that
-reason. Every other is simulated on the flow network (``simulator.simulation``, contention included)
-and timed by the analytic, contention-free model (``simulator.cost_schedule``) as a bound, then the
+reason. Every other is simulated on the flow network (``simulator.timing.simulation``, contention included)
+and timed by the analytic, contention-free model (``simulator.timing.critical_path``) as a bound, then the
 list is ranked by simulated time (ties: algorithm, then grid, then placement, in listing order).
 
 Per-GPU memory is what the blocks need: the sum of a rank's declared buffer bytes (inputs, outputs,
@@ -26,9 +26,9 @@ from typing import Callable, Iterable
 
 import networkx as nx
 
-from simulator.generators import ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm, legal_grids
-from simulator.ir import Schedule
-from simulator.workloads import Workload
+from simulator.algorithms.registry import ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm, legal_grids
+from simulator.ir.schedule import Schedule
+from simulator.workloads.workload import Workload
 
 __all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes"]
 
@@ -123,8 +123,8 @@ def _build(a: Arrangement, workload: Workload, passes: str, dtype: str) -> Sched
 def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str = "both", dtype: str = "bfloat16",
                 algorithms: dict[str, str] | None = None, router=None) -> Prediction:
     """Build, simulate and bound one arrangement; a ValueError on the way makes it a skipped row."""
-    from simulator.cost_schedule import analyze
-    from simulator.simulation import plan_on_graph, simulate
+    from simulator.timing.critical_path import analyze
+    from simulator.timing.simulation import plan_on_graph, simulate
 
     try:
         schedule = _build(a, workload, passes, dtype)

@@ -1,6 +1,6 @@
 """Fast closed-form collective times for the fit's inner loop, as knob values change.
 
-``simulator.cost.predict_collective_s`` plans a collective on a ``FlowNetwork`` (routes, algorithm,
+``simulator.collectives.closed_form.predict_collective_s`` plans a collective on a ``FlowNetwork`` (routes, algorithm,
 protocol) and evaluates its closed form; building a network per trial costs ~15 ms for 84 samples.
 Routes depend only on the graph's shape (``topologies.routing``: fewest hops, then fewest network
 hops), never on rates, so this module plans each group once on the base graph and keeps, per used
@@ -12,9 +12,9 @@ only redoes the arithmetic ``plan_collective`` and ``predict_collective_s`` do, 
   base rate x scale; a shared link's capacity = its base rate x its class's scale;
 - algorithm = ``choose_algorithm`` on the bottleneck of the default algorithm's pairs, protocol =
   ``choose_protocol`` on that same bottleneck (as ``plan_collective`` does);
-- each phase's drain as ``simulator.cost.phase_drain_s`` measures it (slowest flow alone on its
+- each phase's drain as ``simulator.collectives.closed_form.phase_drain_s`` measures it (slowest flow alone on its
   route, or a shared link's bytes over its capacity plus the smallest latency of its flows);
-- time = ``simulator.cost.collective_time_s`` with alpha = slowest used route + step latency and
+- time = ``simulator.collectives.closed_form.collective_time_s`` with alpha = slowest used route + step latency and
   those drains.
 
 The tests hold ``predict`` to the flow simulation inside a server and to ``predict_collective_s``
@@ -33,9 +33,9 @@ from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose
 from simulator.collectives.protocols import choose_protocol, wire_factor
 from simulator.collectives.run import plan_collective
-from simulator.cost import collective_time_s
+from simulator.collectives.closed_form import collective_time_s
 from simulator.errors import InputError
-from simulator.network import FlowNetwork
+from simulator.network.flow_network import FlowNetwork
 
 __all__ = ["CollectiveEvaluator", "members_for"]
 

@@ -47,7 +47,7 @@ Bucket = tuple[str, int, int]
 def simulate_buckets(G, keys: list[Bucket]) -> list[float]:
     """Flow-simulated seconds of each (kind, ranks, nbytes) on ``G``'s first GPUs, one after another."""
     from simulator.collectives import run_collective
-    from simulator.network import FlowNetwork
+    from simulator.network.flow_network import FlowNetwork
 
     env = simpy.Environment()
     net = FlowNetwork(env, G)

@@ -2,7 +2,7 @@
 
 One sample per row: the out-of-place time (``tpsim collective --compare`` compares the same column),
 the rank count from the log's device list or ``nGpus``, the test from the file name or the log's
-"Collective test starting" line (``simulator.nccl_tests``). nccl-tests' size column is already the S
+"Collective test starting" line (``simulator.calibrate.nccl_tests``). nccl-tests' size column is already the S
 of ``CollectiveSample``. Example::
 
     >>> samples = samples_from_nccl_tests(["all_reduce_perf_8gpu.log"])          # doctest: +SKIP
@@ -22,7 +22,7 @@ __all__ = ["samples_from_nccl_tests"]
 
 def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
     """Samples of every row of every log in ``paths``; InputError names a file that is missing or unfit."""
-    from simulator.nccl_tests import parse_nccl_tests
+    from simulator.calibrate.nccl_tests import parse_nccl_tests
 
     samples: list[CollectiveSample] = []
     for path in paths:

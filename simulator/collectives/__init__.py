@@ -1,4 +1,4 @@
-"""Collectives as point-to-point flows on ``simulator.network``: algorithms, NCCL-like choices, runs.
+"""Collectives as point-to-point flows on ``simulator.network.flow_network``: algorithms, NCCL-like choices, runs.
 
 Public API (for the schedule engine)::
 
@@ -9,7 +9,7 @@ Public API (for the schedule engine)::
 
 Files: ``params`` (parameters and their ``sim`` keys), ``patterns`` (the decompositions), ``trees``
 (binomial and double binary trees), ``protocols`` (LL/LL128/Simple), ``choose`` (default algorithm),
-``run`` (planning and running). Closed forms live in ``simulator.cost``.
+``run`` (planning and running). Closed forms live in ``simulator.collectives.closed_form``.
 """
 
 from simulator.collectives.choose import choose_algorithm

@@ -3,7 +3,7 @@
 ``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: the
 algorithm and protocol used, the group's step latency and bandwidth read from the routes, and the
 phases as flows between GPU nodes with the delay in front of each. ``run_collective`` runs that plan
-as a simpy process. Time of a collective, contention-free, is exactly ``simulator.cost``'s closed form:
+as a simpy process. Time of a collective, contention-free, is exactly ``simulator.collectives.closed_form``'s closed form:
 base latency + protocol start-up + per phase (steps x step latency + fill chunks x chunk / bandwidth
 + the flows' drain time).
 
@@ -24,7 +24,7 @@ from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, ring_orders
 from simulator.collectives.protocols import choose_protocol, startup_s, wire_factor
 from simulator.errors import InputError
-from simulator.flow_groups import same_flows
+from simulator.network.flow_groups import same_flows
 
 __all__ = ["CollectivePlan", "plan_collective", "run_collective"]
 

@@ -1,8 +1,8 @@
 """`tpsim collective`: simulate one collective (or an nccl-tests-style size sweep) on a topology.
 
 Ranks go on the topology's first N GPUs, or where ``--placement`` puts them. Times come from the
-flow network (``simulator.network``) running the collective's flows (``simulator.collectives``);
-``analytic_time_s`` is the closed form (``simulator.cost``) for the same algorithm and protocol.
+flow network (``simulator.network.flow_network``) running the collective's flows (``simulator.collectives``);
+``analytic_time_s`` is the closed form (``simulator.collectives.closed_form``) for the same algorithm and protocol.
 algbw = S / t and busbw = algbw x factor follow nccl-tests (factor 2(n-1)/n for all_reduce,
 (n-1)/n for all_gather and reduce_scatter, 1 for broadcast and reduce); S is the buffer size, the
 output size for all_gather, the input size for reduce_scatter.
@@ -60,14 +60,14 @@ def collective_command(args: argparse.Namespace) -> int:
     import simpy
 
     from simulator.collectives import CollectiveParams, run_collective
-    from simulator.cost import algbw_GBps, busbw_GBps, predict_collective_s
-    from simulator.network import FlowNetwork
+    from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
+    from simulator.network.flow_network import FlowNetwork
     from simulator.sizes import format_size, parse_size
     from topologies import load_topology
 
     measured = None
     if args.compare:
-        from simulator.nccl_tests import parse_nccl_tests
+        from simulator.calibrate.nccl_tests import parse_nccl_tests
 
         log = parse_nccl_tests(args.compare)
         args.op = args.op or log.op

@@ -4,7 +4,7 @@
 
 Simulates the schedule inside ``MEASURED.json`` (``tpsim run --json``) on the topology (typically the
 one ``tpsim calibrate`` wrote) and prints measured and predicted seconds end to end and per op class,
-with relative errors (``simulator.compare``); under each communication class, when the measured run
+with relative errors (``simulator.compare.measured``); under each communication class, when the measured run
 put its ranks on one clock (``clock_origins_s``), the part of it spent waiting for peers, measured and
 predicted. ``--png`` draws paired bars (the waiting part hatched), ``--trace`` writes one Chrome trace
 with both runs as separate processes, ``--json`` prints the comparison as one object (``measured_s``,
@@ -74,7 +74,7 @@ def table_lines(comparison) -> list[str]:
 def compare_command(args: argparse.Namespace) -> int:
     """`tpsim compare`."""
     from simulator.commands.sim_args import load_graph
-    from simulator.compare import compare_record, load_measured
+    from simulator.compare.measured import compare_record, load_measured
     from simulator.errors import InputError
 
     if args.trace and args.png and args.trace == args.png:
@@ -83,12 +83,12 @@ def compare_command(args: argparse.Namespace) -> int:
     G = load_graph(args.topology)
     comparison = compare_record(record, G, args.placement, source=args.measured)
     if args.png:
-        from simulator.compare_plot import plot_comparison
+        from simulator.compare.plot import plot_comparison
 
         plot_comparison(comparison, args.png)
     if args.trace:
-        from simulator.compare_trace import comparison_trace
-        from simulator.trace import write_trace
+        from simulator.compare.trace import comparison_trace
+        from simulator.timing.trace import write_trace
 
         write_trace(args.trace, comparison_trace(comparison))
     if args.json:

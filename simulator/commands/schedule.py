@@ -7,15 +7,15 @@ import json
 import os
 import sys
 
-from simulator.accounting import account
+from simulator.ir.accounting import account
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.errors import InputError
-from simulator.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
-from simulator.ir import Schedule
-from simulator.printout import format_schedule
-from simulator.schedule_checks import check_workload
-from simulator.serialize import save_schedule
-from simulator.validate import validate_schedule
+from simulator.ir.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
+from simulator.ir.schedule import Schedule
+from simulator.ir.printout import format_schedule
+from simulator.ir.checks import check_workload
+from simulator.ir.serialize import save_schedule
+from simulator.ir.validate import validate_schedule
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 
 from simulator.errors import InputError
-from simulator.generators import ALGORITHMS, ALIASES, DTYPES, build_schedule
-from simulator.ir import Schedule
-from simulator.serialize import load_schedule
-from simulator.workloads import PASSES, Workload
+from simulator.algorithms.registry import ALGORITHMS, ALIASES, DTYPES, build_schedule
+from simulator.ir.schedule import Schedule
+from simulator.ir.serialize import load_schedule
+from simulator.workloads.workload import PASSES, Workload
 
 DEFAULT_PASS = "both"
 

@@ -3,7 +3,7 @@
     tpsim simulate <schedule args> --topology NAME|FILE [--placement P] [--algo-override KIND=ALGO ...]
                    [--trace OUT.json] [--json] [--ops] [--analytic]
 
-Human output is a short summary; ``--json`` prints ``simulator.results.SimResult.to_dict`` (makespan,
+Human output is a short summary; ``--json`` prints ``simulator.timing.results.SimResult.to_dict`` (makespan,
 the critical rank's compute/comm/wait split, per rank, the busiest links, and per-op records). Per-op
 records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are left out (the
 object says so in ``ops_omitted``) unless ``--ops`` asks for them.
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--ops", action="store_true",
                      help=f"with --json: include per-op records even above {OPS_INLINE_LIMIT:,} ops")
     out.add_argument("--analytic", action="store_true",
-                     help="also compute the analytic, contention-free bound (simulator.cost_schedule)")
+                     help="also compute the analytic, contention-free bound (simulator.timing.critical_path)")
     p.set_defaults(func=simulate_command)
 
 
@@ -55,9 +55,9 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from simulator.cost_schedule import analyze
-    from simulator.simulation import simulate
-    from simulator.validate import validate_schedule
+    from simulator.timing.critical_path import analyze
+    from simulator.timing.simulation import simulate
+    from simulator.ir.validate import validate_schedule
 
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology)
@@ -71,7 +71,7 @@ def _simulate(args: argparse.Namespace) -> int:
     wall_s = time.perf_counter() - began
     bound = analyze(schedule, G, args.placement, algorithms=overrides, timeline=False) if args.analytic else None
     if args.trace:
-        from simulator.trace import simulated_trace, write_trace
+        from simulator.timing.trace import simulated_trace, write_trace
 
         write_trace(args.trace, simulated_trace(result))
     if args.json:

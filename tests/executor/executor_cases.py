@@ -7,11 +7,11 @@ imported torch once, so a job of 8 ranks starts in well under a second.
 
 from __future__ import annotations
 
-from simulator.builder import ScheduleBuilder
-from simulator.generators import build_schedule
-from simulator.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
+from simulator.ir.builder import ScheduleBuilder
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
                            Wait)
-from simulator.workloads import Workload
+from simulator.workloads.workload import Workload
 
 GEMM = Workload.gemm(16, 8, 8)
 MLP = Workload.mlp(16, 8)

@@ -21,8 +21,8 @@ import torch.distributed as dist  # noqa: E402
 
 from executor.launch import run_local  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
-from simulator.accounting import account  # noqa: E402
-from simulator.ops import CommOp, Recv, Send  # noqa: E402
+from simulator.ir.accounting import account  # noqa: E402
+from simulator.ir.ops import CommOp, Recv, Send  # noqa: E402
 
 from executor_cases import make  # noqa: E402
 
@@ -109,7 +109,7 @@ def _check(schedules, issued, world: int) -> None:
     for rank in range(world):
         calls = issued(rank)
         assert calls == [c for s in schedules for c in _ir_calls(s, rank)], f"rank {rank}"
-        # and the totals equal simulator.accounting's per-rank view
+        # and the totals equal simulator.ir.accounting's per-rank view
         accounts = [account(s)[rank] for s in schedules]
         assert sum(nbytes for _, _, nbytes in calls) == sum(a.payload_bytes for a in accounts)
         assert sum(1 for kind, _, _ in calls if kind in ("send", "recv")) == sum(a.p2p_messages for a in accounts)

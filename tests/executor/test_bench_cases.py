@@ -12,7 +12,7 @@ from executor.bench_report import bench_record, bench_rows, tables
 from simulator.calibrate.from_bench import samples_from_bench
 from simulator.cli import main
 from simulator.errors import InputError
-from simulator.ops import AllGather, Gemm, Recv, Send, Wait
+from simulator.ir.ops import AllGather, Gemm, Recv, Send, Wait
 
 
 def test_group_blocks_cover_the_ranks_all_at_once_or_one():

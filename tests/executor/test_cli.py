@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 
 from executor.__main__ import _main as executor_main  # noqa: E402
 from simulator.cli import main  # noqa: E402
-from simulator.ops import AllReduce  # noqa: E402
-from simulator.results import OP_RECORD_KEYS  # noqa: E402
-from simulator.serialize import save_schedule, schedule_from_dict, schedule_to_dict  # noqa: E402
+from simulator.ir.ops import AllReduce  # noqa: E402
+from simulator.timing.results import OP_RECORD_KEYS  # noqa: E402
+from simulator.ir.serialize import save_schedule, schedule_from_dict, schedule_to_dict  # noqa: E402
 
 from executor_cases import gpu_count, make  # noqa: E402
 

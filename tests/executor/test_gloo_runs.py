@@ -17,11 +17,11 @@ from executor.check import TOLERANCES  # noqa: E402
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
-from simulator.generators import build_schedule  # noqa: E402
-from simulator.ops import AllReduce  # noqa: E402
-from simulator.results import OP_RECORD_KEYS, Timeline  # noqa: E402
-from simulator.validate import validate_schedule  # noqa: E402
-from simulator.workloads import Workload  # noqa: E402
+from simulator.algorithms.registry import build_schedule  # noqa: E402
+from simulator.ir.ops import AllReduce  # noqa: E402
+from simulator.timing.results import OP_RECORD_KEYS, Timeline  # noqa: E402
+from simulator.ir.validate import validate_schedule  # noqa: E402
+from simulator.workloads.workload import Workload  # noqa: E402
 
 from executor_cases import GRIDS, WORLD, every_variant, make  # noqa: E402
 
@@ -71,7 +71,7 @@ def test_op_records_are_the_irs_ops_with_coherent_times(algo):
 
 
 def test_measured_records_compare_key_for_key_with_the_simulator():
-    simulation = pytest.importorskip("simulator.simulation")
+    simulation = pytest.importorskip("simulator.timing.simulation")
     topologies = pytest.importorskip("topologies")
     for schedule, record in job("summa25d")[:4] + job("cannon25d")[:2]:
         simulated = simulation.simulate(schedule, topologies.load_topology("dgx-a100")).op_records()

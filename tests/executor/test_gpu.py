@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
-from simulator.generators import build_schedule  # noqa: E402
-from simulator.workloads import Workload  # noqa: E402
+from simulator.algorithms.registry import build_schedule  # noqa: E402
+from simulator.workloads.workload import Workload  # noqa: E402
 
 from executor_cases import gpu_count  # noqa: E402
 

@@ -20,9 +20,9 @@ from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.ops_torch import p2p_batches  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
-from simulator.generators import build_schedule  # noqa: E402
-from simulator.ops import Gemm, Recv, Send, Wait  # noqa: E402
-from simulator.workloads import Workload  # noqa: E402
+from simulator.algorithms.registry import build_schedule  # noqa: E402
+from simulator.ir.ops import Gemm, Recv, Send, Wait  # noqa: E402
+from simulator.workloads.workload import Workload  # noqa: E402
 
 from executor_cases import WORKLOADS  # noqa: E402
 

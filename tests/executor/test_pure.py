@@ -21,11 +21,11 @@ from executor.launch import _failure_report, gpu_names  # noqa: E402
 from executor.measure import measured_record  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from executor.ops_torch import TorchOps  # noqa: E402
-from simulator.builder import ScheduleBuilder  # noqa: E402
+from simulator.ir.builder import ScheduleBuilder  # noqa: E402
 from simulator.errors import InputError  # noqa: E402
-from simulator.interpret import run_schedule  # noqa: E402
-from simulator.ops import Gemm, Local, Slice  # noqa: E402
-from simulator.workloads import Workload  # noqa: E402
+from simulator.ir.interpret import run_schedule  # noqa: E402
+from simulator.ir.ops import Gemm, Local, Slice  # noqa: E402
+from simulator.workloads.workload import Workload  # noqa: E402
 
 from executor_cases import gpu_count, make  # noqa: E402
 
@@ -101,7 +101,7 @@ def test_compute_ops_follow_the_interpreter():
 
 def _interpret_one_rank(schedule, start):
     """Run a compute-only one-rank schedule in the numpy interpreter from ``start`` buffers."""
-    from simulator.ir import TensorBlock
+    from simulator.ir.schedule import TensorBlock
 
     schedule.tensors = {name: value.shape for name, value in start.items()}
     schedule.inputs = [TensorBlock(0, name, name, (0, v.shape[0]), (0, v.shape[1])) for name, v in start.items()]

@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 
 import executor.reference as reference  # noqa: E402
 from executor.reference import reference_block  # noqa: E402
-from simulator.tensors import random_block  # noqa: E402
-from simulator.workloads import Workload, gelu, gelu_grad  # noqa: E402
+from simulator.workloads.tensors import random_block  # noqa: E402
+from simulator.workloads.workload import Workload, gelu, gelu_grad  # noqa: E402
 
 from executor_cases import GEMM, MLP  # noqa: E402
 
@@ -100,7 +100,7 @@ import ctypes, sys
 import torch
 torch.set_num_threads(1)
 from executor.reference import peak_bytes, reference_block
-from simulator.workloads import Workload
+from simulator.workloads.workload import Workload
 
 # A fixed mmap threshold: every array above 128 KiB gets its own mapping, returned to the system when
 # freed, so the peak resident size is what was alive at once (glibc otherwise keeps freed chunks).

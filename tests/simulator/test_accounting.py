@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.accounting import account
-from simulator.generators import build_schedule
-from simulator.ir import DTYPE_BYTES
-from simulator.workloads import Workload
+from simulator.ir.accounting import account
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.schedule import DTYPE_BYTES
+from simulator.workloads.workload import Workload
 
 
 @pytest.mark.parametrize("q, d", [(1, 1), (2, 1), (3, 1), (2, 2), (2, 4), (4, 2), (3, 3), (4, 4)])

@@ -1,7 +1,7 @@
 """The fit's fast closed-form evaluator against the simulator it stands in for, at random knob values.
 
 Inside one server it must equal the flow simulation (``simulate_buckets``); for groups across servers,
-where rings share NICs and NVSwitch ports, it must equal ``simulator.cost.predict_collective_s`` (a lower
+where rings share NICs and NVSwitch ports, it must equal ``simulator.collectives.closed_form.predict_collective_s`` (a lower
 bound on the simulation there).
 """
 
@@ -13,9 +13,9 @@ from simulator.calibrate.evaluator import CollectiveEvaluator, members_for
 from simulator.calibrate.fit import simulate_buckets
 from simulator.calibrate.knobs import apply_values, collective_knobs
 from simulator.collectives.params import CollectiveParams
-from simulator.cost import predict_collective_s
+from simulator.collectives.closed_form import predict_collective_s
 from simulator.errors import InputError
-from simulator.network import FlowNetwork
+from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes, load_topology
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")

@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.accounting import account
-from simulator.algo_cannon25d import Cannon25D
-from simulator.generators import build_schedule
-from simulator.grid import ProcessGrid
-from simulator.interpret import interpret
-from simulator.ir import DTYPE_BYTES
-from simulator.ops import Broadcast, Gemm, Recv, Reduce, Send
-from simulator.validate import validate_schedule
-from simulator.workloads import Workload
+from simulator.ir.accounting import account
+from simulator.algorithms.cannon25d import Cannon25D
+from simulator.algorithms.registry import build_schedule
+from simulator.algorithms.grid import ProcessGrid
+from simulator.ir.interpret import interpret
+from simulator.ir.schedule import DTYPE_BYTES
+from simulator.ir.ops import Broadcast, Gemm, Recv, Reduce, Send
+from simulator.ir.validate import validate_schedule
+from simulator.workloads.workload import Workload
 
 PASSES = ("fwd", "bwd", "both")
 GRIDS = [(1, 1, 1), (2, 2, 1), (2, 2, 2), (3, 3, 1), (3, 3, 3), (4, 4, 1), (4, 4, 2), (4, 4, 4)]
@@ -57,7 +57,7 @@ def test_random_grids_and_shapes(case, seed: int) -> None:
     assert interpret(schedule, seed=seed).ok(1e-10)
 
 
-# ---- accounting against the closed forms of simulator/cannon_steps.py ------------------------------------
+# ---- accounting against the closed forms of simulator/algorithms/cannon_steps.py ------------------------------------
 
 def products(workload: Workload, passes: str) -> list[tuple]:
     """(L, R, out block) per product; a factor is (tensor, stored block shape, stored transposed)."""

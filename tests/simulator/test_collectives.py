@@ -7,9 +7,9 @@ import simpy
 from simulator.collectives import (ALGORITHMS, CollectiveParams, choose_algorithm, decompose, plan_collective,
                                    run_collective)
 from simulator.collectives.trees import binomial_rounds, btree_parents, dbtree_parents, dbtree_port_load
-from simulator.cost import collective_time_s, predict_collective_s
+from simulator.collectives.closed_form import collective_time_s, predict_collective_s
 from simulator.errors import InputError
-from simulator.network import FlowNetwork, HopRouter
+from simulator.network.flow_network import FlowNetwork, HopRouter
 
 
 def switch(n: int, bw: float = 100.0, lat: float = 0.5) -> nx.DiGraph:

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.compute import ComputeConfig, ComputeModel
-from simulator.ir import BufferSpec, Schedule
-from simulator.ops import AllReduce, Gemm, Local, Slice
+from simulator.ir.schedule import BufferSpec, Schedule
+from simulator.ir.ops import AllReduce, Gemm, Local, Slice
 
 A100 = {"name": "A100", "peak_tflops": {"float64": 19.5, "float32": 19.5, "tfloat32": 156.0, "bfloat16": 312.0,
                                         "float16": 312.0}, "mem_bandwidth_GBps": 1555.0, "memory_GB": 40.0}
@@ -106,9 +106,9 @@ def test_a_gemm_after_communication_uses_its_own_cap_only_where_one_is_set():
 
 
 def test_the_simulator_times_a_gemm_after_a_collective_at_the_after_comm_cap():
-    from simulator.generators import build_schedule
-    from simulator.simulation import simulate
-    from simulator.workloads import Workload
+    from simulator.algorithms.registry import build_schedule
+    from simulator.timing.simulation import simulate
+    from simulator.workloads.workload import Workload
     from topologies import load_topology
 
     # 1d gemm backward on 2 ranks: dA's gemm, its all_reduce, then dB's gemm (after the collective).

@@ -1,7 +1,7 @@
 """Every collective's closed form against the flow simulation on real presets: never above it, equal without contention.
 
 For each preset, group, kind, algorithm and size, one collective runs alone on the flow network and
-``simulator.cost.predict_collective_s`` must not exceed its time (1e-9 relative). Where the group is
+``simulator.collectives.closed_form.predict_collective_s`` must not exceed its time (1e-9 relative). Where the group is
 contention-free by construction it must equal it: every phase's flows cross no link twice, or are all
 alike in bytes and route latency (then max-min fairness gives every flow on the busiest link the same
 share, and the phase lasts that link's bytes over its capacity). The criterion is read off the
@@ -14,8 +14,8 @@ import pytest
 import simpy
 
 from simulator.collectives import ALGORITHMS, CollectiveParams, plan_collective, run_collective
-from simulator.cost import collective_time_s, group_alpha_beta, phase_drain_s, predict_collective_s
-from simulator.network import FlowNetwork
+from simulator.collectives.closed_form import collective_time_s, group_alpha_beta, phase_drain_s, predict_collective_s
+from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes, load_topology
 
 REL = 1e-9

@@ -7,9 +7,9 @@ import simpy
 
 from simulator.collectives import CollectiveParams, plan_collective
 from simulator.collectives.protocols import choose_protocol, nccl_model_time_us, wire_factor
-from simulator.cost import algbw_GBps, busbw_factor, busbw_GBps, collective_time_s, group_alpha_beta
+from simulator.collectives.closed_form import algbw_GBps, busbw_factor, busbw_GBps, collective_time_s, group_alpha_beta
 from simulator.errors import InputError
-from simulator.network import FlowNetwork
+from simulator.network.flow_network import FlowNetwork
 from topologies.devices import A100_SXM4_40GB
 from topologies.rates import NVLINK3_LINK, NVSWITCH_A100
 from topologies.servers import MeshServer, NvSwitchServer

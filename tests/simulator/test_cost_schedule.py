@@ -23,10 +23,10 @@ import json
 
 import pytest
 
-from simulator.cost_schedule import ClosedForms, analyze, critical_path
-from simulator.generators import build_schedule
-from simulator.simulation import plan_on_graph, simulate
-from simulator.workloads import Workload
+from simulator.timing.critical_path import ClosedForms, analyze, critical_path
+from simulator.algorithms.registry import build_schedule
+from simulator.timing.simulation import plan_on_graph, simulate
+from simulator.workloads.workload import Workload
 from topologies.builders import nvlink_mesh, nvswitch_node, pcie_tree
 from topologies.cluster import FabricSpec, fat_tree_cluster
 from topologies.devices import A100_SXM4_40GB
@@ -203,7 +203,7 @@ def test_the_simulator_is_never_faster_than_the_bound_where_links_are_shared(top
 
 
 def test_two_runs_give_byte_identical_json_and_trace():
-    from simulator.trace import simulated_trace
+    from simulator.timing.trace import simulated_trace
 
     s = _schedule("cannon25d", (2, 2, 2), None, Workload.mlp(144, 48), "both")
     G = pcie_tree(8, 2)

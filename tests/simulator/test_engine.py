@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.builder import ScheduleBuilder
-from simulator.cost_schedule import critical_path
-from simulator.engine import run_plan
-from simulator.generators import build_schedule
-from simulator.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
-from simulator.plan import compile_schedule
-from simulator.workloads import Workload
+from simulator.ir.builder import ScheduleBuilder
+from simulator.timing.critical_path import critical_path
+from simulator.timing.engine import run_plan
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
+from simulator.timing.plan import compile_schedule
+from simulator.workloads.workload import Workload
 
 GEMM_S, LOCAL_S, COLLECTIVE_S, P2P_S = 1.0, 0.5, 2.0, 0.25
 

@@ -2,7 +2,7 @@
 
 Two GPUs joined by one 10 GB/s link of 1 us per hop; NCCL's Simple protocol with no start-up ramp, 8 us
 per collective. Then a ring all_reduce of S bytes over 2 ranks takes 8 us + 2 x 1 us + S / B and a
-send of S bytes 8 us + 1 us + S / B (``simulator.cost``'s table), and a gemm what the compute model says.
+send of S bytes 8 us + 1 us + S / B (``simulator.collectives.closed_form``'s table), and a gemm what the compute model says.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from simulator.builder import ScheduleBuilder
+from simulator.ir.builder import ScheduleBuilder
 from simulator.compute import ComputeConfig, ComputeModel
-from simulator.ops import AllReduce, Gemm, Recv, Send, Wait
-from simulator.simulation import simulate
-from simulator.workloads import Workload
+from simulator.ir.ops import AllReduce, Gemm, Recv, Send, Wait
+from simulator.timing.simulation import simulate
+from simulator.workloads.workload import Workload
 
 DEVICE = {"name": "toy", "peak_tflops": {"float64": 1.0, "float32": 1.0, "bfloat16": 2.0, "float16": 2.0},
           "mem_bandwidth_GBps": 100.0, "memory_GB": 1.0}

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.accounting import account
-from simulator.builder import ScheduleBuilder
-from simulator.interpret import interpret, run_schedule
-from simulator.ops import AllGather, Gemm, ReduceScatter, Slice, Wait
-from simulator.validate import validate_schedule
-from simulator.workloads import Workload
+from simulator.ir.accounting import account
+from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.interpret import interpret, run_schedule
+from simulator.ir.ops import AllGather, Gemm, ReduceScatter, Slice, Wait
+from simulator.ir.validate import validate_schedule
+from simulator.workloads.workload import Workload
 
 RING = (2, 0, 1)
 M, K, N = 6, 3, 9

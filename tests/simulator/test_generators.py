@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.generators import build_schedule, legal_grids
-from simulator.interpret import interpret
-from simulator.ops import AllReduce
-from simulator.validate import validate_schedule
-from simulator.workloads import Workload
+from simulator.algorithms.registry import build_schedule, legal_grids
+from simulator.ir.interpret import interpret
+from simulator.ir.ops import AllReduce
+from simulator.ir.validate import validate_schedule
+from simulator.workloads.workload import Workload
 
 PASSES = ("fwd", "bwd", "both")
 
@@ -147,8 +147,8 @@ def test_legal_grids() -> None:
 @pytest.mark.parametrize("algorithm, grid", [("2d", (1, 1, 1)), ("2d", (3, 3, 1)), ("summa25d", (2, 2, 2)),
                                              ("summa25d", (4, 4, 2)), ("summa25d", (3, 3, 3))])
 def test_overlapped_summa_is_correct_and_moves_the_same_bytes(algorithm, grid, passes) -> None:
-    from simulator.accounting import account
-    from simulator.ops import Wait
+    from simulator.ir.accounting import account
+    from simulator.ir.ops import Wait
 
     for workload in sizes_for(grid[0], grid[2]):
         check(algorithm, workload, passes, grid=grid)

@@ -9,13 +9,13 @@ import stat
 import pytest
 
 from simulator.errors import InputError
-from simulator.generators import build_schedule
-from simulator.ir import BufferSpec
-from simulator.ops import AllGather, Broadcast, Gemm, Local, Recv, ReduceScatter, Send, Slice, Wait
-from simulator.printout import format_schedule
-from simulator.serialize import (load_schedule, op_from_dict, op_to_dict, save_schedule, schedule_from_dict,
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.schedule import BufferSpec
+from simulator.ir.ops import AllGather, Broadcast, Gemm, Local, Recv, ReduceScatter, Send, Slice, Wait
+from simulator.ir.printout import format_schedule
+from simulator.ir.serialize import (load_schedule, op_from_dict, op_to_dict, save_schedule, schedule_from_dict,
                                  schedule_to_dict, write_json_atomic)
-from simulator.workloads import Workload
+from simulator.workloads.workload import Workload
 
 
 @pytest.mark.parametrize("algorithm, grid", [("1d", {"gpus": 4}), ("2d", {"grid": (2, 2, 1)}),
@@ -139,7 +139,7 @@ def test_step_by_rank_printout() -> None:
 
 def test_ops_carry_no_instance_dict():
     # A 4,096-rank schedule holds over a million ops; a dict each would be ~100 bytes apiece more.
-    from simulator.ops import OP_TYPES
+    from simulator.ir.ops import OP_TYPES
 
     for cls in OP_TYPES.values():
         assert "__dict__" not in dir(cls), cls.__name__

@@ -15,8 +15,8 @@ import simpy
 
 from simulator.collectives import run_collective
 from simulator.errors import InputError
-from simulator.nccl_tests import parse_nccl_tests
-from simulator.network import FlowNetwork
+from simulator.calibrate.nccl_tests import parse_nccl_tests
+from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes, load_topology
 
 LOGS = Path("/work/shared/data/nccl-tests/azure-ndv4-a100")

@@ -5,7 +5,7 @@ import pytest
 import simpy
 
 from simulator.errors import InputError
-from simulator.network import FlowEvent, FlowNetwork, HopRouter
+from simulator.network.flow_network import FlowEvent, FlowNetwork, HopRouter
 
 
 def star(n: int, bw: float = 10.0, lat: float = 1.0) -> nx.DiGraph:

@@ -5,7 +5,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.network import FlowNetwork, HopRouter
+from simulator.network.flow_network import FlowNetwork, HopRouter
 
 REL = 1e-9
 

@@ -7,12 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.collectives import run_collective
-from simulator.engine import Engine
-from simulator.flow_groups import same_flows
-from simulator.generators import build_schedule
-from simulator.network import FlowNetwork, HopRouter
-from simulator.simulation import NetworkBackend, plan_on_graph
-from simulator.workloads import Workload
+from simulator.timing.engine import Engine
+from simulator.network.flow_groups import same_flows
+from simulator.algorithms.registry import build_schedule
+from simulator.network.flow_network import FlowNetwork, HopRouter
+from simulator.timing.simulation import NetworkBackend, plan_on_graph
+from simulator.workloads.workload import Workload
 from topologies import gpu_nodes, load_topology
 
 # What the tests would accept if the equivalence held only in real numbers; they check bit equality.

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.builder import ScheduleBuilder
-from simulator.generators import build_schedule
-from simulator.ops import AllReduce, Broadcast, Gemm, Recv, Send, Wait
-from simulator.peer_wait import instance_keys, peer_waits
-from simulator.simulation import simulate
-from simulator.workloads import Workload
+from simulator.ir.builder import ScheduleBuilder
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.ops import AllReduce, Broadcast, Gemm, Recv, Send, Wait
+from simulator.compare.peer_wait import instance_keys, peer_waits
+from simulator.timing.simulation import simulate
+from simulator.workloads.workload import Workload
 from topologies import load_topology
 
 

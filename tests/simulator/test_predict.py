@@ -11,8 +11,8 @@ import pytest
 
 from simulator.cli import main
 from simulator.predict import Arrangement, arrangements, memory_bytes, predict
-from simulator.generators import build_schedule
-from simulator.workloads import Workload
+from simulator.algorithms.registry import build_schedule
+from simulator.workloads.workload import Workload
 from topologies import load_topology
 
 

@@ -9,9 +9,9 @@ import stat
 import pytest
 
 from simulator.cli import main
-from simulator.generators import build_schedule
-from simulator.serialize import schedule_to_dict
-from simulator.workloads import Workload
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.serialize import schedule_to_dict
+from simulator.workloads.workload import Workload
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -8,9 +8,9 @@ import pytest
 
 import simulator.commands.simulate as simulate_command
 from simulator.cli import main
-from simulator.generators import build_schedule
-from simulator.results import OP_RECORD_KEYS
-from simulator.workloads import Workload
+from simulator.algorithms.registry import build_schedule
+from simulator.timing.results import OP_RECORD_KEYS
+from simulator.workloads.workload import Workload
 
 GEN = ("--algo", "summa25d", "--grid", "2,2,2", "--workload", "mlp", "--m", "64", "--hidden", "16")
 

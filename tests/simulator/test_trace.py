@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from simulator.generators import build_schedule
-from simulator.simulation import simulate
-from simulator.trace import chrome_trace, simulated_trace, write_trace
-from simulator.workloads import Workload
+from simulator.algorithms.registry import build_schedule
+from simulator.timing.simulation import simulate
+from simulator.timing.trace import chrome_trace, simulated_trace, write_trace
+from simulator.workloads.workload import Workload
 from topologies.builders import nvswitch_node
 
 

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from simulator.generators import build_schedule
-from simulator.ir import BufferSpec, Schedule
-from simulator.ops import AllGather, AllReduce, Broadcast, Gemm, Recv, Reduce, Send, Wait
-from simulator.validate import validate_schedule
-from simulator.workloads import Workload
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.schedule import BufferSpec, Schedule
+from simulator.ir.ops import AllGather, AllReduce, Broadcast, Gemm, Recv, Reduce, Send, Wait
+from simulator.ir.validate import validate_schedule
+from simulator.workloads.workload import Workload
 
 
 def tiny(programs, shapes=None, groups=None) -> Schedule:

@@ -1,0 +1,19 @@
+"""The schedule generators: one module per tensor-parallel algorithm, the registry, the grid, compose.
+
+==================  ===============================================================================
+module              what it holds
+==================  ===============================================================================
+``registry``        ``build_schedule`` and the grids each algorithm allows
+``grid``            ``ProcessGrid``: [q, q, d] coordinates and row, column and depth groups
+``compose``         strings a workload's layers together from one algorithm's linear layer
+``megatron_1d``     1-D Megatron-LM (column- then row-parallel)
+``summa_steps``     the SUMMA steps of one linear, shared by 2-D SUMMA and SUMMA2.5
+``summa2d``         2-D SUMMA / Optimus on [q, q, 1]
+``summa25d``        SUMMA2.5 / Tesseract on [q, q, d]
+``cannon_steps``    Cannon's broadcast, skew, multiply-and-shift and reduce for one block product
+``cannon25d``       Cannon 2.5-D (Solomonik & Demmel) on [q, q, c], c | q
+==================  ===============================================================================
+"""
+
+__all__ = ["cannon25d", "cannon_steps", "compose", "grid", "megatron_1d", "registry", "summa25d", "summa2d",
+           "summa_steps"]

@@ -1,0 +1,96 @@
+"""Cannon 2.5-D (Solomonik and Demmel, Euro-Par 2011) on a [q, q, c] grid with c | q, for a linear layer.
+
+Layout: every tensor starts and ends on layer 0, split q x q. Rank (j, i, 0) holds block (j, i) of X
+[M/q, K/q], of W [K/q, N/q], and of Y, dY, dX [M/q, ...] and dW [K/q, N/q]; layers 1..c-1 hold only
+replicas and partial sums while a product runs. So ``activation_blocks`` and ``weight_blocks`` name
+layer-0 ranks, and compose's elementwise GELU runs on layer 0, where the activations are.
+
+Each of the three products of a linear is one 2.5-D Cannon multiply (``simulator.algorithms.cannon_steps``): depth
+broadcast of both factors, skew on each layer (layer k starts k*q/c further along), q/c
+multiply-and-shift steps, and a depth reduce of the partial products onto layer 0:
+
+- forward      Y  = X W:      L = X (as stored), R = W (as stored);
+- dX = dY W^T:                L = dY, R = W^T: W is *stored transposed*; its skew is the transpose
+  re-layout too (block W(a, b) = W^T(b, a)^T goes by one message from (a, b) to the rank that needs
+  W^T(b, a) first), and the gemm reads it with ``trans_b``;
+- dW = X^T dY:                L = X^T, stored transposed likewise (``trans_a``), R = dY.
+
+All three leave their output in the natural q x q layout, so no re-layout follows them. A factor
+broadcast over depth by an earlier product (W in the forward, then again in dX) is not broadcast again.
+
+Per rank (s = q/c; payloads in ``simulator.algorithms.cannon_steps``): every product costs 4(s-1) shift messages
+plus skew messages (2 per factor not already at home), and, when c > 1, one depth reduce. Depth
+broadcasts: one per distinct factor tensor of the schedule (c > 1): gemm fwd 2 (A, B), bwd 3 (dC, B, A),
+both 3; mlp fwd 4 (X, W1, Z, W2), bwd and both 6 (adding dY, dH). Depth reduces: one per product: gemm
+1 / 2 / 3, mlp 2 / 4 / 6 for fwd / bwd / both. Per-rank skew + shift traffic is at most s blocks of each
+factor, q/c where 2-D Cannon (c = 1) moves q: the 1/c of the paper, paid for by the broadcast and reduce.
+With c = 1 there are no depth ops and this is plain 2-D Cannon (Cannon 1969).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.ir.builder import ScheduleBuilder
+from simulator.algorithms.cannon_steps import Factor, multiply
+from simulator.algorithms.compose import Blocks
+from simulator.algorithms.grid import ProcessGrid
+from simulator.algorithms.summa_steps import LinearNames
+from simulator.workloads.workload import Workload
+
+
+@dataclass(frozen=True)
+class Cannon25D:
+    """2.5-D Cannon on a [q, q, c] grid (``grid.d`` is c); every tensor lives on layer 0, split q x q."""
+
+    grid: ProcessGrid
+    name: str = "cannon25d"
+
+    def groups(self) -> dict[str, tuple[int, ...]]:
+        """The depth groups, the only ones the schedule uses (none when c = 1: shifts are point to point)."""
+        if self.grid.d == 1:
+            return {}
+        return {name: ranks for name, ranks in self.grid.groups().items() if name.startswith("depth_")}
+
+    def check(self, workload: Workload) -> None:
+        """ValueError unless c divides q and M, K, N divide by q (mlp: M and hidden; then q divides 4*hidden)."""
+        q, c = self.grid.q, self.grid.d
+        where = f"{self.name} on [{q},{q},{c}]"
+        if q % c:
+            raise ValueError(f"{where}: the depth c={c} must divide q={q}")
+        extents = {"M": workload.m, "K": workload.k, "N": workload.n} if workload.name == "gemm" else {
+            "M": workload.m, "hidden": workload.hidden}
+        for label, value in extents.items():
+            if value % q:
+                raise ValueError(f"{where}: {label}={value} must be divisible by q = {q}")
+
+    def _layer0(self, rows: int, cols: int) -> Blocks:
+        q = self.grid.q
+        rb, cb = rows // q, cols // q
+        return [(self.grid.rank(j, i, 0), (j * rb, (j + 1) * rb), (i * cb, (i + 1) * cb))
+                for j in range(q) for i in range(q)]
+
+    def activation_blocks(self, rows: int, cols: int) -> Blocks:
+        return self._layer0(rows, cols)
+
+    def weight_blocks(self, rows: int, cols: int, role: str) -> Blocks:
+        return self._layer0(rows, cols)
+
+    def _shapes(self, lin: LinearNames) -> tuple[int, int, int]:
+        q = self.grid.q
+        return lin.m // q, lin.k // q, lin.n // q
+
+    def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
+        """Y = X W."""
+        mb, kb, nb = self._shapes(lin)
+        multiply(b, self.grid, Factor(lin.x, (mb, kb)), Factor(lin.w, (kb, nb)), lin.y)
+
+    def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
+        """dX = dY W^T, W re-laid out as W^T by the skew's point-to-point messages."""
+        mb, kb, nb = self._shapes(lin)
+        multiply(b, self.grid, Factor(dy, (mb, nb)), Factor(lin.w, (kb, nb), transposed=True), dx)
+
+    def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
+        """dW = X^T dY, X re-laid out as X^T by the skew's point-to-point messages."""
+        mb, kb, nb = self._shapes(lin)
+        multiply(b, self.grid, Factor(lin.x, (mb, kb), transposed=True), Factor(dy, (mb, nb)), dw)

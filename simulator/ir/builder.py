@@ -1,0 +1,66 @@
+"""A small helper that schedule generators use to declare groups and buffers and emit ops per rank."""
+
+from __future__ import annotations
+
+from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
+from simulator.ir.ops import Op
+from simulator.workloads.workload import Workload
+
+
+class ScheduleBuilder:
+    """Accumulates a Schedule rank by rank; ``build()`` returns it.
+
+    Declaring a buffer twice with the same shape is a no-op (generators declare workspaces where they
+    use them); with another shape it is a bug and raises. BufferSpec objects are shared across ranks,
+    which keeps schedules for thousands of ranks small in memory.
+    """
+
+    def __init__(self, algorithm: str, grid: tuple[int, ...], workload: Workload, passes: str, dtype: str,
+                 world_size: int, groups: dict[str, tuple[int, ...]]):
+        self.algorithm = algorithm
+        self.grid = grid
+        self.workload = workload
+        self.passes = passes
+        self.dtype = dtype
+        self.groups = groups
+        self.buffers: list[dict[str, BufferSpec]] = [{} for _ in range(world_size)]
+        self.programs: list[list[Op]] = [[] for _ in range(world_size)]
+        self.inputs: list[TensorBlock] = []
+        self.outputs: list[TensorBlock] = []
+        self._specs: dict[tuple[int, ...], BufferSpec] = {}
+
+    def buffer(self, rank: int, name: str, shape: tuple[int, ...]) -> str:
+        """Declare ``name`` of ``shape`` on ``rank`` (idempotent); return the name."""
+        existing = self.buffers[rank].get(name)
+        if existing is not None and existing.shape == shape:
+            return name  # the common case: a workspace declared again where it is used
+        shape = tuple(int(n) for n in shape)
+        spec = self._specs.get(shape)
+        if spec is None:
+            spec = self._specs[shape] = BufferSpec(shape, self.dtype)
+        existing = self.buffers[rank].setdefault(name, spec)
+        if existing.shape != shape:
+            raise AssertionError(f"rank {rank}: buffer {name!r} declared as {existing.shape} and {shape}")
+        return name
+
+    def emit(self, rank: int, op: Op) -> None:
+        """Append ``op`` to ``rank``'s program."""
+        self.programs[rank].append(op)
+
+    def block(self, role: str, rank: int, buffer: str, tensor: str, rows: tuple[int, int],
+              cols: tuple[int, int]) -> str:
+        """Declare ``buffer`` as block [rows, cols] of ``tensor``; role is "input" or "output"."""
+        self.buffer(rank, buffer, (rows[1] - rows[0], cols[1] - cols[0]))
+        record = TensorBlock(rank, buffer, tensor, tuple(rows), tuple(cols))
+        (self.inputs if role == "input" else self.outputs).append(record)
+        return buffer
+
+    def build(self) -> Schedule:
+        """The finished Schedule (tensors declared from the workload)."""
+        shapes = self.workload.shapes()
+        used = {b.tensor for b in self.inputs} | {b.tensor for b in self.outputs}
+        return Schedule(
+            algorithm=self.algorithm, grid=tuple(self.grid), workload=self.workload.to_dict(),
+            passes=self.passes, dtype=self.dtype, groups=self.groups, buffers=self.buffers,
+            programs=self.programs, inputs=self.inputs, outputs=self.outputs,
+            tensors={name: shapes[name] for name in shapes if name in used})

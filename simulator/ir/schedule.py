@@ -1,0 +1,149 @@
+"""The Schedule IR: what every rank holds and does, as plain data that tpsim's three consumers share.
+
+A Schedule records
+
+- the algorithm, grid and workload it came from (metadata);
+- declared process groups: name -> ordered global ranks (group-local rank g is ``groups[name][g]``);
+- declared buffers per rank: name -> ``BufferSpec(shape, dtype)``;
+- one ordered op list per rank (``simulator.ir.ops``);
+- where the global tensors' blocks live: ``inputs`` (scattered in before the run) and ``outputs``
+  (gathered after it), as ``TensorBlock`` records.
+
+The interpreter (numpy), the simulator (simpy) and the executor (torch.distributed) all read this one
+object. ``simulator.ir.serialize`` saves and loads it as JSON; ``simulator.ir.validate`` dry-runs it.
+
+Example, a 1-rank schedule computing C = A B::
+
+    Schedule(algorithm="1d", grid=(1,), workload={"name": "gemm", "m": 2, "k": 3, "n": 4},
+             passes="fwd", dtype="float32", groups={"world": (0,)},
+             buffers=[{"A": BufferSpec((2, 3), "float32"), "B": ..., "C": ...}],
+             programs=[[Gemm(out="C", a="A", b="B")]],
+             inputs=[TensorBlock(0, "A", "A", (0, 2), (0, 3)), ...], outputs=[...])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from simulator.ir.ops import CommOp, Gemm, Local, Op, Slice
+
+DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """A rank-local 2-D (or 1-D) array: its shape in elements and its element type."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"buffer dtype {self.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
+        if not self.shape or any(int(n) < 1 for n in self.shape):
+            raise ValueError(f"buffer shape {self.shape} must have positive extents")
+
+    @property
+    def numel(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return self.numel * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class TensorBlock:
+    """Block ``[rows, cols]`` of global tensor ``tensor`` lives in ``buffer`` on ``rank``."""
+
+    rank: int
+    buffer: str
+    tensor: str
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The block's shape, which must equal its buffer's."""
+        return (self.rows[1] - self.rows[0], self.cols[1] - self.cols[0])
+
+
+@dataclass
+class Schedule:
+    """One algorithm's program for every rank; see the module docstring."""
+
+    algorithm: str
+    grid: tuple[int, ...]
+    workload: dict
+    passes: str
+    dtype: str
+    groups: dict[str, tuple[int, ...]]
+    buffers: list[dict[str, BufferSpec]]
+    programs: list[list[Op]]
+    inputs: list[TensorBlock] = field(default_factory=list)
+    outputs: list[TensorBlock] = field(default_factory=list)
+    tensors: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Global tensor name -> shape, for every tensor named by ``inputs`` and ``outputs``."""
+    options: dict = field(default_factory=dict)
+    """Generator options that shaped the ops, e.g. ``{"overlap": True}``; informational."""
+
+    @property
+    def world_size(self) -> int:
+        """Number of ranks."""
+        return len(self.programs)
+
+    def spec(self, rank: int, buffer: str) -> BufferSpec:
+        """The declaration of ``buffer`` on ``rank``; ValueError naming both when undeclared."""
+        try:
+            return self.buffers[rank][buffer]
+        except KeyError:
+            raise ValueError(f"rank {rank}: buffer {buffer!r} is not declared") from None
+
+    def group_ranks(self, name: str) -> tuple[int, ...]:
+        """The global ranks of group ``name``, in group-local order."""
+        try:
+            return self.groups[name]
+        except KeyError:
+            raise ValueError(f"group {name!r} is not declared") from None
+
+    def payload_bytes(self, rank: int, op: Op) -> int:
+        """This rank's payload in ``op``: the bytes of its own buffer in a communication op, else 0."""
+        if not isinstance(op, CommOp):
+            return 0
+        return self.spec(rank, op.payload_buffer()).nbytes
+
+    def gemm_shape(self, rank: int, op: Gemm) -> tuple[int, int, int]:
+        """(m, k, n) of ``op`` on ``rank``: out is [m, n], the contraction runs over k."""
+        a = self.spec(rank, op.a).shape
+        b = self.spec(rank, op.b).shape
+        m, k = (a[1], a[0]) if op.trans_a else (a[0], a[1])
+        n = b[0] if op.trans_b else b[1]
+        return m, k, n
+
+    def flops(self, rank: int, op: Op) -> int:
+        """Floating-point operations of ``op``: 2mkn for a gemm, one per output element per input otherwise."""
+        if isinstance(op, Gemm):
+            m, k, n = self.gemm_shape(rank, op)
+            return 2 * m * k * n
+        if isinstance(op, Local):
+            return self.spec(rank, op.out).numel * len(op.inputs)
+        return 0
+
+    def memory_bytes(self, rank: int, op: Op) -> int:
+        """Bytes a local op moves through device memory (reads + writes); 0 for gemm and comm ops."""
+        if isinstance(op, Local):
+            names = op.inputs + (op.out,)
+            return sum(self.spec(rank, name).nbytes for name in names)
+        if isinstance(op, Slice):
+            out = self.spec(rank, op.out)
+            rows = _extent(op.out_rows, out.shape[0])
+            cols = _extent(op.out_cols, out.shape[1]) if len(out.shape) > 1 else 1
+            return 2 * rows * cols * DTYPE_BYTES[out.dtype]
+        return 0
+
+
+def _extent(region: tuple[int, int] | None, whole: int) -> int:
+    return whole if region is None else region[1] - region[0]

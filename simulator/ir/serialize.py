@@ -1,0 +1,262 @@
+"""Lossless JSON form of a Schedule, with a loader that names the first malformed field.
+
+The file is one object: ``{"format": "tpsim-schedule", "version": 1, "algorithm": ..., "grid": [...],
+"workload": {...}, "passes": ..., "dtype": ..., "groups": {name: [ranks]}, "tensors": {name: [rows,
+cols]}, "buffers": [{name: {"shape": [...], "dtype": ...}} per rank], "programs": [[{"op": kind,
+field: value, ...}] per rank], "inputs": [[rank, buffer, tensor, [r0, r1], [c0, c1]], ...],
+"outputs": [...], "options": {...}}``. Op fields equal to their defaults are left out; loading restores them.
+Loading also holds the workload, the pass and the tensors to each other (``check_workload``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from simulator.errors import InputError
+from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
+from simulator.ir.ops import OP_TYPES, Op
+from simulator.ir.checks import check_workload
+from simulator.ir.validate import validate_schedule
+
+FORMAT = "tpsim-schedule"
+VERSION = 1
+
+
+def op_to_dict(op: Op) -> dict[str, Any]:
+    """``{"op": kind, field: value}`` with fields at their default left out."""
+    record: dict[str, Any] = {"op": op.kind}
+    for f in dataclasses.fields(op):
+        value = getattr(op, f.name)
+        if f.default is not dataclasses.MISSING and value == f.default:
+            continue
+        record[f.name] = list(value) if isinstance(value, tuple) else value
+    return record
+
+
+def _convert(annotation: str, value: Any, where: str) -> Any:
+    """Check ``value`` against an op field's annotation and return it in the dataclass's type."""
+    def bad(expected: str) -> InputError:
+        return InputError(f"{where}: expected {expected}, got {value!r}")
+
+    if annotation == "str":
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    if annotation == "str | None":
+        if value is not None and not isinstance(value, str):
+            raise bad("a string or null")
+        return value
+    if annotation == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise bad("an integer")
+        return value
+    if annotation == "bool":
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if annotation == "tuple[str, ...]":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad("a list of strings")
+        return tuple(value)
+    if annotation == "Region":
+        if value is None:
+            return None
+        if (not isinstance(value, list) or len(value) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise bad("null or [start, stop]")
+        return (value[0], value[1])
+    raise AssertionError(f"op field annotation {annotation!r} has no converter")
+
+
+def op_from_dict(record: Any, where: str) -> Op:
+    """Rebuild an op from ``op_to_dict`` output; InputError naming ``where`` and the field when malformed."""
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: an op must be an object, got {record!r}")
+    kind = record.get("op")
+    if kind not in OP_TYPES:
+        raise InputError(f"{where}: unknown op {kind!r}; valid: {', '.join(OP_TYPES)}")
+    cls = OP_TYPES[kind]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(record) - set(fields) - {"op"})
+    if unknown:
+        raise InputError(f"{where}: {kind} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
+    values = {}
+    for name, f in fields.items():
+        if name not in record:
+            if f.default is dataclasses.MISSING:
+                raise InputError(f"{where}: {kind} is missing field {name!r}")
+            continue
+        values[name] = _convert(f.type, record[name], f"{where}: {kind}.{name}")
+    try:
+        return cls(**values)
+    except ValueError as error:
+        raise InputError(f"{where}: {error}") from None
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
+    """The JSON-ready form of ``schedule``."""
+    def blocks(items: list[TensorBlock]) -> list[list]:
+        return [[b.rank, b.buffer, b.tensor, list(b.rows), list(b.cols)] for b in items]
+
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "algorithm": schedule.algorithm,
+        "grid": list(schedule.grid),
+        "workload": schedule.workload,
+        "passes": schedule.passes,
+        "dtype": schedule.dtype,
+        "groups": {name: list(ranks) for name, ranks in schedule.groups.items()},
+        "tensors": {name: list(shape) for name, shape in schedule.tensors.items()},
+        "buffers": [{name: {"shape": list(spec.shape), "dtype": spec.dtype} for name, spec in rank.items()}
+                    for rank in schedule.buffers],
+        "programs": [[op_to_dict(op) for op in program] for program in schedule.programs],
+        "inputs": blocks(schedule.inputs),
+        "outputs": blocks(schedule.outputs),
+        "options": schedule.options,
+    }
+
+
+def _require(data: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in data:
+        raise InputError(f"{where}: missing {key!r}")
+    if not isinstance(data[key], kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise InputError(f"{where}: {key!r} must be {names}, got {type(data[key]).__name__}")
+    return data[key]
+
+
+def _int_list(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise InputError(f"{where}: expected a list of integers, got {value!r}")
+    return tuple(value)
+
+
+def _blocks(items: Any, where: str) -> list[TensorBlock]:
+    if not isinstance(items, list):
+        raise InputError(f"{where}: expected a list of [rank, buffer, tensor, rows, cols]")
+    out = []
+    for n, item in enumerate(items):
+        if (not isinstance(item, list) or len(item) != 5 or not isinstance(item[0], int)
+                or not isinstance(item[1], str) or not isinstance(item[2], str)):
+            raise InputError(f"{where}[{n}]: expected [rank, buffer, tensor, [r0, r1], [c0, c1]], got {item!r}")
+        rows, cols = _int_list(item[3], f"{where}[{n}] rows"), _int_list(item[4], f"{where}[{n}] cols")
+        if len(rows) != 2 or len(cols) != 2:
+            raise InputError(f"{where}[{n}]: rows and cols must be [start, stop]")
+        out.append(TensorBlock(item[0], item[1], item[2], rows, cols))
+    return out
+
+
+def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
+    """Rebuild a Schedule from ``schedule_to_dict`` output; InputError naming the first bad field."""
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: expected a JSON object")
+    if data.get("format") != FORMAT:
+        raise InputError(f"{where}: not a tpsim schedule (format {data.get('format')!r}, expected {FORMAT!r})")
+    if data.get("version") != VERSION:
+        raise InputError(f"{where}: schedule format version {data.get('version')!r}; this tpsim reads {VERSION}")
+    buffers = []
+    for rank, declared in enumerate(_require(data, "buffers", list, where)):
+        if not isinstance(declared, dict):
+            raise InputError(f"{where}: buffers[{rank}] must be an object")
+        specs = {}
+        for name, spec in declared.items():
+            at = f"{where}: rank {rank} buffer {name!r}"
+            if not isinstance(spec, dict):
+                raise InputError(f"{at}: expected {{shape, dtype}}")
+            try:
+                specs[name] = BufferSpec(_int_list(spec.get("shape"), at + " shape"), spec.get("dtype"))
+            except ValueError as error:
+                raise InputError(f"{at}: {error}") from None
+        buffers.append(specs)
+    programs = []
+    for rank, program in enumerate(_require(data, "programs", list, where)):
+        if not isinstance(program, list):
+            raise InputError(f"{where}: programs[{rank}] must be a list of ops")
+        programs.append([op_from_dict(op, f"{where}: rank {rank} step {step}") for step, op in enumerate(program)])
+    if len(programs) != len(buffers):
+        raise InputError(f"{where}: {len(programs)} programs but {len(buffers)} buffer declarations")
+    groups = {name: _int_list(ranks, f"{where}: group {name!r}")
+              for name, ranks in _require(data, "groups", dict, where).items()}
+    tensors = {name: _int_list(shape, f"{where}: tensor {name!r}")
+               for name, shape in _require(data, "tensors", dict, where).items()}
+    schedule = Schedule(
+        algorithm=_require(data, "algorithm", str, where),
+        grid=_int_list(_require(data, "grid", list, where), f"{where}: grid"),
+        workload=_require(data, "workload", dict, where),
+        passes=_require(data, "passes", str, where),
+        dtype=_require(data, "dtype", str, where),
+        groups=groups,
+        buffers=buffers,
+        programs=programs,
+        inputs=_blocks(data.get("inputs", []), f"{where}: inputs"),
+        outputs=_blocks(data.get("outputs", []), f"{where}: outputs"),
+        tensors=tensors,
+        options=_require(data, "options", dict, where) if "options" in data else {},
+    )
+    try:
+        check_workload(schedule)
+    except ValueError as error:
+        raise InputError(f"{where}: {error}") from None
+    return schedule
+
+
+def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename: never half-written.
+
+    Missing folders on the way to ``path`` are created (``--out runs/2d/s.json`` needs no mkdir first).
+    The file gets the permissions a plain ``open(path, "w")`` would give a new file, 0o666 less the
+    umask: mkstemp makes its temporary file private (0o600), and the rename would keep that. Every tpsim
+    output file (schedules, traces, measured records) is written here. A folder or file that cannot be
+    written is an InputError naming ``path``, not the temporary name.
+    """
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        blocking = next((p for p in reversed(target.parents) if p.exists() and not p.is_dir()), None)
+        reason = f"{blocking} is a file, not a folder" if blocking is not None else error.strerror or error
+        raise InputError(f"cannot write {path}: {reason}") from None
+    umask = os.umask(0)  # the only way to read it; set back at once
+    os.umask(umask)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            os.chmod(tmp, 0o666 & ~umask)
+            json.dump(data, handle, separators=(",", ":"))
+            handle.write("\n")
+        os.replace(tmp, target)
+    except OSError as error:  # a full disk, or a folder where the file should go
+        os.unlink(tmp)
+        raise InputError(f"cannot write {path}: {error.strerror or error}") from None
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def save_schedule(schedule: Schedule, path: str | os.PathLike) -> None:
+    """Write ``schedule`` to ``path`` as JSON, atomically."""
+    write_json_atomic(path, schedule_to_dict(schedule))
+
+
+def load_schedule(path: str | os.PathLike) -> Schedule:
+    """Read and validate a schedule file; InputError (one line) for a missing, non-JSON or malformed file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise InputError(f"cannot read schedule {path}: {error.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    schedule = schedule_from_dict(data, str(path))
+    try:
+        validate_schedule(schedule)
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+    return schedule

@@ -1,0 +1,13 @@
+"""The flow-level network: transfers as flows on routes, sharing links by max-min fairness.
+
+==================  ===============================================================================
+module              what it holds
+==================  ===============================================================================
+``flow_network``    ``FlowNetwork``: flows on a simpy Environment, rates recomputed on start and end
+``fairness``        weighted max-min fairness by progressive filling, per connected component
+``flow_groups``     groups of identical flows, simulated once and replayed per member
+``routes``          a topology as numbered links with capacity and latency; cached routes
+==================  ===============================================================================
+"""
+
+__all__ = ["fairness", "flow_groups", "flow_network", "routes"]

@@ -1,0 +1,143 @@
+"""Weighted max-min fairness by progressive filling, over the flows of ``simulator.network.flow_network``.
+
+Progressive filling (Bertsekas & Gallager, "Data Networks", 2nd ed., section 6.5.2): raise every
+unfrozen flow's rate together; when a link saturates, freeze its flows at its fair share. In the
+implementation a heap holds each link's share ``residual / unfrozen units`` keyed by (share, link
+number); the smallest valid entry is saturated next, and its flows are frozen at that share.
+
+Weights. A flow of weight w stands for w flows that start at the same instant on the same route with
+the same bytes (a group, ``simulator.network.flow_groups``: a collective's rings cross the same NVSwitch hops
+k-1 times out of k). Such flows are interchangeable: they cross the same links, so every fill freezes
+them in the same step at the same share, and they drain together. So one record per group is exact,
+provided the arithmetic is the unweighted arithmetic, not merely equal in exact real numbers:
+
+- a flow counts w units on each of its links (``load``), and its rate and bytes are per member;
+- freezing it subtracts its share from a link's residual w times, one subtraction after another, as
+  the w members would have (all flows frozen while one link is saturated get that link's share, so
+  the order of those subtractions cannot matter; ``w * share`` in one step could round differently);
+- a link's heap entry is pushed once after all the freezes a saturation causes, not once per flow:
+  only a link's newest entry can be valid (``share == residual / units``); an older one either
+  differs from it (skipped as stale) or equals it (popped at the same place in the order), so the
+  sequence of saturated links, and with it every share, is the same as with one push per flow.
+
+The network keeps the members' flow numbers and replays per-member effects in their order (link byte
+counters, ``flow_groups``; a group's completion event goes where its last member's would), so a run
+with groups gives the same numbers, bit for bit, as the same run with every flow alone, which
+``tests/simulator/test_network_groups.py`` checks on multi-server topologies and random graphs.
+
+Components. The flows a change reaches split into connected components (flows joined by shared
+links). ``components`` finds them; most are one flow alone on its links, whose share needs no fill.
+Filling each of the others on its own gives the numbers one fill of their union gives (the reference
+network still does that, ``FlowNetwork(group=False)``).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+__all__ = ["component", "components", "fill"]
+
+
+def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> tuple[list, list[int]]:
+    """Flows and links connected to ``seeds`` through shared links, breadth-first in insertion order,
+    as one list each (the reference network's walk: ``seeds`` first, then what they reach).
+
+    ``flow.seen`` and ``mark[link]`` are set to ``stamp`` for everything reached.
+    """
+    for flow in seeds:
+        flow.seen = stamp
+    order = list(seeds)
+    links: list[int] = []
+    append_link, append_flow = links.append, order.append
+    i = 0
+    while i < len(order):
+        for link in order[i].links:
+            if mark[link] != stamp:
+                mark[link] = stamp
+                append_link(link)
+                for other in on_link[link].values():
+                    if other.seen != stamp:
+                        other.seen = stamp
+                        append_flow(other)
+        i += 1
+    return order, links
+
+
+def components(seeds: list, stamp: int, on_link: list[dict], load: list[int],
+               mark: list[int]) -> tuple[list, list[tuple[list, list[int]]]]:
+    """The flows connected to ``seeds``, split into connected components: ``(alone, shared)``.
+
+    ``alone``: flows with no other flow on any of their links; their fair share is their route's
+    bottleneck over their weight (the fill would pop min(capacity / weight) first, and rounding is
+    monotonic, so the two are equal). ``shared``: (flows, links) of every other component. A fill of
+    each component on its own gives what one fill of their union gives: a link's share depends only
+    on the flows on it, so the saturations of one component happen in the same order, with the same
+    values, whatever the others do. ``flow.seen`` and ``mark[link]`` are set to ``stamp``.
+    """
+    alone: list = []
+    shared: list[tuple[list, list[int]]] = []
+    for seed in seeds:
+        if seed.seen == stamp:
+            continue
+        seed.seen = stamp
+        w = seed.weight
+        for link in seed.links:
+            if load[link] != w:
+                break
+        else:
+            alone.append(seed)
+            continue
+        order = [seed]
+        links: list[int] = []
+        append_link, append_flow = links.append, order.append
+        i = 0
+        while i < len(order):
+            for link in order[i].links:
+                if mark[link] != stamp:
+                    mark[link] = stamp
+                    append_link(link)
+                    for other in on_link[link].values():
+                        if other.seen != stamp:
+                            other.seen = stamp
+                            append_flow(other)
+            i += 1
+        shared.append((order, links))
+    return alone, shared
+
+
+def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],
+         residual: list[float], count: list[int]) -> None:
+    """Progressive filling over ``links`` (a closed component): set ``flow.share`` (per member) of
+    every flow on them. ``load[link]``: units (summed weights) on the link; ``residual`` and ``count``
+    are scratch arrays indexed by link."""
+    heap = []
+    for link in links:
+        residual[link] = c = cap[link]
+        n = count[link] = load[link]
+        heap.append((c / n, link))
+    heapq.heapify(heap)
+    push, pop = heapq.heappush, heapq.heappop
+    while heap:
+        share, link = pop(heap)
+        n = count[link]
+        if n == 0 or share != residual[link] / n:
+            continue  # saturated already, or a stale entry
+        changed: dict[int, None] = {}
+        for flow in on_link[link].values():
+            if flow.frozen == stamp:
+                continue
+            flow.frozen = stamp
+            flow.share = share
+            w = flow.weight
+            for other in flow.links:
+                left = residual[other] - share
+                for _ in range(w - 1):
+                    left -= share
+                residual[other] = left
+                count[other] -= w
+                changed[other] = None
+        for other in changed:
+            n = count[other]
+            if n > 0 and other != link:
+                left = residual[other]
+                push(heap, ((left if left > 0.0 else 0.0) / n, other))

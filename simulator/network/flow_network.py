@@ -1,0 +1,411 @@
+"""Flow-level network on a simpy Environment: transfers share links by max-min fairness.
+
+A transfer of S bytes from one node to another is one *flow* on its route (a tuple of directed edges).
+While it is active, every flow has a rate; rates are the max-min fair allocation over the link
+capacities (progressive filling, Bertsekas & Gallager, "Data Networks", 2nd ed., section 6.5.2),
+recomputed only when a flow starts or drains. A flow's last byte leaves the source when its bytes are
+drained; it arrives one route latency later (the sum of the route's ``latency_us``, added once per
+transfer). So a lone flow of S bytes on a path of bottleneck bandwidth B arrives at exactly
+``start + S / B + latency``, and the cost of a run grows with flows x rate changes, never with bytes.
+
+Incremental fairness. A start or a drain changes rates only inside its *component*: the flows
+connected to it through shared links (transitively). Only that component is re-filled; flows whose
+rate does not change keep their predicted drain time untouched. Starts and drains that happen at the
+same simulated instant are batched into one recomputation (a zero-delay simpy event), so a collective
+that starts 4,096 flows at once costs one fill, not 4,096; each connected component of the flows
+reached is filled on its own, and a flow alone on its links needs no fill at all. The fill itself
+(weighted progressive filling) lives in ``simulator.network.fairness``; links and cached routes in
+``simulator.network.routes``.
+
+Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collective); flows of the batch
+alike in source, destination, bytes and ``via`` run as one flow of weight w (``simulator.network.flow_groups``),
+which ``simulator.network.fairness`` fills exactly as it would the w flows one by one: the same times and byte
+counters, bit for bit, at a fraction of the cost (NCCL-like rings across servers cross each NVSwitch
+hop k-1 times in k rails). ``group=False`` runs the reference algorithm (every flow alone, one fill
+per change); ``record=True`` implies it, so the timeline lists every flow in the reference order.
+
+Determinism. Links are numbered in the graph's edge order, flows by a counter; components are walked
+in insertion order (dicts, never sets of objects), the filling heap orders by (share, link number),
+and drains that fall within 1e-12 (relative) of the same instant are processed together in flow
+order. The same inputs give the same event list, bit for bit.
+
+Example::
+
+    >>> import networkx as nx, simpy
+    >>> G = nx.DiGraph()
+    >>> G.add_edge("a", "b", bandwidth_GBps=10.0, latency_us=1.0)
+    >>> env = simpy.Environment(); net = FlowNetwork(env, G)
+    >>> done = net.transfer("a", "b", 10**9)
+    >>> env.run(); round(env.now, 9)
+    0.100001
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import networkx as nx
+import simpy
+
+from simulator.errors import InputError
+from simulator.network.fairness import component, components, fill
+from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
+from simulator.network.routes import HopRouter, LinkTable, Route
+
+__all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
+
+log = logging.getLogger(__name__)
+
+# Drains predicted within this relative distance of "now" are treated as simultaneous (one batch).
+_SAME_INSTANT = 1e-12
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """Counters of one directed link over a run."""
+
+    bytes: float
+    """Bytes carried (drained flows in full, active flows as far as they got)."""
+    busy_s: float
+    """Seconds during which at least one flow was active on the link."""
+
+
+class FlowEvent(NamedTuple):
+    """One entry of ``FlowNetwork.timeline`` (kept only with ``record=True``)."""
+
+    time_s: float
+    flow: object
+    """The transfer's tag, or its flow number when it has no tag."""
+    event: str
+    """"start", "rate" (a new rate while active), "drain" (last byte sent) or "arrive" (last byte in)."""
+    rate_GBps: float | None
+    """The new rate for "start" and "rate"; None otherwise."""
+
+
+class _Flow:
+    """Mutable state of one active transfer (slots: this is the hot path)."""
+
+    __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
+                 "event", "label", "share", "seen", "frozen", "weight", "members")
+
+    def __init__(self, fid, route, nbytes, event, label, members):
+        self.fid = fid
+        self.members = members  # flow numbers this record stands for (fid first); nbytes, left, rate per member
+        self.weight = len(members)
+        self.links = route.links
+        self.bottleneck = route.bandwidth_Bps
+        latency_s = route.latency_s
+        self.nbytes = nbytes
+        self.left = float(nbytes)  # bytes still to send as of t_last
+        self.rate = 0.0
+        self.t_last = 0.0
+        self.version = 0
+        self.latency_s = latency_s
+        self.event = event
+        self.label = label
+        self.share = 0.0  # rate assigned by the fill in progress
+        self.seen = 0  # stamp of the last component search that reached this flow
+        self.frozen = 0  # stamp of the last fill that froze this flow
+
+
+class FlowNetwork:
+    """Max-min fair flow-level network over a topology graph, driven by a simpy Environment.
+
+    ``graph`` is a networkx DiGraph whose edges carry ``bandwidth_GBps`` (> 0, per direction, 1 GB =
+    1e9 B) and ``latency_us`` (>= 0). ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
+    default: ``topologies.routing.Router`` (or a fewest-hops BFS where that is not installed).
+    ``record=True`` keeps ``timeline``, a list of ``FlowEvent`` (for tests and traces).
+    ``group=False`` (implied by ``record``) runs the reference algorithm the faster default is held to:
+    every flow of ``transfer_all`` alone, and one fill over all the components a change touches.
+    """
+
+    def __init__(self, env: simpy.Environment, graph: nx.DiGraph, router=None, record: bool = False,
+                 group: bool = True):
+        self.env = env
+        self.graph = graph
+        self.links = LinkTable(graph, router)
+        """The graph's links by number and the routes between nodes (``simulator.network.routes``)."""
+        self.router = self.links.router
+        self._edges, self._cap = self.links.edges, self.links.cap
+        n_links = len(self._edges)
+        self._on_link: list[dict[int, _Flow]] = [{} for _ in range(n_links)]
+        self._load = [0] * n_links  # members (summed weights) of the flows on a link
+        self._mark = [0] * n_links  # fill number that last visited a link (component search)
+        self._residual = [0.0] * n_links  # scratch for the fill
+        self._count = [0] * n_links
+        self._bytes_done = [0.0] * n_links
+        self._busy_s = [0.0] * n_links
+        self._busy_since = [0.0] * n_links
+        self._active: dict[int, _Flow] = {}
+        self._pending: list[_Flow] = []  # started this instant, not yet on links
+        self._flush_scheduled = False
+        self._drains: list[tuple] = []  # heap of (drain time, flow number, version)
+        self._wakeups: list[float] = []  # heap of times with a scheduled drain check
+        self._reference = not group or record
+        self.flow_count = 0
+        """Transfers started (including zero-time ones; a group counts its members)."""
+        self.flow_records = 0
+        """Flows put on links (a group of identical flows is one record): what a run's cost follows."""
+        self.rate_changes = 0
+        """Rate assignments made by the fairness fills (each start counts one, per member)."""
+        self.fills = 0
+        """Fairness recomputations run (one per batch of same-instant starts/drains)."""
+        self.timeline: list[FlowEvent] | None = [] if record else None
+        self.cache: dict = {}
+        """Free-form cache for the layers above (collective plans), cleared with the network."""
+
+    def route(self, src, dst, via=None) -> Route:
+        """The cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``; ``via``: NCCL's PXN)."""
+        return self.links.route(src, dst, via)
+
+    # ---- the public operations --------------------------------------------------------------------
+
+    def transfer(self, src, dst, nbytes: float, tag=None, via=None) -> simpy.Event:
+        """Start sending ``nbytes`` from ``src`` to ``dst``; the event succeeds when the last byte arrives.
+
+        ``src == dst`` takes zero time; ``nbytes == 0`` between distinct nodes takes the route latency.
+        ``via``: route through that node (see ``route``). The event's value is ``nbytes``.
+        """
+        if not nbytes >= 0:
+            raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
+        fid = self.flow_count
+        self.flow_count += 1
+        return self._start(src, dst, nbytes, tag, via, (fid,))
+
+    def transfer_all(self, flows, groups=None) -> list[simpy.Event]:
+        """Start ``flows``, a sequence of (src, dst, nbytes, via), as ``transfer`` would one after another.
+
+        Flows alike in all four run as one weighted flow (see the module docstring); ``groups`` is
+        ``same_flows(flows)``, for a caller that starts the same batch often. Returns one event per
+        group, in order of first appearance: it succeeds when the group's last byte has arrived.
+        """
+        base = self.flow_count
+        if self._reference:
+            return [self.transfer(src, dst, nbytes, None, via) for src, dst, nbytes, via in flows]
+        if groups is None:
+            groups = same_flows(flows)
+        self.flow_count = base + len(flows)
+        events = []
+        for members in groups:
+            src, dst, nbytes, via = flows[members[0]]
+            events.append(self._start(src, dst, nbytes, None, via, tuple(base + i for i in members)))
+        return events
+
+    def link_stats(self) -> dict[tuple, LinkStats]:
+        """Bytes carried and busy time of every link that carried anything, keyed by (u, v)."""
+        now = self.env.now
+        carried = list(self._bytes_done)
+        for flow in by_member(self._active.values()):
+            sent = flow.nbytes - (flow.left - flow.rate * (now - flow.t_last))
+            for link in flow.links:
+                carried[link] += sent
+        stats = {}
+        for link, edge in enumerate(self._edges):
+            busy = self._busy_s[link] + (now - self._busy_since[link] if self._on_link[link] else 0.0)
+            if carried[link] > 0 or busy > 0:
+                stats[edge] = LinkStats(carried[link], busy)
+        return stats
+
+    def link_utilisation(self) -> dict[tuple, float]:
+        """Fraction of capacity in use right now on every link that carries an active flow, by (u, v)."""
+        used: dict[int, float] = {}
+        for flow in by_member(self._active.values()):
+            for link in flow.links:
+                used[link] = used.get(link, 0.0) + flow.rate
+        return {self._edges[link]: rate / self._cap[link] for link, rate in sorted(used.items())}
+
+    @property
+    def active_flows(self) -> int:
+        """Flows currently sending bytes (a group counts its members)."""
+        return sum(f.weight for f in self._active.values()) + sum(f.weight for f in self._pending)
+
+    # ---- internals --------------------------------------------------------------------------------
+
+    def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
+        if not nbytes >= 0:
+            raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
+        env = self.env
+        event = env.event()
+        if src == dst:
+            event.succeed(nbytes)
+            return event
+        route = self.links.route(src, dst, via)
+        fid = members[0]
+        label = fid if tag is None else tag
+        if nbytes == 0:
+            self._arrive_later(event, nbytes, route.latency_s)
+            return event
+        flow = _Flow(fid, route, nbytes, event, label, members)
+        flow.t_last = env.now
+        self.flow_records += 1
+        self._pending.append(flow)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            flush = env.event()
+            flush.callbacks.append(self._flush)
+            flush.succeed()
+        return event
+
+    def _arrive_later(self, event: simpy.Event, value, delay: float) -> None:
+        # A triggered event scheduled ``delay`` ahead: what simpy's Timeout does, without a second event.
+        event._ok = True
+        event._value = value
+        self.env.schedule(event, delay=delay)
+
+    def _log(self, flow: _Flow, what: str, rate: float | None = None) -> None:
+        self.timeline.append(FlowEvent(self.env.now, flow.label, what, None if rate is None else rate / 1e9))
+
+    def _flush(self, _event) -> None:
+        """Put this instant's new flows on their links and re-fill their components."""
+        self._flush_scheduled = False
+        new, self._pending = self._pending, []
+        now = self.env.now
+        on_link, load, busy_since, active = self._on_link, self._load, self._busy_since, self._active
+        for flow in new:
+            fid, w = flow.fid, flow.weight
+            active[fid] = flow
+            for link in flow.links:
+                flows = on_link[link]
+                if not flows:
+                    busy_since[link] = now
+                flows[fid] = flow
+                load[link] += w
+            if self.timeline is not None:
+                flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
+        self._refill(new)
+        self._schedule_wakeup()
+
+    def _refill(self, seeds: list[_Flow]) -> None:
+        """Max-min fill of the components that contain ``seeds``; reschedule flows whose rate changed."""
+        if not seeds:
+            return
+        self.fills += 1
+        stamp = self.fills
+        load, on_link = self._load, self._on_link
+        if self._reference:
+            if len(seeds) == 1 and all(load[link] == 1 for link in seeds[0].links):
+                # A flow alone on its route (the common case inside a server): its rate is the bottleneck.
+                order = seeds
+                seeds[0].share = seeds[0].bottleneck
+            else:
+                order, links = component(seeds, stamp, on_link, self._mark)
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
+        else:
+            order, shared = components(seeds, stamp, on_link, load, self._mark)
+            for flow in order:
+                flow.share = flow.bottleneck / flow.weight
+            for flows, links in shared:
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
+                order += flows
+        now = self.env.now
+        drains, timeline = self._drains, self.timeline
+        push = heapq.heappush
+        changes = 0
+        for flow in order:
+            rate = flow.share
+            old = flow.rate
+            if rate == old:
+                continue
+            if old:
+                left = flow.left - old * (now - flow.t_last)
+                flow.left = left if left > 0.0 else 0.0
+            flow.t_last = now
+            if timeline is not None:
+                self._log(flow, "rate" if old else "start", rate)
+            flow.rate = rate
+            flow.version += 1
+            changes += flow.weight
+            push(drains, (now + flow.left / rate, flow.fid, flow.version))
+        self.rate_changes += changes
+
+    def _schedule_wakeup(self) -> None:
+        drains, active = self._drains, self._active
+        while drains:
+            _, fid, version = drains[0]
+            flow = active.get(fid)
+            if flow is not None and flow.version == version:
+                break
+            heapq.heappop(drains)  # stale prediction
+        if not drains:
+            return
+        when = drains[0][0]
+        if self._wakeups and self._wakeups[0] <= when:
+            return
+        heapq.heappush(self._wakeups, when)
+        now = self.env.now
+        # A prediction made this instant is scheduled with the very delay it was computed from, so a
+        # lone flow drains at exactly start + S/B (now + (when - now) can differ from when by an ulp).
+        delay = flow.left / flow.rate if flow.t_last == now else when - now
+        wake = self.env.event()
+        wake.callbacks.append(self._on_wakeup)
+        self._arrive_later(wake, None, delay)
+
+    def _on_wakeup(self, _event) -> None:
+        heapq.heappop(self._wakeups)
+        now = self.env.now
+        horizon = now + _SAME_INSTANT * max(now, 1e-9)
+        drains, active, on_link, load = self._drains, self._active, self._on_link, self._load
+        pop = heapq.heappop
+        drained: list[_Flow] = []
+        grouped = False
+        while drains and drains[0][0] <= horizon:
+            _, fid, version = pop(drains)
+            flow = active.get(fid)
+            if flow is not None and flow.version == version:
+                drained.append(flow)
+                if flow.weight > 1:
+                    grouped = True
+        if len(drained) > 1:
+            drained.sort(key=_fid)
+        if grouped:
+            add_drained_bytes(drained, self._bytes_done)
+            # A group's event goes where its last member's would have: in order of the last members.
+            drained.sort(key=_last)
+        else:
+            bytes_done = self._bytes_done
+            for flow in drained:
+                nbytes = flow.nbytes
+                for link in flow.links:
+                    bytes_done[link] += nbytes
+        busy_s, busy_since = self._busy_s, self._busy_since
+        schedule, timeline = self.env.schedule, self.timeline
+        touched: dict[int, None] = {}
+        for flow in drained:
+            fid, w = flow.fid, flow.weight
+            del active[fid]
+            flow.left = 0.0
+            for link in flow.links:
+                flows = on_link[link]
+                del flows[fid]
+                load[link] -= w
+                if flows:
+                    touched[link] = None
+                else:
+                    busy_s[link] += now - busy_since[link]
+            if timeline is not None:
+                self._log(flow, "drain")
+            event = flow.event  # succeeds one route latency later (what simpy's Timeout does)
+            event._ok = True
+            event._value = flow.nbytes
+            schedule(event, delay=flow.latency_s)
+        if touched:
+            stamp = -self.fills - 1  # a mark no fill uses
+            seeds: list[_Flow] = []
+            for link in touched:
+                for flow in on_link[link].values():
+                    if flow.seen != stamp:
+                        flow.seen = stamp
+                        seeds.append(flow)
+            self._refill(seeds)
+        self._schedule_wakeup()
+
+
+def _fid(flow: _Flow) -> int:
+    return flow.fid
+
+
+def _last(flow: _Flow) -> int:
+    return flow.members[-1]

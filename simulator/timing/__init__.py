@@ -1,0 +1,16 @@
+"""Timing a schedule: compile it, play it on the simpy engine, or walk it with closed forms.
+
+==================  ===============================================================================
+module              what it holds
+==================  ===============================================================================
+``plan``            a Schedule compiled for timing: per-rank items, shared communication instances
+``engine``          the simpy engine: one process per rank walking its plan
+``simulation``      ``simulate``: a schedule on a topology, the flow network as the backend
+``critical_path``   the contention-free analytic model (``analyze``): a critical-path walk
+``results``         ``SimResult``: makespan, per rank, per link and per op
+``trace``           Chrome / Perfetto trace files (the executor writes the same format)
+``link_sampler``    sampled link utilisation for the trace's counter tracks
+==================  ===============================================================================
+"""
+
+__all__ = ["critical_path", "engine", "link_sampler", "plan", "results", "simulation", "trace"]

@@ -1,0 +1,168 @@
+"""The analytic model of a whole schedule: a critical-path walk with closed-form communication times.
+
+The same lock-step semantics as the simpy engine (``simulator.timing.engine``), on the same compiled plan
+(``simulator.timing.plan``), without simpy and without contention: a collective starts when its last member
+issues it and lasts its closed-form alpha-beta time from ``simulator.collectives.closed_form``; a send/recv pair starts
+when both sides have posted and lasts the software latency plus its route's hop latencies plus
+bytes over the route's slowest link. Every instance is timed as if it had the network to itself, so
+the result is a lower bound on the simulated makespan, and equals it on a topology where concurrent
+instances never share a link and each collective's phases are contention-free (``simulator.collectives.closed_form``).
+
+``critical_path(plan, comm_time)`` is the walk for any ``comm_time(instance) -> seconds``;
+``analyze(schedule, G)`` builds a ``SimResult`` (model "analytic") for a schedule on a topology graph,
+each collective timed by ``simulator.collectives.closed_form.predict_collective_s`` with the algorithm and protocol
+``run_collective`` would use, so the two models differ only by contention.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Callable
+
+import networkx as nx
+
+from simulator.compute import ComputeConfig
+from simulator.ir.schedule import Schedule
+from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
+from simulator.timing.results import RankTimes, SimResult, Timeline
+
+__all__ = ["CriticalPath", "critical_path", "ClosedForms", "analyze"]
+
+
+class CriticalPath:
+    """The walk's output: per-op ``starts``/``ends``/``waits`` and per-rank totals, as the engine has."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.starts = [[0.0] * len(d) for d in plan.durations]
+        self.ends = [[0.0] * len(d) for d in plan.durations]
+        self.waits = [[0.0] * len(d) for d in plan.durations]
+        world = len(plan.items)
+        self.comm_s = [0.0] * world
+        self.wait_s = [0.0] * world
+        self.finish_s: list[float | None] = [None] * world
+
+
+def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> CriticalPath:
+    """Walk ``plan`` with every instance lasting ``comm_time(instance)``; ValueError on a deadlock."""
+    plan.reset()
+    out = CriticalPath(plan)
+    world = len(plan.items)
+    clock = [0.0] * world
+    pos = [0] * world
+    pending: list[tuple[Instance, int] | None] = [None] * world  # the blocking (instance, step) to settle
+    blocked: dict[int, list[int]] = {}  # instance index -> ranks blocked on it, in blocking order
+    ready = deque(range(world))
+
+    def settle(rank: int, inst: Instance, step: int) -> None:
+        arrival = out.starts[rank][step]
+        end, begun = inst.end_s, inst.start_s
+        if end > arrival:
+            out.ends[rank][step] = end
+            if begun > arrival:
+                out.waits[rank][step] = begun - arrival
+                out.wait_s[rank] += begun - arrival
+                out.comm_s[rank] += end - begun
+            else:
+                out.comm_s[rank] += end - arrival
+            clock[rank] = end
+        else:
+            out.ends[rank][step] = arrival
+
+    while ready:
+        rank = ready.popleft()
+        if pending[rank] is not None:
+            settle(rank, *pending[rank])
+            pending[rank] = None
+        items = plan.items[rank]
+        starts = out.starts[rank]
+        i = pos[rank]
+        while i < len(items):
+            item = items[i]
+            i += 1
+            code = item[0]
+            if code == RUN:
+                starts[item[2]] = clock[rank]
+                clock[rank] += item[1]
+                continue
+            inst, step = item[1], item[2]
+            now = clock[rank]
+            starts[step] = now
+            if code == COMM:
+                inst.arrived += 1
+                if now > inst.last_arrival_s:
+                    inst.last_arrival_s = now
+                if inst.arrived == inst.expected:
+                    inst.start_s = inst.last_arrival_s
+                    inst.end_s = inst.start_s + comm_time(inst)
+                    ready.extend(blocked.pop(inst.index, ()))
+                if item[3]:
+                    continue
+            if inst.end_s is None:
+                blocked.setdefault(inst.index, []).append(rank)
+                pending[rank] = (inst, step)
+                break
+            settle(rank, inst, step)
+        pos[rank] = i
+        if i == len(items) and pending[rank] is None:
+            out.finish_s[rank] = clock[rank]
+    stuck = [r for r, t in enumerate(out.finish_s) if t is None]
+    if stuck:
+        rank = stuck[0]
+        inst, step = pending[rank]
+        raise ValueError(f"deadlock: rank {rank} is blocked at step {step} "
+                         f"({plan.schedule.programs[rank][step].short()}) in {inst.label()}; "
+                         f"{len(stuck)} of {world} ranks never finish")
+    fill_timeline(plan, out.starts, out.ends)
+    return out
+
+
+class ClosedForms:
+    """``comm_time`` from ``simulator.collectives.closed_form.predict_collective_s``: each instance alone on the network,
+    with the algorithm and protocol ``run_collective`` would use, memoised by the instance's shape."""
+
+    def __init__(self, G: nx.DiGraph, algorithms: dict[str, str] | None = None, params=None, router=None):
+        import simpy
+
+        from simulator.collectives import CollectiveParams
+        from simulator.network.flow_network import FlowNetwork
+
+        self.net = FlowNetwork(simpy.Environment(), G, router=router)  # routes and plan cache; never run
+        self.params = params if params is not None else CollectiveParams.from_graph(G)
+        self.algorithms = dict(algorithms or {})
+        self._memo: dict[tuple, float] = {}
+
+    def __call__(self, inst: Instance) -> float:
+        key = (inst.kind, inst.gpus, inst.nbytes, inst.root)
+        time_s = self._memo.get(key)
+        if time_s is None:
+            from simulator.collectives.closed_form import predict_collective_s
+
+            kind = "send" if inst.kind == "p2p" else inst.kind
+            time_s = self._memo[key] = predict_collective_s(
+                self.net, kind, list(inst.gpus), inst.nbytes, root=inst.root,
+                algorithm=self.algorithms.get(kind), params=self.params)
+        return time_s
+
+
+def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None = None, *,
+            algorithms: dict[str, str] | None = None, compute: ComputeConfig | None = None,
+            timeline: bool = True, plan: Plan | None = None, router=None) -> SimResult:
+    """The analytic (contention-free) timing of ``schedule`` on ``G``, as a ``SimResult``; arguments as
+    ``simulator.timing.simulation.simulate``'s."""
+    from simulator.timing.simulation import paused_gc, plan_on_graph, run_meta
+
+    began = time.perf_counter()
+    with paused_gc():
+        plan = plan if plan is not None else plan_on_graph(schedule, G, placement, compute)
+        compiled = time.perf_counter()
+        walk = critical_path(plan, ClosedForms(G, algorithms, router=router))
+    per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], walk.comm_s[r], walk.wait_s[r],
+                               walk.finish_s[r]) for r in range(schedule.world_size))
+    stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
+             "p2p": sum(i.group is None for i in plan.instances)}
+    return SimResult("analytic", max(walk.finish_s, default=0.0), per_rank, (),
+                     Timeline(schedule, walk.starts, walk.ends, walk.waits) if timeline else None,
+                     meta=run_meta(schedule, G, placement, algorithms), stats=stats,
+                     wall_s={"compile": compiled - began, "simulate": time.perf_counter() - compiled})
