@@ -42,8 +42,8 @@ from executor.clock import clock_for
 from executor.groups import GroupCache
 from executor.ops_torch import TorchOps
 from executor.run_rank import Rendezvous, RunOptions, init_distributed
-from simulator.ir.schedule import Schedule
 from simulator.ir.ops import Wait
+from simulator.ir.schedule import Schedule
 
 __all__ = ["bench_rank"]
 

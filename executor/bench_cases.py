@@ -44,8 +44,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from simulator.errors import InputError
-from simulator.ir.schedule import DTYPE_BYTES, BufferSpec, Schedule
 from simulator.ir.ops import AllGather, AllReduce, Broadcast, Gemm, Op, Recv, Reduce, ReduceScatter, Send, Wait
+from simulator.ir.schedule import DTYPE_BYTES, BufferSpec, Schedule
 
 __all__ = ["COLLECTIVES", "BENCH_OPS", "FORMS", "BenchPoint", "collective_case", "gemm_case", "group_blocks",
            "IN_PLACE"]

@@ -37,7 +37,6 @@ import sys
 import tempfile
 import time
 import traceback
-
 from typing import Callable
 
 from executor.progress import WAITING, ProgressBoard

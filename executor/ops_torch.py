@@ -48,9 +48,9 @@ import torch
 import torch.distributed as dist
 
 from executor.groups import GroupInfo
+from simulator.ir.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter,
+                              Send, Slice, Wait)
 from simulator.ir.schedule import Schedule
-from simulator.ir.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce,
-                           ReduceScatter, Send, Slice, Wait)
 
 _gelu_out = torch.ops.aten.gelu.out
 _gelu_backward_out = torch.ops.aten.gelu_backward.grad_input

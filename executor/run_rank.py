@@ -46,8 +46,8 @@ from executor.faults import Fault
 from executor.groups import GroupCache
 from executor.ops_torch import TorchOps
 from simulator.errors import InputError
-from simulator.ir.schedule import Schedule
 from simulator.ir.ops import Op, Wait
+from simulator.ir.schedule import Schedule
 
 BACKENDS = ("gloo", "nccl")
 Report = Callable[..., None]

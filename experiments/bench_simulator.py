@@ -64,11 +64,11 @@ def run_case(gpus: int, profile: bool = False, analytic: bool = True) -> dict:
     """Run one case's phases in this process; return its figures."""
     import simpy
 
+    from simulator.algorithms.registry import build_schedule
+    from simulator.ir.validate import validate_schedule
     from simulator.timing.critical_path import analyze
     from simulator.timing.engine import Engine
-    from simulator.algorithms.registry import build_schedule
     from simulator.timing.simulation import NetworkBackend, paused_gc, plan_on_graph
-    from simulator.ir.validate import validate_schedule
     from simulator.workloads.workload import Workload
     from topologies import load_topology
 

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.ir.ops import Gemm, Local, Op, Slice
+from simulator.ir.schedule import DTYPE_BYTES, Schedule
 
 __all__ = ["ComputeConfig", "ComputeModel"]
 

@@ -26,7 +26,8 @@ from typing import Callable, Iterable
 
 import networkx as nx
 
-from simulator.algorithms.registry import ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm, legal_grids
+from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm,
+                                           legal_grids)
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 

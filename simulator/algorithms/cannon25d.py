@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.ir.builder import ScheduleBuilder
 from simulator.algorithms.cannon_steps import Factor, multiply
 from simulator.algorithms.compose import Blocks
 from simulator.algorithms.grid import ProcessGrid
 from simulator.algorithms.summa_steps import LinearNames
+from simulator.errors import NotApplicable
+from simulator.ir.builder import ScheduleBuilder
 from simulator.workloads.workload import Workload
 
 
@@ -57,12 +58,12 @@ class Cannon25D:
         q, c = self.grid.q, self.grid.d
         where = f"{self.name} on [{q},{q},{c}]"
         if q % c:
-            raise ValueError(f"{where}: the depth c={c} must divide q={q}")
+            raise NotApplicable(f"{where}: the depth c={c} must divide q={q}")
         extents = {"M": workload.m, "K": workload.k, "N": workload.n} if workload.name == "gemm" else {
             "M": workload.m, "hidden": workload.hidden}
         for label, value in extents.items():
             if value % q:
-                raise ValueError(f"{where}: {label}={value} must be divisible by q = {q}")
+                raise NotApplicable(f"{where}: {label}={value} must be divisible by q = {q}")
 
     def _layer0(self, rows: int, cols: int) -> Blocks:
         q = self.grid.q

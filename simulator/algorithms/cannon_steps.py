@@ -46,8 +46,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.ir.builder import ScheduleBuilder
 from simulator.algorithms.grid import ProcessGrid
+from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import Broadcast, Gemm, Recv, Reduce, Send, Wait
 
 

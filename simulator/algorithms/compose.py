@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from simulator.ir.builder import ScheduleBuilder
-from simulator.gcpause import paused_gc
 from simulator.algorithms.grid import ProcessGrid
-from simulator.ir.schedule import Schedule
-from simulator.ir.ops import Local
 from simulator.algorithms.summa_steps import LinearNames
+from simulator.gcpause import paused_gc
+from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import Local
+from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
 Blocks = list[tuple[int, tuple[int, int], tuple[int, int]]]

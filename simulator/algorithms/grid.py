@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.errors import InputError
+
 
 @dataclass(frozen=True)
 class ProcessGrid:
@@ -20,14 +22,14 @@ class ProcessGrid:
 
     def __post_init__(self) -> None:
         if self.q < 1 or self.d < 1:
-            raise ValueError(f"grid [q, q, d] needs q >= 1 and d >= 1, got q={self.q}, d={self.d}")
+            raise InputError(f"grid [q, q, d] needs q >= 1 and d >= 1, got q={self.q}, d={self.d}")
 
     @classmethod
     def for_world(cls, q: int, d: int, world_size: int) -> "ProcessGrid":
         """The [q, q, d] grid, checking that it has exactly ``world_size`` ranks."""
         grid = cls(q, d)
         if grid.world_size != world_size:
-            raise ValueError(f"grid [{q},{q},{d}] has q*q*d = {q}*{q}*{d} = {grid.world_size} ranks, "
+            raise InputError(f"grid [{q},{q},{d}] has q*q*d = {q}*{q}*{d} = {grid.world_size} ranks, "
                              f"not {world_size}")
         return grid
 

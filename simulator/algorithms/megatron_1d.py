@@ -11,9 +11,10 @@ dX = all_reduce(dH_r W1_r^T). One [M, h] all-reduce each way, as Megatron.
 
 from __future__ import annotations
 
+from simulator.errors import InputError, NotApplicable
 from simulator.ir.builder import ScheduleBuilder
-from simulator.ir.schedule import Schedule
 from simulator.ir.ops import AllReduce, Gemm, Local
+from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
 WORLD = "world"
@@ -27,10 +28,10 @@ def _split(extent: int, p: int, r: int) -> tuple[int, int]:
 def megatron_1d(p: int, workload: Workload, passes: str, dtype: str) -> Schedule:
     """The 1-D schedule of ``workload`` on ``p`` ranks."""
     if p < 1:
-        raise ValueError(f"1d needs --gpus >= 1, got {p}")
+        raise InputError(f"1d needs --gpus >= 1, got {p}")
     split_label, split = ("N", workload.n) if workload.name == "gemm" else ("4*hidden", 4 * workload.hidden)
     if split % p:
-        raise ValueError(f"1d on {p} GPUs: {split_label}={split} must be divisible by p = {p}")
+        raise NotApplicable(f"1d on {p} GPUs: {split_label}={split} must be divisible by p = {p}")
     b = ScheduleBuilder("1d", (p,), workload, passes, dtype, p, {WORLD: tuple(range(p))})
     shapes = workload.shapes()
 

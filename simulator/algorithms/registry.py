@@ -18,6 +18,7 @@ import math
 
 from simulator.algorithms.compose import compose
 from simulator.algorithms.grid import ProcessGrid
+from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.workload import Workload
 
@@ -31,7 +32,7 @@ def canonical_algorithm(name: str) -> str:
     """The algorithm's canonical name; ValueError listing the valid ones."""
     name = ALIASES.get(name, name)
     if name not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; valid: {', '.join(ALGORITHMS)} (tesseract = summa25d)")
+        raise InputError(f"unknown algorithm {name!r}; valid: {', '.join(ALGORITHMS)} (tesseract = summa25d)")
     return name
 
 
@@ -56,28 +57,28 @@ def legal_grids(algorithm: str, gpus: int) -> list[tuple[int, ...]]:
 def _resolve_grid(algorithm: str, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
     if algorithm == "1d":
         if grid is not None:
-            raise ValueError("1d takes --gpus P, not --grid")
+            raise InputError("1d takes --gpus P, not --grid")
         if gpus is None or gpus < 1:
-            raise ValueError(f"1d needs --gpus P with P >= 1, got {gpus}")
+            raise InputError(f"1d needs --gpus P with P >= 1, got {gpus}")
         return (gpus,)
     if grid is None:
         if gpus is None:
-            raise ValueError(f"{algorithm} needs --grid Q,Q,D or --gpus P")
+            raise InputError(f"{algorithm} needs --grid Q,Q,D or --gpus P")
         options = legal_grids(algorithm, gpus)
         if len(options) != 1:
             shown = " ".join(",".join(map(str, g)) for g in options) or "none"
-            raise ValueError(f"{algorithm} on --gpus {gpus} needs --grid Q,Q,D; grids with q*q*d = {gpus}: {shown}")
+            raise InputError(f"{algorithm} on --gpus {gpus} needs --grid Q,Q,D; grids with q*q*d = {gpus}: {shown}")
         return options[0]
     if len(grid) != 3 or grid[0] != grid[1] or min(grid) < 1:
-        raise ValueError(f"--grid must be Q,Q,D with positive Q and D (a square q x q grid), got "
+        raise InputError(f"--grid must be Q,Q,D with positive Q and D (a square q x q grid), got "
                          f"{','.join(map(str, grid))}")
     q, _, d = grid
     if gpus is not None and q * q * d != gpus:
-        raise ValueError(f"--grid {q},{q},{d} has q*q*d = {q * q * d} ranks but --gpus is {gpus}")
+        raise InputError(f"--grid {q},{q},{d} has q*q*d = {q * q * d} ranks but --gpus is {gpus}")
     if algorithm == "2d" and d != 1:
-        raise ValueError(f"2d runs on [q,q,1], got depth {d}; use summa25d or cannon25d for d > 1")
+        raise InputError(f"2d runs on [q,q,1], got depth {d}; use summa25d or cannon25d for d > 1")
     if algorithm == "cannon25d" and q % d:
-        raise ValueError(f"cannon25d on [{q},{q},{d}]: the depth c={d} must divide q={q}")
+        raise InputError(f"cannon25d on [{q},{q},{d}]: the depth c={d} must divide q={q}")
     return tuple(grid)
 
 
@@ -91,7 +92,7 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
     """
     algorithm = canonical_algorithm(algorithm)
     if overlap and algorithm not in OVERLAP_ALGORITHMS:
-        raise ValueError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {algorithm}")
+        raise InputError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {algorithm}")
     schedule = _generate(algorithm, workload, passes, dtype, grid, gpus, overlap)
     if overlap:
         schedule.options["overlap"] = True
@@ -101,7 +102,7 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
 def _generate(algorithm: str, workload: Workload, passes: str, dtype: str, grid: tuple[int, ...] | None,
               gpus: int | None, overlap: bool) -> Schedule:
     if dtype not in DTYPE_BYTES or dtype == "float16":
-        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+        raise InputError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
     workload.input_names(passes)  # validates the pass name
     shape = _resolve_grid(algorithm, grid, gpus)
     if algorithm == "1d":

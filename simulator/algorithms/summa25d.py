@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.algorithms import summa_steps as summa
-from simulator.ir.builder import ScheduleBuilder
 from simulator.algorithms.compose import Blocks
 from simulator.algorithms.grid import ProcessGrid
 from simulator.algorithms.summa_steps import LinearNames
+from simulator.errors import NotApplicable
+from simulator.ir.builder import ScheduleBuilder
 from simulator.workloads.workload import Workload
 
 
@@ -35,12 +36,12 @@ class Summa25D:
         q, d = self.grid.q, self.grid.d
         where = f"{self.name} on [{q},{q},{d}]"
         if workload.m % (d * q):
-            raise ValueError(f"{where}: M={workload.m} must be divisible by d*q = {d * q}")
+            raise NotApplicable(f"{where}: M={workload.m} must be divisible by d*q = {d * q}")
         extents = {"K": workload.k, "N": workload.n} if workload.name == "gemm" else {
             "hidden": workload.hidden, "4*hidden": 4 * workload.hidden}
         for label, value in extents.items():
             if value % q:
-                raise ValueError(f"{where}: {label}={value} must be divisible by q = {q}")
+                raise NotApplicable(f"{where}: {label}={value} must be divisible by q = {q}")
 
     def activation_blocks(self, rows: int, cols: int) -> Blocks:
         return [(r, *summa.activation_block(self.grid, r, rows, cols)) for r in range(self.grid.world_size)]

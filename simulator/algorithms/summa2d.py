@@ -8,8 +8,8 @@ SUMMA2.5 with one layer, so it reuses ``simulator.algorithms.summa_steps``.
 
 from __future__ import annotations
 
-from simulator.algorithms.summa25d import Summa25D
 from simulator.algorithms.grid import ProcessGrid
+from simulator.algorithms.summa25d import Summa25D
 
 
 def summa2d(q: int, overlap: bool = False) -> Summa25D:

@@ -29,11 +29,11 @@ import numpy as np
 import simpy
 
 from simulator.collectives.choose import choose_algorithm
+from simulator.collectives.closed_form import collective_time_s
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose
 from simulator.collectives.protocols import choose_protocol, wire_factor
 from simulator.collectives.run import plan_collective
-from simulator.collectives.closed_form import collective_time_s
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 

@@ -20,10 +20,10 @@ import json
 import os
 import sys
 
+from simulator.algorithms.registry import ALGORITHMS, ALIASES
 from simulator.commands.schedule_args import add_workload_arguments, workload_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
 from simulator.errors import InputError
-from simulator.algorithms.registry import ALGORITHMS, ALIASES
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
               "wait_s", "analytic_s", "memory_bytes", "collectives", "reason")

@@ -7,13 +7,13 @@ import json
 import os
 import sys
 
-from simulator.ir.accounting import account
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.errors import InputError
-from simulator.ir.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
-from simulator.ir.schedule import Schedule
-from simulator.ir.printout import format_schedule
+from simulator.ir.accounting import account
 from simulator.ir.checks import check_workload
+from simulator.ir.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
+from simulator.ir.printout import format_schedule
+from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import save_schedule
 from simulator.ir.validate import validate_schedule
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.errors import InputError
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, DTYPES, build_schedule
+from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
 from simulator.workloads.workload import PASSES, Workload

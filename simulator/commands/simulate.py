@@ -17,8 +17,7 @@ import sys
 import time
 
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
-from simulator.commands.sim_args import (add_topology_arguments, format_bytes, format_time, load_graph,
-                                         parse_overrides)
+from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, load_graph, parse_overrides
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
@@ -55,9 +54,9 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from simulator.ir.validate import validate_schedule
     from simulator.timing.critical_path import analyze
     from simulator.timing.simulation import simulate
-    from simulator.ir.validate import validate_schedule
 
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology)

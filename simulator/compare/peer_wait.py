@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import math
 
-from simulator.ir.schedule import Schedule
 from simulator.ir.ops import Recv, Send
+from simulator.ir.schedule import Schedule
 
 __all__ = ["instance_keys", "peer_waits"]
 

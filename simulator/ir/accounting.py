@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from simulator.ir.schedule import Schedule
 from simulator.ir.ops import CommOp, Gemm, Recv, Send
+from simulator.ir.schedule import Schedule
 
 
 @dataclass

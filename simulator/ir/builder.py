@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
 from simulator.ir.ops import Op
+from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
 from simulator.workloads.workload import Workload
 
 

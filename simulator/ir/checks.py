@@ -8,9 +8,9 @@ interpreter) holds the metadata to the blocks: the workload, its pass and the gl
 from __future__ import annotations
 
 from simulator.gcpause import paused_gc
-from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.ir.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
-                           Wait)
+                              Wait)
+from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.workload import FIELDS, PASSES, Workload
 
 

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.ir.schedule import Schedule
-from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Op, Recv, Reduce, ReduceScatter,
-                           Slice)
 from simulator.ir.checks import check_static, check_workload
+from simulator.ir.ops import AllGather, AllReduce, Broadcast, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Slice
+from simulator.ir.schedule import Schedule
 from simulator.ir.walk import Instance, Walker
 from simulator.workloads.workload import gelu, gelu_grad
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from simulator.errors import InputError
+
 Region = tuple[int, int] | None
 """A half-open index range ``(start, stop)`` along one axis, or None for the whole axis."""
 
@@ -99,10 +101,10 @@ class Local(Op):
 
     def __post_init__(self) -> None:
         if self.fn not in LOCAL_FUNCTIONS:
-            raise ValueError(f"local op: unknown fn {self.fn!r}; valid: {', '.join(LOCAL_FUNCTIONS)}")
+            raise InputError(f"local op: unknown fn {self.fn!r}; valid: {', '.join(LOCAL_FUNCTIONS)}")
         arity = LOCAL_FUNCTIONS[self.fn][0]
         if len(self.inputs) != arity:
-            raise ValueError(f"local op {self.fn}: takes {arity} inputs, got {len(self.inputs)}")
+            raise InputError(f"local op {self.fn}: takes {arity} inputs, got {len(self.inputs)}")
 
     def reads(self) -> tuple[str, ...]:
         return self.inputs

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError
-from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
-from simulator.ir.ops import OP_TYPES, Op
 from simulator.ir.checks import check_workload
+from simulator.ir.ops import OP_TYPES, Op
+from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
 from simulator.ir.validate import validate_schedule
 
 FORMAT = "tpsim-schedule"

@@ -6,8 +6,8 @@ hardware; ``validate_schedule`` raises ``ValueError`` naming the op, the ranks a
 
 from __future__ import annotations
 
-from simulator.ir.schedule import Schedule
 from simulator.ir.checks import check_static
+from simulator.ir.schedule import Schedule
 from simulator.ir.walk import Walker
 
 __all__ = ["validate_schedule"]

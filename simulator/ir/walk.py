@@ -14,8 +14,8 @@ from collections import defaultdict, deque
 from typing import Callable
 
 from simulator.gcpause import paused_gc
-from simulator.ir.schedule import Schedule
 from simulator.ir.ops import AllGather, CommOp, Op, Recv, Reduce, ReduceScatter, Send, Wait
+from simulator.ir.schedule import Schedule
 
 __all__ = ["Walker", "Instance"]
 

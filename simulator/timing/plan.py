@@ -18,9 +18,9 @@ A rank's plan is a list of tuples, one per item:
 from __future__ import annotations
 
 from simulator.compute import ComputeModel
+from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
+                              Wait)
 from simulator.ir.schedule import Schedule
-from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send,
-                           Slice, Wait)
 
 __all__ = ["RUN", "COMM", "WAIT", "Instance", "Plan", "compile_schedule", "fill_timeline"]
 

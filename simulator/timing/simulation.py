@@ -19,9 +19,9 @@ import networkx as nx
 import simpy
 
 from simulator.compute import ComputeConfig, ComputeModel
-from simulator.timing.engine import Engine
 from simulator.gcpause import paused_gc
 from simulator.ir.schedule import Schedule
+from simulator.timing.engine import Engine
 from simulator.timing.plan import Instance, Plan, compile_schedule
 from simulator.timing.results import LinkUsage, RankTimes, SimResult, Timeline
 

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from simulator.errors import InputError
 from simulator.workloads.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
@@ -48,12 +49,12 @@ class Workload:
 
     def __post_init__(self) -> None:
         if self.name not in ("gemm", "mlp"):
-            raise ValueError(f"unknown workload {self.name!r}; valid: gemm, mlp")
+            raise InputError(f"unknown workload {self.name!r}; valid: gemm, mlp")
         for label, value in (("M", self.m), ("K", self.k), ("N", self.n)):
             if value < 1:
-                raise ValueError(f"workload size {label} must be >= 1, got {value}")
+                raise InputError(f"workload size {label} must be >= 1, got {value}")
         if self.name == "mlp" and self.k != self.n:
-            raise ValueError(f"mlp has one hidden size: k = n = hidden, got k={self.k}, n={self.n}")
+            raise InputError(f"mlp has one hidden size: k = n = hidden, got k={self.k}, n={self.n}")
 
     @classmethod
     def gemm(cls, m: int, k: int, n: int) -> "Workload":
@@ -69,17 +70,17 @@ class Workload:
         name = data.get("name") if isinstance(data, dict) else None
         if not isinstance(name, str) or name not in FIELDS:
             valid = "; ".join(f"{n} ({', '.join(fields)})" for n, fields in FIELDS.items())
-            raise ValueError(f"workload {data!r}: expected a name and sizes, one of {valid}")
+            raise InputError(f"workload {data!r}: expected a name and sizes, one of {valid}")
         fields = FIELDS[name]
         missing = [f for f in fields if f not in data]
         if missing:
-            raise ValueError(f"workload {name} needs {', '.join(fields)}; missing: {', '.join(missing)}")
+            raise InputError(f"workload {name} needs {', '.join(fields)}; missing: {', '.join(missing)}")
         unknown = sorted(set(data) - set(fields) - {"name"})
         if unknown:
-            raise ValueError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
+            raise InputError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
         for f in fields:
             if not isinstance(data[f], numbers.Integral) or isinstance(data[f], bool):  # numpy ints are sizes too
-                raise ValueError(f"workload {name} field {f!r} must be an integer, got {data[f]!r}")
+                raise InputError(f"workload {name} field {f!r} must be an integer, got {data[f]!r}")
         if name == "mlp":
             return cls.mlp(int(data["m"]), int(data["hidden"]))
         return cls(name, int(data["m"]), int(data["k"]), int(data["n"]))
@@ -140,7 +141,7 @@ class Workload:
 
 def _check_pass(passes: str) -> None:
     if passes not in PASSES:
-        raise ValueError(f"unknown pass {passes!r}; valid: {', '.join(PASSES)}")
+        raise InputError(f"unknown pass {passes!r}; valid: {', '.join(PASSES)}")
 
 
 @lru_cache(maxsize=8)

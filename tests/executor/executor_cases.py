@@ -7,10 +7,10 @@ imported torch once, so a job of 8 ranks starts in well under a second.
 
 from __future__ import annotations
 
-from simulator.ir.builder import ScheduleBuilder
 from simulator.algorithms.registry import build_schedule
+from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
-                           Wait)
+                              Wait)
 from simulator.workloads.workload import Workload
 
 GEMM = Workload.gemm(16, 8, 8)

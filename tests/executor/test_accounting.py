@@ -18,13 +18,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
+from executor_cases import make  # noqa: E402
 
 from executor.launch import run_local  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from simulator.ir.accounting import account  # noqa: E402
 from simulator.ir.ops import CommOp, Recv, Send  # noqa: E402
-
-from executor_cases import make  # noqa: E402
 
 # torch entry point -> (IR kind, index of the argument holding the IR's payload buffer)
 ENTRY_POINTS = {

@@ -10,11 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import gpu_count  # noqa: E402
+
 from simulator.calibrate.from_bench import samples_from_bench  # noqa: E402
 from simulator.cli import main  # noqa: E402
 from simulator.errors import InputError  # noqa: E402
-
-from executor_cases import gpu_count  # noqa: E402
 
 COLLECTIVE_KEYS = {"op", "ranks", "groups", "bytes", "count", "dtype", "redop", "root", "in_place", "time_s",
                    "time_min_s", "time_max_s", "algbw_GBps", "busbw_GBps", "form", "between"}

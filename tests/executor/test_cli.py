@@ -13,13 +13,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import gpu_count, make  # noqa: E402
+
 from executor.__main__ import _main as executor_main  # noqa: E402
 from simulator.cli import main  # noqa: E402
 from simulator.ir.ops import AllReduce  # noqa: E402
-from simulator.timing.results import OP_RECORD_KEYS  # noqa: E402
 from simulator.ir.serialize import save_schedule, schedule_from_dict, schedule_to_dict  # noqa: E402
-
-from executor_cases import gpu_count, make  # noqa: E402
+from simulator.timing.results import OP_RECORD_KEYS  # noqa: E402
 
 SMALL_2D = ["--algo", "2d", "--grid", "2,2,1", "--workload", "mlp", "--m", "16", "--hidden", "8"]
 TOP_LEVEL = {"format", "version", "algorithm", "grid", "workload", "passes", "dtype", "backend", "world_size",

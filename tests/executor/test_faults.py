@@ -12,12 +12,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import make  # noqa: E402
+
 from executor.faults import Fault  # noqa: E402
 from executor.launch import JobFailed, run_local  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from simulator.cli import main  # noqa: E402
-
-from executor_cases import make  # noqa: E402
 
 
 def _fail(schedule, nproc, fault, timeout_s=30.0) -> tuple[JobFailed, float]:

@@ -13,17 +13,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import GRIDS, WORLD, every_variant, make  # noqa: E402
+
 from executor.check import TOLERANCES  # noqa: E402
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from simulator.algorithms.registry import build_schedule  # noqa: E402
 from simulator.ir.ops import AllReduce  # noqa: E402
-from simulator.timing.results import OP_RECORD_KEYS, Timeline  # noqa: E402
 from simulator.ir.validate import validate_schedule  # noqa: E402
+from simulator.timing.results import OP_RECORD_KEYS, Timeline  # noqa: E402
 from simulator.workloads.workload import Workload  # noqa: E402
-
-from executor_cases import GRIDS, WORLD, every_variant, make  # noqa: E402
 
 ONCE = RunOptions(warmup=0, iters=1)
 IDENTITY = ("rank", "step", "kind", "group", "bytes", "flops")

@@ -10,13 +10,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import gpu_count  # noqa: E402
+
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from simulator.algorithms.registry import build_schedule  # noqa: E402
 from simulator.workloads.workload import Workload  # noqa: E402
-
-from executor_cases import gpu_count  # noqa: E402
 
 GPUS = gpu_count()  # fork-safe: this process forks the NCCL ranks, so it must never initialise CUDA
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS == 0, reason="needs a CUDA GPU and NCCL")]

@@ -15,6 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
+from executor_cases import WORKLOADS  # noqa: E402
 
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
@@ -23,8 +24,6 @@ from executor.run_rank import RunOptions  # noqa: E402
 from simulator.algorithms.registry import build_schedule  # noqa: E402
 from simulator.ir.ops import Gemm, Recv, Send, Wait  # noqa: E402
 from simulator.workloads.workload import Workload  # noqa: E402
-
-from executor_cases import WORKLOADS  # noqa: E402
 
 ONCE = RunOptions(warmup=0, iters=1, timeout_s=60)
 

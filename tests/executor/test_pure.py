@@ -15,19 +15,19 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import gpu_count, make  # noqa: E402
+
 from executor.check import check_rank, combine, reference_block  # noqa: E402
 from executor.faults import Fault  # noqa: E402
 from executor.launch import _failure_report, gpu_names  # noqa: E402
 from executor.measure import measured_record  # noqa: E402
-from executor.run_rank import RunOptions  # noqa: E402
 from executor.ops_torch import TorchOps  # noqa: E402
-from simulator.ir.builder import ScheduleBuilder  # noqa: E402
+from executor.run_rank import RunOptions  # noqa: E402
 from simulator.errors import InputError  # noqa: E402
+from simulator.ir.builder import ScheduleBuilder  # noqa: E402
 from simulator.ir.interpret import run_schedule  # noqa: E402
 from simulator.ir.ops import Gemm, Local, Slice  # noqa: E402
 from simulator.workloads.workload import Workload  # noqa: E402
-
-from executor_cases import gpu_count, make  # noqa: E402
 
 
 def _blocks_of(schedule, value_of):

@@ -11,12 +11,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from executor_cases import GEMM, MLP  # noqa: E402
+
 import executor.reference as reference  # noqa: E402
 from executor.reference import reference_block  # noqa: E402
 from simulator.workloads.tensors import random_block  # noqa: E402
 from simulator.workloads.workload import Workload, gelu, gelu_grad  # noqa: E402
-
-from executor_cases import GEMM, MLP  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.ir.accounting import account
 from simulator.algorithms.registry import build_schedule
+from simulator.ir.accounting import account
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.workloads.workload import Workload
 

@@ -12,8 +12,8 @@ import simpy
 from simulator.calibrate.evaluator import CollectiveEvaluator, members_for
 from simulator.calibrate.fit import simulate_buckets
 from simulator.calibrate.knobs import apply_values, collective_knobs
-from simulator.collectives.params import CollectiveParams
 from simulator.collectives.closed_form import predict_collective_s
+from simulator.collectives.params import CollectiveParams
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes, load_topology

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.ir.accounting import account
 from simulator.algorithms.cannon25d import Cannon25D
-from simulator.algorithms.registry import build_schedule
 from simulator.algorithms.grid import ProcessGrid
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.accounting import account
 from simulator.ir.interpret import interpret
-from simulator.ir.schedule import DTYPE_BYTES
 from simulator.ir.ops import Broadcast, Gemm, Recv, Reduce, Send
+from simulator.ir.schedule import DTYPE_BYTES
 from simulator.ir.validate import validate_schedule
 from simulator.workloads.workload import Workload
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from simulator.cli import main
-from simulator.sizes import format_size, parse_size
 from simulator.errors import InputError
+from simulator.sizes import format_size, parse_size
 
 
 def run(capsys, *argv):

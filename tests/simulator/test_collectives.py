@@ -6,8 +6,8 @@ import simpy
 
 from simulator.collectives import (ALGORITHMS, CollectiveParams, choose_algorithm, decompose, plan_collective,
                                    run_collective)
-from simulator.collectives.trees import binomial_rounds, btree_parents, dbtree_parents, dbtree_port_load
 from simulator.collectives.closed_form import collective_time_s, predict_collective_s
+from simulator.collectives.trees import binomial_rounds, btree_parents, dbtree_parents, dbtree_port_load
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork, HopRouter
 

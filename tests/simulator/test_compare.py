@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from simulator.algorithms.registry import build_schedule
 from simulator.cli import main
 from simulator.commands.compare import table_lines
 from simulator.compare.measured import CLASS_ORDER, compare_record, load_measured, op_class
-from simulator.algorithms.registry import build_schedule
 from simulator.ir.serialize import schedule_to_dict
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.compute import ComputeConfig, ComputeModel
-from simulator.ir.schedule import BufferSpec, Schedule
 from simulator.ir.ops import AllReduce, Gemm, Local, Slice
+from simulator.ir.schedule import BufferSpec, Schedule
 
 A100 = {"name": "A100", "peak_tflops": {"float64": 19.5, "float32": 19.5, "tfloat32": 156.0, "bfloat16": 312.0,
                                         "float16": 312.0}, "mem_bandwidth_GBps": 1555.0, "memory_GB": 40.0}

@@ -6,8 +6,8 @@ import pytest
 import simpy
 
 from simulator.collectives import CollectiveParams, plan_collective
-from simulator.collectives.protocols import choose_protocol, nccl_model_time_us, wire_factor
 from simulator.collectives.closed_form import algbw_GBps, busbw_factor, busbw_GBps, collective_time_s, group_alpha_beta
+from simulator.collectives.protocols import choose_protocol, nccl_model_time_us, wire_factor
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 from topologies.devices import A100_SXM4_40GB

@@ -23,8 +23,8 @@ import json
 
 import pytest
 
-from simulator.timing.critical_path import ClosedForms, analyze, critical_path
 from simulator.algorithms.registry import build_schedule
+from simulator.timing.critical_path import ClosedForms, analyze, critical_path
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.workloads.workload import Workload
 from topologies.builders import nvlink_mesh, nvswitch_node, pcie_tree

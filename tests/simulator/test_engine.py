@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.algorithms.registry import build_schedule
 from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
 from simulator.timing.critical_path import critical_path
 from simulator.timing.engine import run_plan
-from simulator.algorithms.registry import build_schedule
-from simulator.ir.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
 from simulator.timing.plan import compile_schedule
 from simulator.workloads.workload import Workload
 

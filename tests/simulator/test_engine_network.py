@@ -10,8 +10,8 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from simulator.ir.builder import ScheduleBuilder
 from simulator.compute import ComputeConfig, ComputeModel
+from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllReduce, Gemm, Recv, Send, Wait
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload

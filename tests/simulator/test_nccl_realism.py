@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import simpy
 
+from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import run_collective
 from simulator.errors import InputError
-from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes, load_topology
 

@@ -6,11 +6,11 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.collectives import run_collective
-from simulator.timing.engine import Engine
-from simulator.network.flow_groups import same_flows
 from simulator.algorithms.registry import build_schedule
+from simulator.collectives import run_collective
+from simulator.network.flow_groups import same_flows
 from simulator.network.flow_network import FlowNetwork, HopRouter
+from simulator.timing.engine import Engine
 from simulator.timing.simulation import NetworkBackend, plan_on_graph
 from simulator.workloads.workload import Workload
 from topologies import gpu_nodes, load_topology

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.ir.builder import ScheduleBuilder
 from simulator.algorithms.registry import build_schedule
-from simulator.ir.ops import AllReduce, Broadcast, Gemm, Recv, Send, Wait
 from simulator.compare.peer_wait import instance_keys, peer_waits
+from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import AllReduce, Broadcast, Gemm, Recv, Send, Wait
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload
 from topologies import load_topology

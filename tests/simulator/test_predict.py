@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from simulator.algorithms.registry import build_schedule
 from simulator.cli import main
 from simulator.predict import Arrangement, arrangements, memory_bytes, predict
-from simulator.algorithms.registry import build_schedule
 from simulator.workloads.workload import Workload
 from topologies import load_topology
 

@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from simulator.cli import main
 from simulator.algorithms.registry import build_schedule
+from simulator.cli import main
 from simulator.ir.serialize import schedule_to_dict
 from simulator.workloads.workload import Workload
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import simulator.commands.simulate as simulate_command
-from simulator.cli import main
 from simulator.algorithms.registry import build_schedule
+from simulator.cli import main
 from simulator.timing.results import OP_RECORD_KEYS
 from simulator.workloads.workload import Workload
 

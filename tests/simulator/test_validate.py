@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from simulator.algorithms.registry import build_schedule
-from simulator.ir.schedule import BufferSpec, Schedule
 from simulator.ir.ops import AllGather, AllReduce, Broadcast, Gemm, Recv, Reduce, Send, Wait
+from simulator.ir.schedule import BufferSpec, Schedule
 from simulator.ir.validate import validate_schedule
 from simulator.workloads.workload import Workload
 
