@@ -3,8 +3,9 @@
 Every op of ``simulator.ir.ops`` has one rule here. Semantics follow ``simulator.ir.interpret`` exactly:
 
 - ``gemm``: ``torch.mm(a, b, out=out)``, or ``out.addmm_(a, b)`` when accumulating; transposes are views.
-- ``local``: gelu / gelu_backward (tanh approximation, ``aten.gelu`` / ``aten.gelu_backward``), add,
-  copy, zero. ``slice``: a sub-block ``copy_``.
+- ``local``: the torch version of its function in ``simulator.workloads.elementwise`` (gelu and
+  gelu_backward by ``aten.gelu`` / ``aten.gelu_backward``, tanh approximation), written into ``out``.
+  ``slice``: a sub-block ``copy_``.
 - ``broadcast`` / ``reduce``: roots are group-local in the IR and passed to torch as global ranks.
   ``reduce`` sums into the root's ``out``: when ``out`` is not ``buf`` the root first copies ``buf`` into
   ``out`` and reduces ``out`` in place. gloo overwrites non-root inputs of a reduce with partial sums
@@ -51,9 +52,8 @@ from executor.groups import GroupInfo
 from simulator.ir.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter,
                               Send, Slice, Wait)
 from simulator.ir.schedule import Schedule
+from simulator.workloads.elementwise import FUNCTIONS
 
-_gelu_out = torch.ops.aten.gelu.out
-_gelu_backward_out = torch.ops.aten.gelu_backward.grad_input
 
 
 class Pending:
@@ -171,19 +171,7 @@ class TorchOps:
             else:
                 torch.mm(a, b, out=mem[op.out])
         elif isinstance(op, Local):
-            out, args = mem[op.out], [mem[name] for name in op.inputs]
-            if op.fn == "gelu":
-                _gelu_out(args[0], approximate="tanh", out=out)
-            elif op.fn == "gelu_backward":
-                _gelu_backward_out(args[0], args[1], approximate="tanh", grad_input=out)
-            elif op.fn == "add":
-                torch.add(args[0], args[1], out=out)
-            elif op.fn == "copy":
-                out.copy_(args[0])
-            elif op.fn == "zero":
-                out.zero_()
-            else:
-                raise AssertionError(f"executor has no rule for local fn {op.fn!r}")
+            FUNCTIONS[op.fn].torch(mem[op.out], *(mem[name] for name in op.inputs))
         elif isinstance(op, Slice):
             src = mem[op.src][_index(op.src_rows), _index(op.src_cols)]
             mem[op.out][_index(op.out_rows), _index(op.out_cols)].copy_(src)

@@ -2,22 +2,31 @@
 
 A rank checks its own output blocks only, and builds each reference from the inputs that block needs
 (``Workload.input_block`` generates any block of any input from the seed alone), never a whole input
-matrix unless the block itself spans it. Each product is summed over chunks of its contracted
-dimension (or of M, for the weight gradients), so what is alive at once is:
+matrix unless the block itself spans it. The rules walk the workload's layer list
+(``simulator.workloads.layers``), as the numpy dense reference and ``compose`` do:
+
+- a forward activation [R, C]: a linear's output is its input's rows R times the weight's columns C,
+  an elementwise layer's output is its function of the input block;
+- a gradient [R, C]: through a linear dX[R, C] = dY[R, :] W[C, :]^T, through an elementwise layer its
+  backward function of dY[R, C] and X[R, C]; the last layer's output gradient is a seeded input;
+- a weight gradient dW[R, C] = X[:, R]^T dY[:, C].
+
+The top-level product is summed over chunks of its contracted dimension (K for a linear's output, N for
+an input gradient, M for a weight gradient); a block with no product at the top (an elementwise
+output) goes by chunks of its rows. What is alive at once:
 
 - the block itself in float64 (the accumulator);
-- the block's **panels**: the inputs that every chunk reads again, restricted to the block's rows or
-  columns (R, C): Y: X[R, :]; dX: X[R, :] and dY[R, :]; dW1: W1[:, C] and W2[C, :]; dW2: W1[:, R];
-  H and Z: W1[:, C]; dZ: W2[C, :]; dH: both (these four by chunks of the block's rows); the gemm's
-  C, dA and dB have none;
+- the block's **panels**: whatever every chunk reads again, i.e. each sub-block whose ranges do not
+  involve the chunk, computed once per block (for the MLP's Y[R, C]: X[R, :]; dX: X[R, :] and dY[R, :];
+  dW1: W1[:, C] and W2[C, :]; dW2: W1[:, R]; the gemm's C, dA and dB have none);
 - a few **chunks** of at most ``PIECE_ELEMENTS`` elements (or one row or column of an input, where that
-  is longer): input chunks, the MLP's hidden activations for one chunk (H[R, F] and what GELU and its
-  gradient make of it, computed in place where they can be), matmul results, and the seeded
-  generator's temporaries (kept to a fraction of a chunk: ``input_block``).
+  is longer): input chunks, the hidden activations of one chunk and what the elementwise functions make
+  of them, and the seeded generator's temporaries (kept to a fraction of a chunk: ``input_block``).
 
-Every input element is generated once per block (chunks never overlap). The MLP's hidden activation
-is never whole: Y[R, C] = sum over chunks F of 4h of gelu(X[R, :] W1[:, F]) W2[F, C], and the weight
-gradients sum over chunks of M.
+Every input element is generated once per block: chunks never overlap, and an input block a chunk
+needs twice (the MLP's W1[C, F] inside W1[:, F]) is cut from the one already built. The chunk width is
+the widest whose every chunk-sized array fits ``piece_elements``, found by a dry run of the same rules on
+torch's meta device (shapes only), which also counts the panels for ``peak_bytes``.
 
 Peak memory per rank: ``peak_bytes`` counts the block, its panels and ``CHUNKS_ALIVE`` chunks (float64);
 blocks are checked one at a time, so a rank's peak is its largest block's. For the MLP at m = 32768,
@@ -33,11 +42,12 @@ at once under ``peak_bytes``.
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Iterator
 
 import torch
 
+from simulator.workloads.elementwise import FUNCTIONS
+from simulator.workloads.layers import Layer, Linear, grad
 from simulator.workloads.workload import Workload
 
 PIECE_ELEMENTS = 1 << 20
@@ -46,22 +56,6 @@ CHUNKS_ALIVE = 12
 """Chunk-sized arrays alive at once, at most: inputs, hidden activations, GELU temporaries, generator."""
 _SLABS = 8
 """An input chunk is generated in this many slabs of rows (at least one row each)."""
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-
-def _gelu(x: torch.Tensor) -> torch.Tensor:
-    """GELU (tanh approximation) of ``x``, with one temporary of its size: ``x`` is not modified."""
-    out = x * x
-    return out.mul_(0.044715).add_(1.0).mul_(x).mul_(_SQRT_2_OVER_PI).tanh_().add_(1.0).mul_(x).mul_(0.5)
-
-
-def _gelu_grad(x: torch.Tensor) -> torch.Tensor:
-    """d gelu(x) / dx, with three temporaries of ``x``'s size: ``x`` is not modified."""
-    square = x * x
-    t = square.mul(0.044715).add_(1.0).mul_(x).mul_(_SQRT_2_OVER_PI).tanh_()
-    slope = t * t  # 1 - t^2, times x sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2
-    slope.neg_().add_(1.0).mul_(square.mul_(3 * 0.044715).add_(1.0)).mul_(x).mul_(0.5 * _SQRT_2_OVER_PI)
-    return t.add_(1.0).mul_(0.5).add_(slope)
 
 
 def _chunks(extent: int, width: int) -> Iterator[tuple[int, int]]:
@@ -85,110 +79,188 @@ def input_block(workload: Workload, seed: int, name: str, rows: tuple[int, int],
     return out
 
 
+class _Chunk(tuple):
+    """A range that one chunk of the top-level sum covers: what tells a chunk's arrays from the panels."""
+
+
+def _varies(rows: tuple[int, int], cols: tuple[int, int]) -> bool:
+    return isinstance(rows, _Chunk) or isinstance(cols, _Chunk)
+
+
+class _Blocks:
+    """Evaluates blocks of a workload's tensors for one output block: panels kept, chunk arrays per chunk.
+
+    On the meta device (``dry``) nothing is generated or computed: the run only measures the panels and
+    the widest chunk-sized array, per unit of chunk width.
+    """
+
+    def __init__(self, workload: Workload, seed: int, device: torch.device | str, piece: int, dry: bool = False):
+        self.workload, self.seed, self.device, self.piece, self.dry = workload, seed, device, piece, dry
+        self.layers = workload.layers()
+        self.shapes = workload.shapes()
+        self.producer = {layer.y: layer for layer in self.layers}
+        self.consumer = {layer.x: layer for layer in self.layers}
+        self.panels: dict[tuple, torch.Tensor] = {}
+        self.chunk_inputs: dict[str, list[tuple[tuple[int, int], tuple[int, int], torch.Tensor]]] = {}
+        self.widest = 1  # dry: the largest chunk-sized array's elements per unit of chunk width
+
+    def new_chunk(self) -> None:
+        """Forget the previous chunk's arrays."""
+        self.chunk_inputs = {}
+
+    def full(self, name: str, axis: int) -> tuple[int, int]:
+        return (0, self.shapes[name][axis])
+
+    def _made(self, value: torch.Tensor, varies: bool) -> torch.Tensor:
+        if self.dry and varies:
+            self.widest = max(self.widest, value.numel())
+        return value
+
+    def empty(self, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        return torch.empty(rows[1] - rows[0], cols[1] - cols[0], dtype=torch.float64,
+                           device="meta" if self.dry else self.device)
+
+    def _memo(self, key: tuple, varies: bool, make: Callable[[], torch.Tensor]) -> torch.Tensor:
+        if varies:
+            return self._made(make(), True)
+        if key not in self.panels:
+            self.panels[key] = make()
+        return self.panels[key]
+
+    def input(self, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        """A block of seeded input ``name``; a chunk's block cut from a larger one of the same chunk."""
+        varies = _varies(rows, cols)
+        if varies:
+            for r, c, value in self.chunk_inputs.get(name, ()):
+                if r[0] <= rows[0] and rows[1] <= r[1] and c[0] <= cols[0] and cols[1] <= c[1]:
+                    return value[rows[0] - r[0]:rows[1] - r[0], cols[0] - c[0]:cols[1] - c[0]]
+
+        def make() -> torch.Tensor:
+            if self.dry:
+                return self.empty(rows, cols)
+            return input_block(self.workload, self.seed, name, rows, cols, self.device, self.piece)
+
+        value = self._memo(("input", name, rows, cols), varies, make)
+        if varies:
+            self.chunk_inputs.setdefault(name, []).append((rows, cols, value))
+        return value
+
+    def activation(self, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        """Block of forward activation ``name``."""
+        layer = self.producer.get(name)
+        if layer is None:
+            return self.input(name, rows, cols)
+
+        def make() -> torch.Tensor:
+            if isinstance(layer, Linear):
+                x = self.activation(layer.x, rows, self.full(layer.x, 1))
+                return x @ self.input(layer.w, self.full(layer.w, 0), cols)
+            return self._function(layer.fn, rows, cols, self.activation(layer.x, rows, cols))
+
+        return self._memo(("act", name, rows, cols), _varies(rows, cols), make)
+
+    def gradient(self, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        """Block of the gradient of activation ``name`` (dy before x or w: a chunk's inputs nest)."""
+        layer = self.consumer.get(name)
+        if layer is None:
+            return self.input(grad(name), rows, cols)
+
+        def make() -> torch.Tensor:
+            if isinstance(layer, Linear):
+                dy = self.gradient(layer.y, rows, self.full(layer.y, 1))
+                return dy @ self.input(layer.w, cols, self.full(layer.w, 1)).T
+            dy = self.gradient(layer.y, rows, cols)
+            return self._function(layer.backward_fn, rows, cols, dy, self.activation(name, rows, cols))
+
+        return self._memo(("grad", name, rows, cols), _varies(rows, cols), make)
+
+    def _function(self, fn: str, rows, cols, *inputs: torch.Tensor) -> torch.Tensor:
+        out = self.empty(rows, cols)
+        if not self.dry:
+            FUNCTIONS[fn].torch(out, *inputs)
+        return self._made(out, _varies(rows, cols))
+
+
+def _rule(workload: Workload, tensor: str) -> tuple[str, Layer | None]:
+    """How a block of ``tensor`` is summed: ("forward" | "input_grad" | "weight_grad", its linear), or
+    ("activation", None) or ("gradient", the layer whose input it is) for a block by chunks of its rows."""
+    layers = workload.layers()
+    weight_grads = {grad(layer.w): layer for layer in layers if isinstance(layer, Linear)}
+    if tensor in weight_grads:
+        return "weight_grad", weight_grads[tensor]
+    if tensor == layers[-1].y and isinstance(layers[-1], Linear):
+        return "forward", layers[-1]
+    if tensor == grad(layers[0].x) and isinstance(layers[0], Linear):
+        return "input_grad", layers[0]
+    if tensor in {layer.y for layer in layers}:
+        return "activation", None
+    if tensor in {grad(layer.x) for layer in layers}:
+        return "gradient", next(layer for layer in layers if grad(layer.x) == tensor)
+    computable = {*(layer.y for layer in layers), *(grad(layer.x) for layer in layers), *weight_grads}
+    valid = [name for name in workload.shapes() if name in computable]
+    raise ValueError(f"no reference for output tensor {tensor!r} of workload {workload.name}; "
+                     f"valid: {', '.join(valid)}")
+
+
+def _sum(blocks: _Blocks, tensor: str, rows: tuple[int, int], cols: tuple[int, int], width: int,
+         first_chunk_only: bool = False) -> torch.Tensor:
+    """Block [rows, cols] of ``tensor``, summed over chunks of ``width`` of its top-level contraction."""
+    kind, layer = _rule(blocks.workload, tensor)
+    nr, nc = rows[1] - rows[0], cols[1] - cols[0]
+    if kind in ("activation", "gradient"):  # no product at the top: by chunks of rows
+        out = blocks.empty(rows, cols)
+        for a, b in _chunks(nr, width):
+            blocks.new_chunk()
+            chunk = _Chunk((rows[0] + a, rows[0] + b))
+            part = blocks.activation(tensor, chunk, cols) if kind == "activation" else \
+                blocks.gradient(layer.x, chunk, cols)
+            if not blocks.dry:
+                out[a:b] = part
+            if first_chunk_only:
+                break
+        return out
+    acc = torch.zeros(nr, nc, dtype=torch.float64, device="meta" if blocks.dry else blocks.device)
+    extent = {"forward": layer.k, "input_grad": layer.n, "weight_grad": blocks.workload.m}[kind]
+    for start, stop in _chunks(extent, width):
+        blocks.new_chunk()
+        chunk = _Chunk((start, stop))
+        if kind == "forward":      # Y[R, C] += X[R, K] W[K, C]
+            left, right = blocks.activation(layer.x, rows, chunk), blocks.input(layer.w, chunk, cols)
+        elif kind == "input_grad":  # dX[R, C] += dY[R, N] W[C, N]^T
+            left = blocks.gradient(layer.y, rows, chunk)
+            right = blocks.input(layer.w, cols, chunk).T
+        else:                        # dW[R, C] += X[M, R]^T dY[M, C]; dY first: X[M, R] may be cut from it
+            right = blocks.gradient(layer.y, chunk, cols)
+            left = blocks.activation(layer.x, chunk, rows).T
+        if not blocks.dry:
+            acc.addmm_(left, right)
+        if first_chunk_only:
+            break
+    return acc
+
+
+def _dry_run(workload: Workload, tensor: str, rows: tuple[int, int], cols: tuple[int, int]) -> _Blocks:
+    """The rules on the meta device with chunks one wide: panel sizes, and elements per unit of width."""
+    blocks = _Blocks(workload, 0, "meta", 1, dry=True)
+    _sum(blocks, tensor, rows, cols, width=1, first_chunk_only=True)
+    return blocks
+
+
 def reference_block(workload: Workload, seed: int, tensor: str, rows: tuple[int, int], cols: tuple[int, int],
                     device: torch.device | str = "cpu", piece_elements: int = PIECE_ELEMENTS) -> torch.Tensor:
     """Float64 block [rows, cols] of output ``tensor``, from panels and chunks of the seeded inputs."""
-    def get(name: str, r: tuple[int, int], c: tuple[int, int]) -> torch.Tensor:
-        return input_block(workload, seed, name, r, c, device, piece)
-
-    nr, nc = rows[1] - rows[0], cols[1] - cols[0]
-    m, piece = workload.m, piece_elements
-
-    def summed(shape: tuple[int, int], extent: int, width: int,
-               term: Callable[[tuple[int, int], torch.Tensor], None]) -> torch.Tensor:
-        acc = torch.zeros(shape, dtype=torch.float64, device=device)
-        for chunk in _chunks(extent, width):
-            term(chunk, acc)
-        return acc
-
-    if workload.name == "gemm":
-        k, n = workload.k, workload.n
-        w = _width(piece, nr, nc)
-        rules: dict[str, Callable[[], torch.Tensor]] = {
-            "C": lambda: summed((nr, nc), k, w, lambda kc, acc: acc.addmm_(get("A", rows, kc), get("B", kc, cols))),
-            "dA": lambda: summed((nr, nc), n, w,
-                                 lambda nc_, acc: acc.addmm_(get("dC", rows, nc_), get("B", cols, nc_).T)),
-            "dB": lambda: summed((nr, nc), m, w,
-                                 lambda mc, acc: acc.addmm_(get("A", mc, rows).T, get("dC", mc, cols))),
-        }
-    else:
-        h, f = workload.hidden, 4 * workload.hidden
-
-        def by_rows(uses_h: bool, uses_dz: bool, tile: Callable[..., torch.Tensor]) -> torch.Tensor:
-            """H, Z, dZ or dH by row chunks: ``tile(h_rows, dz_rows)`` from X[r, :] W1[:, C], dY[r, :] W2[C, :]^T."""
-            w1 = get("W1", (0, h), cols) if uses_h else None
-            w2 = get("W2", cols, (0, h)) if uses_dz else None
-            out = torch.empty(nr, nc, dtype=torch.float64, device=device)
-            for a, b in _chunks(nr, _width(piece, h, nc)):
-                r = (rows[0] + a, rows[0] + b)
-                pre = get("X", r, (0, h)) @ w1 if uses_h else None
-                d = get("dY", r, (0, h)) @ w2.T if uses_dz else None
-                out[a:b] = tile(pre, d)
-            return out
-
-        def y() -> torch.Tensor:  # Y[R, C] = sum_F gelu(X[R, :] W1[:, F]) W2[F, C]
-            x = get("X", rows, (0, h))
-
-            def term(fc: tuple[int, int], acc: torch.Tensor) -> None:
-                acc.addmm_(_gelu(x @ get("W1", (0, h), fc)), get("W2", fc, cols))
-
-            return summed((nr, nc), f, _width(piece, h, nr, nc), term)
-
-        def dx() -> torch.Tensor:  # dX[R, C] = sum_F (dY[R, :] W2[F, :]^T * gelu'(X[R, :] W1[:, F])) W1[C, F]^T
-            x, dy = get("X", rows, (0, h)), get("dY", rows, (0, h))
-
-            def term(fc: tuple[int, int], acc: torch.Tensor) -> None:
-                w1 = get("W1", (0, h), fc)
-                dh = (dy @ get("W2", fc, (0, h)).T).mul_(_gelu_grad(x @ w1))
-                acc.addmm_(dh, w1[cols[0]:cols[1]].T)
-
-            return summed((nr, nc), f, _width(piece, h, nr), term)
-
-        def dw1() -> torch.Tensor:  # dW1[R, C] = sum_M X[M, R]^T (dY[M, :] W2[C, :]^T * gelu'(X[M, :] W1[:, C]))
-            w1, w2 = get("W1", (0, h), cols), get("W2", cols, (0, h))
-
-            def term(mc: tuple[int, int], acc: torch.Tensor) -> None:
-                x = get("X", mc, (0, h))
-                dh = (get("dY", mc, (0, h)) @ w2.T).mul_(_gelu_grad(x @ w1))
-                acc.addmm_(x[:, rows[0]:rows[1]].T, dh)
-
-            return summed((nr, nc), m, _width(piece, h, nc), term)
-
-        def dw2() -> torch.Tensor:  # dW2[R, C] = sum_M gelu(X[M, :] W1[:, R])^T dY[M, C]
-            w1 = get("W1", (0, h), rows)
-
-            def term(mc: tuple[int, int], acc: torch.Tensor) -> None:
-                acc.addmm_(_gelu(get("X", mc, (0, h)) @ w1).T, get("dY", mc, cols))
-
-            return summed((nr, nc), m, _width(piece, h, nr, nc), term)
-
-        rules = {
-            "H": lambda: by_rows(True, False, lambda pre, _: pre),
-            "Z": lambda: by_rows(True, False, lambda pre, _: _gelu(pre)),
-            "Y": y,
-            "dZ": lambda: by_rows(False, True, lambda _, d: d),
-            "dH": lambda: by_rows(True, True, lambda pre, d: d.mul_(_gelu_grad(pre))),
-            "dX": dx,
-            "dW1": dw1,
-            "dW2": dw2,
-        }
-    if tensor not in rules:
-        raise ValueError(f"no reference for output tensor {tensor!r} of workload {workload.name}; "
-                         f"valid: {', '.join(rules)}")
-    return rules[tensor]()
+    rows, cols = tuple(rows), tuple(cols)
+    width = max(1, piece_elements // _dry_run(workload, tensor, rows, cols).widest)
+    return _sum(_Blocks(workload, seed, device, piece_elements), tensor, rows, cols, width)
 
 
 def peak_bytes(workload: Workload, tensor: str, rows: tuple[int, int], cols: tuple[int, int],
                piece_elements: int = PIECE_ELEMENTS) -> int:
     """The memory ``reference_block`` holds at once for this block, in bytes, as counted in the module
     docstring: the block, its panels and ``CHUNKS_ALIVE`` chunks, all float64."""
+    rows, cols = tuple(rows), tuple(cols)
     nr, nc = rows[1] - rows[0], cols[1] - cols[0]
-    if workload.name == "gemm":
-        longest, panels = max(workload.m, workload.k, workload.n), 0
-    else:
-        h = workload.hidden
-        longest = max(workload.m, 4 * h)
-        panels = {"Y": nr * h, "dX": 2 * nr * h, "dW1": 2 * h * nc, "dW2": h * nr, "H": h * nc, "Z": h * nc,
-                  "dZ": h * nc, "dH": 2 * h * nc}.get(tensor, 0)
+    panels = sum(value.numel() for value in _dry_run(workload, tensor, rows, cols).panels.values())
+    longest = max(max(shape) for shape in workload.shapes().values())
     chunk = max(piece_elements, longest)  # a chunk is never narrower than one row or column
     return 8 * (nr * nc + panels + CHUNKS_ALIVE * chunk)

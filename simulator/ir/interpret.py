@@ -22,7 +22,7 @@ from simulator.ir.checks import check_static, check_workload
 from simulator.ir.ops import AllGather, AllReduce, Broadcast, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Slice
 from simulator.ir.schedule import Schedule
 from simulator.ir.walk import Instance, Walker
-from simulator.workloads.workload import gelu, gelu_grad
+from simulator.workloads.elementwise import FUNCTIONS
 
 DEFAULT_TOLERANCE = 1e-10
 
@@ -100,14 +100,7 @@ def _compute(memory: dict[str, np.ndarray], op: Op) -> None:
         else:
             memory[op.out][...] = product
     elif isinstance(op, Local):
-        args = [memory[name] for name in op.inputs]
-        memory[op.out][...] = {
-            "gelu": lambda: gelu(args[0]),
-            "gelu_backward": lambda: args[0] * gelu_grad(args[1]),
-            "add": lambda: args[0] + args[1],
-            "copy": lambda: args[0],
-            "zero": lambda: 0.0,
-        }[op.fn]()
+        memory[op.out][...] = FUNCTIONS[op.fn].numpy(*(memory[name] for name in op.inputs))
     elif isinstance(op, Slice):
         src, out = memory[op.src], memory[op.out]
         rows_in, cols_in = _index(op.src_rows), _index(op.src_cols)

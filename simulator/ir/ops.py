@@ -32,18 +32,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from simulator.errors import InputError
+from simulator.workloads.elementwise import FUNCTIONS
 
 Region = tuple[int, int] | None
 """A half-open index range ``(start, stop)`` along one axis, or None for the whole axis."""
 
-LOCAL_FUNCTIONS = {
-    # name: (number of inputs, what it computes)
-    "gelu": (1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))"),
-    "gelu_backward": (2, "out = in0 * gelu'(in1): the gradient through GELU, in1 the pre-activation"),
-    "add": (2, "out = in0 + in1"),
-    "copy": (1, "out = in0"),
-    "zero": (0, "out = 0"),
-}
+LOCAL_FUNCTIONS = {name: (f.arity, f.meaning) for name, f in FUNCTIONS.items()}
+"""name -> (number of inputs, what it computes), from ``simulator.workloads.elementwise``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,41 +1,64 @@
-"""The two workloads tpsim plans: one linear layer (``gemm``) and a transformer MLP (``mlp``).
+"""The workloads tpsim plans, as data: each is a chain of layer records (``simulator.workloads.layers``).
 
-Tensor names (rows x columns):
+===========  ====================  ==========================================================================
+workload     sizes                 layers (tensor names; rows x columns)
+===========  ====================  ==========================================================================
+``gemm``     ``m``, ``k``, ``n``   Linear C = A B, A [M, K], B [K, N]
+``mlp``      ``m``, ``hidden``     Linear H = X W1 (W1 [h, 4h]); Elementwise Z = gelu(H); Linear Y = Z W2
+===========  ====================  ==========================================================================
 
-- ``gemm``: forward C = A B with A [M, K], B [K, N]; backward dA = dC B^T, dB = A^T dC.
-- ``mlp`` on [M, h] tokens: H = X W1 (W1 [h, 4h]), Z = gelu(H), Y = Z W2 (W2 [4h, h]); backward from dY:
-  dZ = dY W2^T, dW2 = Z^T dY, dH = dZ * gelu'(H), dX = dH W1^T, dW1 = X^T dH.
+Everything else is derived from the layer list: tensor shapes, the inputs and outputs of each pass,
+the backward (``gemm``: dA = dC B^T, dB = A^T dC; ``mlp``: dZ = dY W2^T, dW2 = Z^T dY,
+dH = dZ * gelu'(H), dX = dH W1^T, dW1 = X^T dH), and the values of any input block.
 
-A backward-only schedule takes the forward's saved activations (H and Z) as inputs, in the layout the
-forward leaves them in. GELU is the tanh approximation, as ``torch.nn.functional.gelu(approximate="tanh")``.
+A backward-only schedule takes the forward's saved activations (every layer output but the last: H and
+Z for the MLP) as inputs, in the layout the forward leaves them in. To add a workload: one entry in
+``_KINDS`` (its sizes, its layer list, its label) and its CLI arguments.
 """
 
 from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
 from simulator.errors import InputError
+from simulator.workloads.dense import dense_reference
+from simulator.workloads.elementwise import FUNCTIONS
+from simulator.workloads.layers import Elementwise, Layer, Linear, grad
 from simulator.workloads.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
-FIELDS = {"gemm": ("m", "k", "n"), "mlp": ("m", "hidden")}
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """One workload kind: the sizes its ``to_dict`` form stores, its layers, and its label."""
+
+    fields: tuple[str, ...]
+    layers: Callable[["Workload"], tuple[Layer, ...]]
+    label: Callable[["Workload"], str]
+
+
+def _gemm_layers(w: "Workload") -> tuple[Layer, ...]:
+    return (Linear("A", "B", "C", w.k, w.n, "K", "N", index=0),)
+
+
+def _mlp_layers(w: "Workload") -> tuple[Layer, ...]:
+    h, f = w.hidden, 4 * w.hidden
+    return (Linear("X", "W1", "H", h, f, "hidden", "4*hidden", index=0),
+            Elementwise("gelu", "H", "Z", f),
+            Linear("Z", "W2", "Y", f, h, "4*hidden", "hidden", index=1))
+
+
+_KINDS = {
+    "gemm": _Kind(("m", "k", "n"), _gemm_layers, lambda w: f"gemm M={w.m} K={w.k} N={w.n}"),
+    "mlp": _Kind(("m", "hidden"), _mlp_layers, lambda w: f"mlp M={w.m} H={w.k}"),
+}
+FIELDS = {name: kind.fields for name, kind in _KINDS.items()}
 """The sizes each workload's ``to_dict`` form stores."""
-_SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
-
-
-def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU, tanh approximation."""
-    return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
-
-
-def gelu_grad(x: np.ndarray) -> np.ndarray:
-    """d gelu(x) / dx for the tanh approximation."""
-    t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3))
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
 
 
 @dataclass(frozen=True)
@@ -48,8 +71,8 @@ class Workload:
     n: int
 
     def __post_init__(self) -> None:
-        if self.name not in ("gemm", "mlp"):
-            raise InputError(f"unknown workload {self.name!r}; valid: gemm, mlp")
+        if self.name not in _KINDS:
+            raise InputError(f"unknown workload {self.name!r}; valid: {', '.join(_KINDS)}")
         for label, value in (("M", self.m), ("K", self.k), ("N", self.n)):
             if value < 1:
                 raise InputError(f"workload size {label} must be >= 1, got {value}")
@@ -97,62 +120,72 @@ class Workload:
 
     def label(self) -> str:
         """``gemm M=16 K=8 N=4`` or ``mlp M=16 H=8``: the workload as its command-line sizes."""
-        if self.name == "mlp":
-            return f"mlp M={self.m} H={self.k}"
-        return f"gemm M={self.m} K={self.k} N={self.n}"
+        return _KINDS[self.name].label(self)
+
+    def layers(self) -> tuple[Layer, ...]:
+        """The chain of layer records, first to last."""
+        return _KINDS[self.name].layers(self)
+
+    def linears(self) -> tuple[Linear, ...]:
+        """The linear layers, in order."""
+        return tuple(layer for layer in self.layers() if isinstance(layer, Linear))
 
     def shapes(self) -> dict[str, tuple[int, int]]:
-        """Global shape of every tensor the workload names."""
-        m, k, n = self.m, self.k, self.n
-        if self.name == "gemm":
-            return {"A": (m, k), "B": (k, n), "C": (m, n), "dC": (m, n), "dA": (m, k), "dB": (k, n)}
-        h, f = k, 4 * k
-        return {"X": (m, h), "W1": (h, f), "W2": (f, h), "H": (m, f), "Z": (m, f), "Y": (m, h),
-                "dY": (m, h), "dZ": (m, f), "dH": (m, f), "dX": (m, h), "dW1": (h, f), "dW2": (f, h)}
+        """Global shape of every tensor the workload names: inputs, weights, activations, then gradients."""
+        layers, m = self.layers(), self.m
+        first = layers[0]
+        acts = {first.x: (m, first.k if isinstance(first, Linear) else first.cols)}
+        weights = {layer.w: (layer.k, layer.n) for layer in layers if isinstance(layer, Linear)}
+        for layer in layers:
+            acts[layer.y] = (m, layer.n if isinstance(layer, Linear) else layer.cols)
+        shapes = {first.x: acts[first.x], **weights, **{name: shape for name, shape in acts.items()}}
+        shapes[grad(layers[-1].y)] = acts[layers[-1].y]
+        for layer in reversed(layers):
+            shapes[grad(layer.x)] = acts[layer.x]
+        shapes.update({grad(name): shape for name, shape in weights.items()})
+        return shapes
+
+    def saved_activations(self) -> tuple[str, ...]:
+        """What the backward reads of the forward: every layer's output but the last."""
+        return tuple(layer.y for layer in self.layers()[:-1])
 
     def input_names(self, passes: str) -> tuple[str, ...]:
         """Tensors a schedule of ``passes`` starts from."""
         _check_pass(passes)
-        if self.name == "gemm":
-            return {"fwd": ("A", "B"), "bwd": ("A", "B", "dC"), "both": ("A", "B", "dC")}[passes]
-        return {"fwd": ("X", "W1", "W2"), "bwd": ("X", "W1", "W2", "H", "Z", "dY"),
-                "both": ("X", "W1", "W2", "dY")}[passes]
+        layers = self.layers()
+        start = (layers[0].x, *(linear.w for linear in self.linears()))
+        d_out = grad(layers[-1].y)
+        return {"fwd": start, "bwd": (*start, *self.saved_activations(), d_out), "both": (*start, d_out)}[passes]
 
     def output_names(self, passes: str) -> tuple[str, ...]:
         """Tensors a schedule of ``passes`` produces."""
         _check_pass(passes)
-        fwd, bwd = (("C",), ("dA", "dB")) if self.name == "gemm" else (("Y",), ("dX", "dW1", "dW2"))
+        layers = self.layers()
+        fwd = (layers[-1].y,)
+        bwd = (grad(layers[0].x), *(grad(linear.w) for linear in self.linears()))
         return {"fwd": fwd, "bwd": bwd, "both": fwd + bwd}[passes]
 
     def input_block(self, seed: int, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
-        """Block of an input tensor from the seed alone; saved activations H, Z from row/column panels."""
-        shapes = self.shapes()
-        if name in ("H", "Z"):
-            x = random_block(seed, "X", shapes["X"], rows, (0, self.k))
-            w1 = random_block(seed, "W1", shapes["W1"], (0, self.k), cols)
-            h = x @ w1
-            return h if name == "H" else gelu(h)
-        return random_block(seed, name, shapes[name], rows, cols)
+        """Block of an input tensor from the seed alone; a saved activation from row and column panels."""
+        if name in self.saved_activations():
+            return self._activation_block(seed, name, rows, cols)
+        return random_block(seed, name, self.shapes()[name], rows, cols)
+
+    def _activation_block(self, seed: int, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+        """Block of forward activation ``name``: its producing layer applied to its input's rows."""
+        producer = next((layer for layer in self.layers() if layer.y == name), None)
+        if producer is None:  # the chain's input
+            return random_block(seed, name, self.shapes()[name], rows, cols)
+        if isinstance(producer, Linear):
+            x = self._activation_block(seed, producer.x, rows, (0, producer.k))
+            return x @ random_block(seed, producer.w, (producer.k, producer.n), (0, producer.k), cols)
+        return FUNCTIONS[producer.fn].numpy(self._activation_block(seed, producer.x, rows, cols))
 
     def reference(self, seed: int, passes: str) -> dict[str, np.ndarray]:
         """Every output of ``passes`` computed densely in float64 (cached per seed)."""
-        return {name: _dense_reference(self, seed)[name] for name in self.output_names(passes)}
+        return {name: dense_reference(self, seed)[name] for name in self.output_names(passes)}
 
 
 def _check_pass(passes: str) -> None:
     if passes not in PASSES:
         raise InputError(f"unknown pass {passes!r}; valid: {', '.join(PASSES)}")
-
-
-@lru_cache(maxsize=8)
-def _dense_reference(workload: Workload, seed: int) -> dict[str, np.ndarray]:
-    shapes = workload.shapes()
-    full = {name: random_block(seed, name, shape, (0, shape[0]), (0, shape[1])) for name, shape in shapes.items()}
-    if workload.name == "gemm":
-        a, b, dc = full["A"], full["B"], full["dC"]
-        return {"C": a @ b, "dA": dc @ b.T, "dB": a.T @ dc}
-    x, w1, w2, dy = full["X"], full["W1"], full["W2"], full["dY"]
-    h = x @ w1
-    z = gelu(h)
-    dh = (dy @ w2.T) * gelu_grad(h)
-    return {"Y": z @ w2, "dX": dh @ w1.T, "dW1": x.T @ dh, "dW2": z.T @ dy}

@@ -16,7 +16,8 @@ from executor_cases import GEMM, MLP  # noqa: E402
 import executor.reference as reference  # noqa: E402
 from executor.reference import reference_block  # noqa: E402
 from simulator.workloads.tensors import random_block  # noqa: E402
-from simulator.workloads.workload import Workload, gelu, gelu_grad  # noqa: E402
+from simulator.workloads.elementwise import gelu, gelu_grad  # noqa: E402
+from simulator.workloads.workload import Workload  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
