@@ -2,7 +2,7 @@
 
 Layout: every tensor starts and ends on layer 0, split q x q. Rank (j, i, 0) holds block (j, i) of X
 [M/q, K/q], of W [K/q, N/q], and of Y, dY, dX [M/q, ...] and dW [K/q, N/q]; layers 1..c-1 hold only
-replicas and partial sums while a product runs. So ``activation_blocks`` and ``weight_blocks`` name
+replicas and partial sums while a product runs. So every block layout names
 layer-0 ranks, and compose's elementwise GELU runs on layer 0, where the activations are.
 
 Each of the three products of a linear is one 2.5-D Cannon multiply (``simulator.algorithms.cannon_steps``): depth
@@ -30,22 +30,40 @@ With c = 1 there are no depth ops and this is plain 2-D Cannon (Cannon 1969).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from simulator.algorithms.base import Algorithm, Blocks, LinearNames, linear_extents
 from simulator.algorithms.cannon_steps import Factor, multiply
-from simulator.algorithms.compose import Blocks
 from simulator.algorithms.grid import ProcessGrid
-from simulator.algorithms.summa_steps import LinearNames
 from simulator.errors import NotApplicable
 from simulator.ir.builder import ScheduleBuilder
 from simulator.workloads.workload import Workload
 
 
 @dataclass(frozen=True)
-class Cannon25D:
+class Cannon25D(Algorithm):
     """2.5-D Cannon on a [q, q, c] grid (``grid.d`` is c); every tensor lives on layer 0, split q x q."""
 
     grid: ProcessGrid
-    name: str = "cannon25d"
+    name: ClassVar[str] = "cannon25d"
+    summary: ClassVar[str] = ("Cannon 2.5-D (Solomonik & Demmel 2011): depth broadcast, skew, q/c shifts, depth "
+                              "reduce, [q,q,c] with c | q")
+
+    @classmethod
+    def depth_error(cls, q: int, d: int) -> str | None:
+        return None if q % d == 0 else f"cannon25d on [{q},{q},{d}]: the depth c={d} must divide q={q}"
+
+    @classmethod
+    def on_grid(cls, shape: tuple[int, ...], overlap: bool = False) -> "Cannon25D":
+        return cls(ProcessGrid(shape[0], shape[2]))
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return (self.grid.q, self.grid.q, self.grid.d)
+
+    @property
+    def world_size(self) -> int:
+        return self.grid.world_size
 
     def groups(self) -> dict[str, tuple[int, ...]]:
         """The depth groups, the only ones the schedule uses (none when c = 1: shifts are point to point)."""
@@ -54,16 +72,12 @@ class Cannon25D:
         return {name: ranks for name, ranks in self.grid.groups().items() if name.startswith("depth_")}
 
     def check(self, workload: Workload) -> None:
-        """ValueError unless c divides q and M, K, N divide by q (mlp: M and hidden; then q divides 4*hidden)."""
+        """NotApplicable unless c divides q and q divides M and every weight extent."""
         q, c = self.grid.q, self.grid.d
         where = f"{self.name} on [{q},{q},{c}]"
         if q % c:
             raise NotApplicable(f"{where}: the depth c={c} must divide q={q}")
-        extents = {"M": workload.m, "K": workload.k, "N": workload.n} if workload.name == "gemm" else {
-            "M": workload.m, "hidden": workload.hidden}
-        for label, value in extents.items():
-            if value % q:
-                raise NotApplicable(f"{where}: {label}={value} must be divisible by q = {q}")
+        self._require_divisible(where, {"M": workload.m, **linear_extents(workload)}, q, "q")
 
     def _layer0(self, rows: int, cols: int) -> Blocks:
         q = self.grid.q
@@ -71,11 +85,14 @@ class Cannon25D:
         return [(self.grid.rank(j, i, 0), (j * rb, (j + 1) * rb), (i * cb, (i + 1) * cb))
                 for j in range(q) for i in range(q)]
 
-    def activation_blocks(self, rows: int, cols: int) -> Blocks:
-        return self._layer0(rows, cols)
+    def input_blocks(self, lin: LinearNames) -> Blocks:
+        return self._layer0(lin.m, lin.k)
 
-    def weight_blocks(self, rows: int, cols: int, role: str) -> Blocks:
-        return self._layer0(rows, cols)
+    def output_blocks(self, lin: LinearNames) -> Blocks:
+        return self._layer0(lin.m, lin.n)
+
+    def weight_blocks(self, lin: LinearNames) -> Blocks:
+        return self._layer0(lin.k, lin.n)
 
     def _shapes(self, lin: LinearNames) -> tuple[int, int, int]:
         q = self.grid.q

@@ -1,104 +1,100 @@
-"""Turn a block-distributed linear-layer algorithm into full workload schedules (gemm, mlp; fwd, bwd).
+"""Lower a workload's layer list onto one algorithm: the only code that strings layers into a schedule.
 
-An algorithm (2-D SUMMA, SUMMA2.5, Cannon 2.5-D) supplies where activation-shaped and weight-shaped
-tensors live and how to emit one linear's three products; this module strings them together:
+The workload (``simulator.workloads``) is a chain of layer records; the algorithm
+(``simulator.algorithms.base.Algorithm``) knows where each linear's input, output and weight blocks live
+and how to emit its three products. Walking the chain:
 
-- ``gemm``: C = A B; backward dA = dC B^T, dB = A^T dC.
-- ``mlp``: H = X W1, Z = gelu(H), Y = Z W2; backward dZ = dY W2^T, dW2 = Z^T dY, dH = dZ * gelu'(H),
-  dX = dH W1^T, dW1 = X^T dH. Elementwise ops run on the ranks that hold the activation blocks.
+- inputs: the chain's input activation and every weight, where the first (resp. each) linear reads them;
+- forward, layer by layer: a ``Linear`` is the algorithm's forward; an ``Elementwise`` is a ``local`` op
+  on every block of its input, wherever that lives;
+- backward, last layer first: a ``Linear`` is the algorithm's backward-input then backward-weight; an
+  ``Elementwise`` is its backward function, ``local`` on the same blocks;
+- a backward-only schedule takes the forward's saved activations as inputs, in the forward's layout.
+
+Each activation's layout is the one its producer leaves (an elementwise layer keeps its input's), and
+its gradient has the same layout; compose checks that each linear reads its input where the previous
+layer left it.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from simulator.algorithms.grid import ProcessGrid
-from simulator.algorithms.summa_steps import LinearNames
+from simulator.algorithms.base import Algorithm, Blocks, LinearNames
 from simulator.gcpause import paused_gc
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import Local
 from simulator.ir.schedule import Schedule
+from simulator.workloads.layers import Layer, Linear, grad
 from simulator.workloads.workload import Workload
 
-Blocks = list[tuple[int, tuple[int, int], tuple[int, int]]]
-"""(rank, rows, cols) for every block of a tensor, replicas included."""
+__all__ = ["compose"]
 
 
-class BlockAlgorithm(Protocol):
-    """What a block-distributed algorithm provides to ``compose``."""
-
-    name: str
-    grid: ProcessGrid
-
-    def groups(self) -> dict[str, tuple[int, ...]]: ...
-    def check(self, workload: Workload) -> None: ...
-    def activation_blocks(self, rows: int, cols: int) -> Blocks: ...
-    def weight_blocks(self, rows: int, cols: int, role: str) -> Blocks: ...
-    def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None: ...
-    def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None: ...
-    def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None: ...
-
-
-def compose(alg: BlockAlgorithm, workload: Workload, passes: str, dtype: str) -> Schedule:
+def compose(alg: Algorithm, workload: Workload, passes: str, dtype: str) -> Schedule:
     """The schedule of ``workload``'s ``passes`` under ``alg``."""
     with paused_gc():  # a million ops at 4,096 ranks, and no cycles among them
         return _compose(alg, workload, passes, dtype)
 
 
-def _compose(alg: BlockAlgorithm, workload: Workload, passes: str, dtype: str) -> Schedule:
+def _compose(alg: Algorithm, workload: Workload, passes: str, dtype: str) -> Schedule:
     alg.check(workload)
-    grid = alg.grid
-    b = ScheduleBuilder(alg.name, (grid.q, grid.q, grid.d), workload, passes, dtype, grid.world_size, alg.groups())
-    shapes = workload.shapes()
+    b = ScheduleBuilder(alg.name, alg.grid_shape, workload, passes, dtype, alg.world_size, alg.groups())
+    layers = workload.layers()
+    lowered = {layer: LinearNames.of(layer, workload.m) for layer in layers if isinstance(layer, Linear)}
+    linears = list(lowered.values())
+    layout = _activation_layouts(alg, layers, lowered)
 
-    def place(role: str, tensor: str, kind: str) -> None:
-        rows, cols = shapes[tensor]
-        blocks = alg.activation_blocks(rows, cols) if kind == "act" else alg.weight_blocks(rows, cols, role)
-        for rank, r, c in blocks:
-            b.block(role, rank, tensor, tensor, r, c)
+    def place(role: str, tensor: str, blocks: Blocks) -> None:
+        for rank, rows, cols in blocks:
+            b.block(role, rank, tensor, tensor, rows, cols)
 
-    def elementwise(fn: str, out: str, inputs: tuple[str, ...]) -> None:
-        rows, cols = shapes[out]
-        for rank, r, c in alg.activation_blocks(rows, cols):
-            b.buffer(rank, out, (r[1] - r[0], c[1] - c[0]))
+    def elementwise(fn: str, out: str, inputs: tuple[str, ...], blocks: Blocks) -> None:
+        for rank, rows, cols in blocks:
+            b.buffer(rank, out, (rows[1] - rows[0], cols[1] - cols[0]))
             b.emit(rank, Local(fn=fn, out=out, inputs=inputs))
 
-    if workload.name == "gemm":
-        lin = LinearNames("A", "B", "C", workload.m, workload.k, workload.n)
-        place("input", "A", "act")
-        place("input", "B", "weight")
-        if passes in ("fwd", "both"):
-            alg.forward(b, lin)
-            place("output", "C", "act")
-        if passes in ("bwd", "both"):
-            place("input", "dC", "act")
-            alg.backward_input(b, lin, "dC", "dA")
-            alg.backward_weight(b, lin, "dC", "dB")
-            place("output", "dA", "act")
-            place("output", "dB", "weight")
-        return b.build()
-
-    h, f = workload.hidden, 4 * workload.hidden
-    fc1 = LinearNames("X", "W1", "H", workload.m, h, f)
-    fc2 = LinearNames("Z", "W2", "Y", workload.m, f, h)
-    for tensor, kind in (("X", "act"), ("W1", "weight"), ("W2", "weight")):
-        place("input", tensor, kind)
+    first, last = layers[0], layers[-1]
+    place("input", first.x, layout[first.x])
+    for lin in linears:
+        place("input", lin.w, alg.weight_blocks(lin))
     if passes in ("fwd", "both"):
-        alg.forward(b, fc1)
-        elementwise("gelu", "Z", ("H",))
-        alg.forward(b, fc2)
-        place("output", "Y", "act")
+        for layer in layers:
+            if isinstance(layer, Linear):
+                alg.forward(b, lowered[layer])
+            else:
+                elementwise(layer.fn, layer.y, (layer.x,), layout[layer.x])
+        place("output", last.y, layout[last.y])
     if passes == "bwd":
-        place("input", "H", "act")
-        place("input", "Z", "act")
+        for name in workload.saved_activations():
+            place("input", name, layout[name])
     if passes in ("bwd", "both"):
-        place("input", "dY", "act")
-        alg.backward_input(b, fc2, "dY", "dZ")
-        alg.backward_weight(b, fc2, "dY", "dW2")
-        elementwise("gelu_backward", "dH", ("dZ", "H"))
-        alg.backward_input(b, fc1, "dH", "dX")
-        alg.backward_weight(b, fc1, "dH", "dW1")
-        place("output", "dX", "act")
-        place("output", "dW1", "weight")
-        place("output", "dW2", "weight")
+        place("input", grad(last.y), layout[last.y])
+        for layer in reversed(layers):
+            dy, dx = grad(layer.y), grad(layer.x)
+            if isinstance(layer, Linear):
+                lin = lowered[layer]
+                alg.backward_input(b, lin, dy, dx)
+                alg.backward_weight(b, lin, dy, grad(lin.w))
+            else:
+                elementwise(layer.backward_fn, dx, (dy, layer.x), layout[layer.x])
+        place("output", grad(first.x), layout[first.x])
+        for lin in linears:
+            place("output", grad(lin.w), alg.weight_blocks(lin))
     return b.build()
+
+
+def _activation_layouts(alg: Algorithm, layers: tuple[Layer, ...],
+                        lowered: dict[Linear, LinearNames]) -> dict[str, Blocks]:
+    """The blocks of every activation: where its producer leaves it, checked against where it is read."""
+    first_linear = next(iter(lowered.values()))
+    layout = {layers[0].x: alg.input_blocks(first_linear)}
+    for layer in layers:
+        if isinstance(layer, Linear):
+            lin = lowered[layer]
+            reads = alg.input_blocks(lin)
+            if sorted(reads) != sorted(layout[layer.x]):
+                raise AssertionError(f"{alg.name}: linear {lin.w} reads {layer.x} in another layout than "
+                                     f"the layer before leaves it")
+            layout[layer.y] = alg.output_blocks(lin)
+        else:
+            layout[layer.y] = layout[layer.x]
+    return layout

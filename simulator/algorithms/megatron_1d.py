@@ -1,20 +1,28 @@
 """1-D tensor parallelism, Megatron-LM style (Shoeybi et al., arXiv 1909.08053), on p ranks.
 
-``gemm``: column-parallel. Rank r holds A whole and column block r of B; C stays split by columns
-(no forward communication). Backward: dB_r = A^T dC_r locally; dA = sum_r dC_r B_r^T by one all-reduce.
+The workload's linears alternate column-parallel (the first, third, ...) and row-parallel (the second,
+fourth, ...), so the activation between a pair never moves:
 
-``mlp``: FC1 column-parallel, FC2 row-parallel, so the [M, 4h] activations never move. X and Y are
-replicated. Forward: H_r = X W1_r, Z_r = gelu(H_r), Y = all_reduce(Z_r W2_r). Backward from the
-replicated dY: dZ_r = dY W2_r^T, dW2_r = Z_r^T dY, dH_r = dZ_r * gelu'(H_r), dW1_r = X^T dH_r,
-dX = all_reduce(dH_r W1_r^T). One [M, h] all-reduce each way, as Megatron.
+- column-parallel Y = X W: X replicated, W split by columns, Y split by columns (no forward
+  communication). Backward: dW_r = X^T dY_r locally; dX = sum_r dY_r W_r^T by one all-reduce.
+- row-parallel Y = X W: X split by columns, W split by rows, Y = all_reduce(X_r W_r), replicated.
+  Backward from the replicated dY: dX_r = dY W_r^T and dW_r = X_r^T dY, both local.
+
+``gemm`` is one column-parallel linear (C split by columns); ``mlp`` is FC1 column- and FC2
+row-parallel, with GELU on each rank's columns: one [M, h] all-reduce each way, as Megatron. In each
+backward the input gradient comes first (and its all-reduce), then the weight gradient, in the order
+Megatron-LM's ColumnParallelLinear computes them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
+from simulator.algorithms.base import Algorithm, Blocks, LinearNames
 from simulator.errors import InputError, NotApplicable
 from simulator.ir.builder import ScheduleBuilder
-from simulator.ir.ops import AllReduce, Gemm, Local
-from simulator.ir.schedule import Schedule
+from simulator.ir.ops import AllReduce, Gemm
 from simulator.workloads.workload import Workload
 
 WORLD = "world"
@@ -25,75 +33,95 @@ def _split(extent: int, p: int, r: int) -> tuple[int, int]:
     return (r * size, (r + 1) * size)
 
 
-def megatron_1d(p: int, workload: Workload, passes: str, dtype: str) -> Schedule:
-    """The 1-D schedule of ``workload`` on ``p`` ranks."""
-    if p < 1:
-        raise InputError(f"1d needs --gpus >= 1, got {p}")
-    split_label, split = ("N", workload.n) if workload.name == "gemm" else ("4*hidden", 4 * workload.hidden)
-    if split % p:
-        raise NotApplicable(f"1d on {p} GPUs: {split_label}={split} must be divisible by p = {p}")
-    b = ScheduleBuilder("1d", (p,), workload, passes, dtype, p, {WORLD: tuple(range(p))})
-    shapes = workload.shapes()
+@dataclass(frozen=True)
+class Megatron1D(Algorithm):
+    """Megatron-LM 1-D on ``p`` ranks: column- then row-parallel linears."""
 
-    def whole(role: str, rank: int, tensor: str) -> None:
-        rows, cols = shapes[tensor]
-        b.block(role, rank, tensor, tensor, (0, rows), (0, cols))
+    p: int
+    name: ClassVar[str] = "1d"
+    summary: ClassVar[str] = "Megatron-LM (Shoeybi et al. 2019): column- then row-parallel linears, --gpus P"
+    square_grid: ClassVar[bool] = False
 
-    def columns(role: str, rank: int, tensor: str) -> None:
-        rows, cols = shapes[tensor]
-        b.block(role, rank, tensor, tensor, (0, rows), _split(cols, p, rank))
+    @classmethod
+    def legal_grids(cls, gpus: int) -> list[tuple[int, ...]]:
+        return [(gpus,)]
 
-    def rows(role: str, rank: int, tensor: str) -> None:
-        n_rows, cols = shapes[tensor]
-        b.block(role, rank, tensor, tensor, _split(n_rows, p, rank), (0, cols))
+    @classmethod
+    def resolve_grid(cls, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
+        if grid is not None:
+            raise InputError("1d takes --gpus P, not --grid")
+        if gpus is None or gpus < 1:
+            raise InputError(f"1d needs --gpus P with P >= 1, got {gpus}")
+        return (gpus,)
 
-    fwd, bwd = passes in ("fwd", "both"), passes in ("bwd", "both")
-    for r in range(p):
-        if workload.name == "gemm":
-            whole("input", r, "A")
-            columns("input", r, "B")
-            if fwd:
-                b.buffer(r, "C", (workload.m, workload.n // p))
-                b.emit(r, Gemm(out="C", a="A", b="B"))
-                columns("output", r, "C")
-            if bwd:
-                columns("input", r, "dC")
-                b.buffer(r, "dA", shapes["dA"])
-                b.buffer(r, "dB", (workload.k, workload.n // p))
-                b.emit(r, Gemm(out="dA", a="dC", b="B", trans_b=True))
-                b.emit(r, AllReduce(group=WORLD, buf="dA"))
-                b.emit(r, Gemm(out="dB", a="A", b="dC", trans_a=True))
-                whole("output", r, "dA")
-                columns("output", r, "dB")
-            continue
-        m, h, f = workload.m, workload.hidden, 4 * workload.hidden // p
-        whole("input", r, "X")
-        columns("input", r, "W1")
-        rows("input", r, "W2")
-        for name, shape in (("H", (m, f)), ("Z", (m, f)), ("Y", (m, h))):
-            b.buffer(r, name, shape)
-        if fwd:
-            b.emit(r, Gemm(out="H", a="X", b="W1"))
-            b.emit(r, Local(fn="gelu", out="Z", inputs=("H",)))
-            b.emit(r, Gemm(out="Y", a="Z", b="W2"))
-            b.emit(r, AllReduce(group=WORLD, buf="Y"))
-            whole("output", r, "Y")
-        if passes == "bwd":
-            columns("input", r, "H")
-            columns("input", r, "Z")
-        if bwd:
-            whole("input", r, "dY")
-            for name, shape in (("dZ", (m, f)), ("dH", (m, f)), ("dX", (m, h))):
-                b.buffer(r, name, shape)
-            b.emit(r, Gemm(out="dZ", a="dY", b="W2", trans_b=True))
-            b.buffer(r, "dW2", (f, h))
-            b.emit(r, Gemm(out="dW2", a="Z", b="dY", trans_a=True))
-            b.emit(r, Local(fn="gelu_backward", out="dH", inputs=("dZ", "H")))
-            b.buffer(r, "dW1", (h, f))
-            b.emit(r, Gemm(out="dW1", a="X", b="dH", trans_a=True))
-            b.emit(r, Gemm(out="dX", a="dH", b="W1", trans_b=True))
-            b.emit(r, AllReduce(group=WORLD, buf="dX"))
-            whole("output", r, "dX")
-            columns("output", r, "dW1")
-            rows("output", r, "dW2")
-    return b.build()
+    @classmethod
+    def on_grid(cls, shape: tuple[int, ...], overlap: bool = False) -> "Megatron1D":
+        return cls(shape[0])
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return (self.p,)
+
+    @property
+    def world_size(self) -> int:
+        return self.p
+
+    def groups(self) -> dict[str, tuple[int, ...]]:
+        return {WORLD: tuple(range(self.p))}
+
+    def check(self, workload: Workload) -> None:
+        """NotApplicable unless p divides every split extent: a column linear's N, a row linear's K."""
+        split = {}
+        for linear in workload.linears():
+            label, value = (linear.n_label, linear.n) if _column(linear) else (linear.k_label, linear.k)
+            split.setdefault(label, value)
+        for label, value in split.items():
+            if value % self.p:
+                raise NotApplicable(f"1d on {self.p} GPUs: {label}={value} must be divisible by p = {self.p}")
+
+    # -- layouts: whole, or split by columns or rows over the p ranks ------------------------------
+    def _whole(self, rows: int, cols: int) -> Blocks:
+        return [(r, (0, rows), (0, cols)) for r in range(self.p)]
+
+    def _columns(self, rows: int, cols: int) -> Blocks:
+        return [(r, (0, rows), _split(cols, self.p, r)) for r in range(self.p)]
+
+    def _rows(self, rows: int, cols: int) -> Blocks:
+        return [(r, _split(rows, self.p, r), (0, cols)) for r in range(self.p)]
+
+    def input_blocks(self, lin: LinearNames) -> Blocks:
+        return self._whole(lin.m, lin.k) if _column(lin) else self._columns(lin.m, lin.k)
+
+    def output_blocks(self, lin: LinearNames) -> Blocks:
+        return self._columns(lin.m, lin.n) if _column(lin) else self._whole(lin.m, lin.n)
+
+    def weight_blocks(self, lin: LinearNames) -> Blocks:
+        return self._columns(lin.k, lin.n) if _column(lin) else self._rows(lin.k, lin.n)
+
+    # -- the three products ------------------------------------------------------------------------
+    def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
+        """Y_r = X W_r (column), or Y = all_reduce(X_r W_r) (row)."""
+        for r, rows, cols in self.output_blocks(lin):
+            b.buffer(r, lin.y, (lin.m, cols[1] - cols[0]))
+            b.emit(r, Gemm(out=lin.y, a=lin.x, b=lin.w))
+            if not _column(lin):
+                b.emit(r, AllReduce(group=WORLD, buf=lin.y))
+
+    def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
+        """dX = all_reduce(dY_r W_r^T) (column), or dX_r = dY W_r^T (row)."""
+        for r, rows, cols in self.input_blocks(lin):
+            b.buffer(r, dx, (lin.m, cols[1] - cols[0]))
+            b.emit(r, Gemm(out=dx, a=dy, b=lin.w, trans_b=True))
+            if _column(lin):
+                b.emit(r, AllReduce(group=WORLD, buf=dx))
+
+    def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
+        """dW_r = X^T dY_r (column), or dW_r = X_r^T dY (row): local either way."""
+        for r, rows, cols in self.weight_blocks(lin):
+            b.buffer(r, dw, (rows[1] - rows[0], cols[1] - cols[0]))
+            b.emit(r, Gemm(out=dw, a=lin.x, b=dy, trans_a=True))
+
+
+def _column(linear) -> bool:
+    """Whether a linear is column-parallel: the first of each pair."""
+    return linear.index % 2 == 0

@@ -1,123 +1,88 @@
-"""One entry point for every schedule generator: ``build_schedule`` and the grids each algorithm allows.
+"""The algorithm registry: every tensor-parallel algorithm by name, and ``build_schedule`` over them.
 
 ===============  ==========================  ===================================================
-algorithm        grid                        file
+algorithm        grid                        class (module)
 ===============  ==========================  ===================================================
-``1d``           ``--gpus P``                ``simulator/algorithms/megatron_1d.py`` (Megatron-LM)
-``2d``           ``[q, q, 1]``               ``simulator/algorithms/summa2d.py`` (SUMMA / Optimus)
-``cannon25d``    ``[q, q, c]``, c divides q  ``simulator/algorithms/cannon25d.py`` (Solomonik & Demmel)
-``summa25d``     ``[q, q, d]``               ``simulator/algorithms/summa25d.py`` (SUMMA2.5 / Tesseract)
+``1d``           ``--gpus P``                ``Megatron1D`` (``megatron_1d``: Megatron-LM)
+``2d``           ``[q, q, 1]``               ``Summa2D`` (``summa2d``: SUMMA / Optimus)
+``cannon25d``    ``[q, q, c]``, c divides q  ``Cannon25D`` (``cannon25d``: Solomonik & Demmel)
+``summa25d``     ``[q, q, d]``               ``Summa25D`` (``summa25d``: SUMMA2.5 / Tesseract)
 ===============  ==========================  ===================================================
 
-``tesseract`` is an alias of ``summa25d``.
+``tesseract`` is an alias of ``summa25d``. The command line's ``--algo`` choices, ``predict --algos``,
+the help texts and the error messages all read ``ALGORITHMS`` and ``ALIASES`` from here.
+
+To add an algorithm: write one module in ``simulator/algorithms/`` with a subclass of
+``simulator.algorithms.base.Algorithm`` (its name, aliases, ``depth_error`` or its own grid methods,
+``supports_overlap``, ``on_grid``, and per grid: groups, ``check``, the block layouts of a linear and
+its forward, backward-input and backward-weight), and add the class to ``_CLASSES`` below. Nothing
+else changes: ``compose`` lowers every workload onto it, and
+``tests/simulator/test_registry.py`` runs every registered algorithm through the interpreter, the
+validator, the accounting and the simulator.
 """
 
 from __future__ import annotations
 
-import math
-
+from simulator.algorithms.base import Algorithm
+from simulator.algorithms.cannon25d import Cannon25D
 from simulator.algorithms.compose import compose
-from simulator.algorithms.grid import ProcessGrid
+from simulator.algorithms.megatron_1d import Megatron1D
+from simulator.algorithms.summa2d import Summa2D
+from simulator.algorithms.summa25d import Summa25D
 from simulator.errors import InputError
-from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
-ALGORITHMS = ("1d", "2d", "cannon25d", "summa25d")
-ALIASES = {"tesseract": "summa25d"}
+__all__ = ["ALGORITHMS", "ALIASES", "DTYPES", "OVERLAP_ALGORITHMS", "REGISTRY", "algorithm_class",
+           "build_schedule", "canonical_algorithm", "legal_grids"]
+
+_CLASSES: tuple[type[Algorithm], ...] = (Megatron1D, Summa2D, Cannon25D, Summa25D)
+
+REGISTRY: dict[str, type[Algorithm]] = {cls.name: cls for cls in _CLASSES}
+"""Canonical name -> algorithm class."""
+ALGORITHMS = tuple(REGISTRY)
+ALIASES = {alias: cls.name for cls in _CLASSES for alias in cls.aliases}
+OVERLAP_ALGORITHMS = tuple(cls.name for cls in _CLASSES if cls.supports_overlap)
+SQUARE_GRID_ALGORITHMS = tuple(cls.name for cls in _CLASSES if cls.square_grid)
 DTYPES = ("float32", "float64", "bfloat16")
-OVERLAP_ALGORITHMS = ("2d", "summa25d")
 
 
 def canonical_algorithm(name: str) -> str:
-    """The algorithm's canonical name; ValueError listing the valid ones."""
+    """The algorithm's canonical name; InputError listing the valid ones."""
     name = ALIASES.get(name, name)
-    if name not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {name!r}; valid: {', '.join(ALGORITHMS)} (tesseract = summa25d)")
+    if name not in REGISTRY:
+        aliases = ", ".join(f"{alias} = {canonical}" for alias, canonical in ALIASES.items())
+        raise InputError(f"unknown algorithm {name!r}; valid: {', '.join(ALGORITHMS)}"
+                         + (f" ({aliases})" if aliases else ""))
     return name
+
+
+def algorithm_class(name: str) -> type[Algorithm]:
+    """The class registered under ``name`` or one of its aliases."""
+    return REGISTRY[canonical_algorithm(name)]
 
 
 def legal_grids(algorithm: str, gpus: int) -> list[tuple[int, ...]]:
     """Every grid shape ``algorithm`` can use on ``gpus`` ranks, before workload divisibility."""
-    algorithm = canonical_algorithm(algorithm)
-    if algorithm == "1d":
-        return [(gpus,)]
-    grids = []
-    for q in range(1, math.isqrt(gpus) + 1):
-        if gpus % (q * q):
-            continue
-        d = gpus // (q * q)
-        if algorithm == "2d" and d != 1:
-            continue
-        if algorithm == "cannon25d" and q % d:
-            continue
-        grids.append((q, q, d))
-    return sorted(grids, reverse=True)
-
-
-def _resolve_grid(algorithm: str, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
-    if algorithm == "1d":
-        if grid is not None:
-            raise InputError("1d takes --gpus P, not --grid")
-        if gpus is None or gpus < 1:
-            raise InputError(f"1d needs --gpus P with P >= 1, got {gpus}")
-        return (gpus,)
-    if grid is None:
-        if gpus is None:
-            raise InputError(f"{algorithm} needs --grid Q,Q,D or --gpus P")
-        options = legal_grids(algorithm, gpus)
-        if len(options) != 1:
-            shown = " ".join(",".join(map(str, g)) for g in options) or "none"
-            raise InputError(f"{algorithm} on --gpus {gpus} needs --grid Q,Q,D; grids with q*q*d = {gpus}: {shown}")
-        return options[0]
-    if len(grid) != 3 or grid[0] != grid[1] or min(grid) < 1:
-        raise InputError(f"--grid must be Q,Q,D with positive Q and D (a square q x q grid), got "
-                         f"{','.join(map(str, grid))}")
-    q, _, d = grid
-    if gpus is not None and q * q * d != gpus:
-        raise InputError(f"--grid {q},{q},{d} has q*q*d = {q * q * d} ranks but --gpus is {gpus}")
-    if algorithm == "2d" and d != 1:
-        raise InputError(f"2d runs on [q,q,1], got depth {d}; use summa25d or cannon25d for d > 1")
-    if algorithm == "cannon25d" and q % d:
-        raise InputError(f"cannon25d on [{q},{q},{d}]: the depth c={d} must divide q={q}")
-    return tuple(grid)
+    return algorithm_class(algorithm).legal_grids(gpus)
 
 
 def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dtype: str = "float32",
                    grid: tuple[int, ...] | None = None, gpus: int | None = None,
                    overlap: bool = False) -> Schedule:
-    """The schedule of ``workload`` under ``algorithm``; ValueError naming any violated constraint.
+    """The schedule of ``workload`` under ``algorithm``; InputError (NotApplicable for sizes that do not
+    divide) naming any violated constraint.
 
     ``overlap`` (2d and summa25d) issues each SUMMA step's broadcasts one step ahead, asynchronously,
     so that communication overlaps compute; the schedule records it in ``options``.
     """
-    algorithm = canonical_algorithm(algorithm)
-    if overlap and algorithm not in OVERLAP_ALGORITHMS:
-        raise InputError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {algorithm}")
-    schedule = _generate(algorithm, workload, passes, dtype, grid, gpus, overlap)
+    cls = algorithm_class(algorithm)
+    if overlap and not cls.supports_overlap:
+        raise InputError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {cls.name}")
+    if dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+    workload.input_names(passes)  # validates the pass name
+    schedule = compose(cls.on_grid(cls.resolve_grid(grid, gpus), overlap), workload, passes, dtype)
     if overlap:
         schedule.options["overlap"] = True
     return schedule
-
-
-def _generate(algorithm: str, workload: Workload, passes: str, dtype: str, grid: tuple[int, ...] | None,
-              gpus: int | None, overlap: bool) -> Schedule:
-    if dtype not in DTYPE_BYTES or dtype == "float16":
-        raise InputError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
-    workload.input_names(passes)  # validates the pass name
-    shape = _resolve_grid(algorithm, grid, gpus)
-    if algorithm == "1d":
-        from simulator.algorithms.megatron_1d import megatron_1d
-
-        return megatron_1d(shape[0], workload, passes, dtype)
-    q, _, d = shape
-    if algorithm == "2d":
-        from simulator.algorithms.summa2d import summa2d
-
-        return compose(summa2d(q, overlap), workload, passes, dtype)
-    if algorithm == "summa25d":
-        from simulator.algorithms.summa25d import Summa25D
-
-        return compose(Summa25D(ProcessGrid(q, d), overlap=overlap), workload, passes, dtype)
-    from simulator.algorithms.cannon25d import Cannon25D
-
-    return compose(Cannon25D(ProcessGrid(q, d)), workload, passes, dtype)

@@ -15,27 +15,15 @@ block, ``<dx>_part`` / ``<dw>_part`` hold this rank's partial product before a r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from simulator.algorithms.base import LinearNames
 from simulator.algorithms.grid import ProcessGrid
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllReduce, Broadcast, Gemm, Reduce, Wait
 
 
-@dataclass(frozen=True)
-class LinearNames:
-    """Buffer names and global sizes of one linear Y = X W: X [m, k], W [k, n]."""
-
-    x: str
-    w: str
-    y: str
-    m: int
-    k: int
-    n: int
-
-    def blocks(self, grid: ProcessGrid) -> tuple[int, int, int]:
-        """(M/(dq), K/q, N/q): rows of an activation block, and the two weight block extents."""
-        return self.m // (grid.d * grid.q), self.k // grid.q, self.n // grid.q
+def block_sizes(grid: ProcessGrid, lin: LinearNames) -> tuple[int, int, int]:
+    """(M/(dq), K/q, N/q): rows of an activation block, and the two weight block extents."""
+    return lin.m // (grid.d * grid.q), lin.k // grid.q, lin.n // grid.q
 
 
 def activation_block(grid: ProcessGrid, rank: int, rows: int, cols: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -64,7 +52,7 @@ def forward(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, overlap: bo
     With ``overlap`` the broadcasts of step t+1 are issued before step t's gemm (double-buffered
     workspaces, as Colossal-AI's SUMMA implementations prefetch), so communication hides behind compute.
     """
-    mb, kb, nb = lin.blocks(grid)
+    mb, kb, nb = block_sizes(grid, lin)
     for rank in range(grid.world_size):
         j, i, k = grid.coords(rank)
         b.buffer(rank, lin.y, (mb, nb))
@@ -126,7 +114,7 @@ def _broadcast_multiply_reduce(b: ScheduleBuilder, rank: int, q: int, bcast_grou
 def backward_input(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, dy: str, dx: str,
                    overlap: bool = False) -> None:
     """dX = dY W^T: at step t, W(t, .) along columns, then reduce the partials along rows to column t."""
-    mb, kb, nb = lin.blocks(grid)
+    mb, kb, nb = block_sizes(grid, lin)
     for rank in range(grid.world_size):
         j, i, k = grid.coords(rank)
         b.buffer(rank, dx, (mb, kb))
@@ -140,7 +128,7 @@ def backward_input(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, dy: 
 def backward_weight(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, dy: str, dw: str,
                     overlap: bool = False) -> None:
     """dW = X^T dY: at step t, X(., t) along rows, reduce partials along columns to row t, then over depth."""
-    mb, kb, nb = lin.blocks(grid)
+    mb, kb, nb = block_sizes(grid, lin)
     for rank in range(grid.world_size):
         j, i, k = grid.coords(rank)
         b.buffer(rank, dw, (kb, nb))

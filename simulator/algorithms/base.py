@@ -1,0 +1,173 @@
+"""What every tensor-parallel algorithm provides: the ``Algorithm`` base class, and one linear as lowered.
+
+An algorithm is one class (``simulator.algorithms.registry`` lists them) that owns
+
+- its name and aliases, whether it supports ``--overlap``, and the grids it accepts for P GPUs
+  (``legal_grids``, ``resolve_grid``), class-level, before any workload is known;
+- on one grid (an instance): its process groups, its divisibility checks for a workload (``check``,
+  raising ``NotApplicable``), where the blocks of each linear's input, output and weight live, and how
+  to emit one linear's forward, backward-input and backward-weight products as IR ops.
+
+``simulator.algorithms.compose`` strings a workload's layers together from these; no algorithm knows
+about workloads beyond its linears. Grids are ``(P,)`` for 1-D and ``(q, q, d)`` otherwise; the default
+grid methods here are those of a [q, q, d] grid, with ``depth_error`` saying which depths an algorithm
+refuses.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from simulator.errors import InputError, NotApplicable
+from simulator.ir.builder import ScheduleBuilder
+from simulator.workloads.layers import Linear
+from simulator.workloads.workload import Workload
+
+__all__ = ["Algorithm", "Blocks", "LinearNames"]
+
+Blocks = list[tuple[int, tuple[int, int], tuple[int, int]]]
+"""(rank, rows, cols) for every block of a tensor, replicas included."""
+
+
+@dataclass(frozen=True)
+class LinearNames:
+    """One linear Y = X W as lowered: buffer names, global sizes X [m, k], W [k, n], and its labels.
+
+    ``index`` is its position among the workload's linears (1-D Megatron alternates column- and
+    row-parallel by it); ``k_label`` / ``n_label`` name the sizes in messages ("K", "4*hidden").
+    """
+
+    x: str
+    w: str
+    y: str
+    m: int
+    k: int
+    n: int
+    index: int = 0
+    k_label: str = "K"
+    n_label: str = "N"
+
+    @classmethod
+    def of(cls, linear: Linear, m: int) -> "LinearNames":
+        """The lowering of a workload's ``Linear`` record on m tokens."""
+        return cls(linear.x, linear.w, linear.y, m, linear.k, linear.n, linear.index, linear.k_label,
+                   linear.n_label)
+
+
+class Algorithm(ABC):
+    """Base of every algorithm; subclasses set the class attributes and implement the abstract methods."""
+
+    name: ClassVar[str] = ""
+    """The canonical name, as ``--algo`` takes it and the Schedule records it."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = ""
+    """One line for help and docs: the paper and the grid."""
+    supports_overlap: ClassVar[bool] = False
+    """Whether ``--overlap`` (communication prefetched behind compute) applies."""
+    square_grid: ClassVar[bool] = True
+    """True for [q, q, d] grids (``--grid Q,Q,D``), False for 1-D (``--gpus P``)."""
+
+    # -- grids (class level) -----------------------------------------------------------------------
+    @classmethod
+    def depth_error(cls, q: int, d: int) -> str | None:
+        """Why this algorithm cannot run on [q, q, d], or None when it can."""
+        return None
+
+    @classmethod
+    def legal_grids(cls, gpus: int) -> list[tuple[int, ...]]:
+        """Every grid this algorithm can use on ``gpus`` ranks, before workload divisibility, largest q first."""
+        grids = []
+        for q in range(1, math.isqrt(gpus) + 1):
+            if gpus % (q * q) == 0 and cls.depth_error(q, gpus // (q * q)) is None:
+                grids.append((q, q, gpus // (q * q)))
+        return sorted(grids, reverse=True)
+
+    @classmethod
+    def resolve_grid(cls, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
+        """The grid ``--grid`` and ``--gpus`` describe together; InputError naming what does not fit."""
+        if grid is None:
+            if gpus is None:
+                raise InputError(f"{cls.name} needs --grid Q,Q,D or --gpus P")
+            options = cls.legal_grids(gpus)
+            if len(options) != 1:
+                shown = " ".join(",".join(map(str, g)) for g in options) or "none"
+                raise InputError(f"{cls.name} on --gpus {gpus} needs --grid Q,Q,D; grids with q*q*d = {gpus}: "
+                                 f"{shown}")
+            return options[0]
+        if len(grid) != 3 or grid[0] != grid[1] or min(grid) < 1:
+            raise InputError(f"--grid must be Q,Q,D with positive Q and D (a square q x q grid), got "
+                             f"{','.join(map(str, grid))}")
+        q, _, d = grid
+        if gpus is not None and q * q * d != gpus:
+            raise InputError(f"--grid {q},{q},{d} has q*q*d = {q * q * d} ranks but --gpus is {gpus}")
+        error = cls.depth_error(q, d)
+        if error is not None:
+            raise InputError(error)
+        return tuple(grid)
+
+    @classmethod
+    @abstractmethod
+    def on_grid(cls, shape: tuple[int, ...], overlap: bool = False) -> "Algorithm":
+        """The algorithm instance on a grid that ``resolve_grid`` returned."""
+
+    # -- one grid (instance level) -----------------------------------------------------------------
+    @property
+    @abstractmethod
+    def grid_shape(self) -> tuple[int, ...]:
+        """The grid the Schedule records: (P,) or (q, q, d)."""
+
+    @property
+    @abstractmethod
+    def world_size(self) -> int:
+        """How many ranks the grid has."""
+
+    @abstractmethod
+    def groups(self) -> dict[str, tuple[int, ...]]:
+        """Every process group the schedule uses, members in group-local order."""
+
+    @abstractmethod
+    def check(self, workload: Workload) -> None:
+        """``NotApplicable`` naming the first size of ``workload`` this grid cannot split."""
+
+    @abstractmethod
+    def input_blocks(self, lin: LinearNames) -> Blocks:
+        """Where the blocks of ``lin.x`` (and of its gradient) live, as ``lin`` reads them."""
+
+    @abstractmethod
+    def output_blocks(self, lin: LinearNames) -> Blocks:
+        """Where the blocks of ``lin.y`` (and of its gradient) live after the forward."""
+
+    @abstractmethod
+    def weight_blocks(self, lin: LinearNames) -> Blocks:
+        """Where the blocks of ``lin.w`` (and of its gradient) live."""
+
+    @abstractmethod
+    def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
+        """Emit Y = X W on every rank."""
+
+    @abstractmethod
+    def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
+        """Emit dX = dY W^T on every rank."""
+
+    @abstractmethod
+    def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
+        """Emit dW = X^T dY on every rank."""
+
+    # -- helpers for subclasses --------------------------------------------------------------------
+    def _require_divisible(self, where: str, extents: dict[str, int], by: int, by_label: str) -> None:
+        """NotApplicable for the first extent that ``by`` does not divide."""
+        for label, value in extents.items():
+            if value % by:
+                raise NotApplicable(f"{where}: {label}={value} must be divisible by {by_label} = {by}")
+
+
+def linear_extents(workload: Workload) -> dict[str, int]:
+    """Every weight extent of ``workload``'s linears by its label, in order: K, N or hidden, 4*hidden."""
+    extents: dict[str, int] = {}
+    for linear in workload.linears():
+        extents.setdefault(linear.k_label, linear.k)
+        extents.setdefault(linear.n_label, linear.n)
+    return extents
