@@ -33,8 +33,8 @@ from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
-__all__ = ["ALGORITHMS", "ALIASES", "DTYPES", "OVERLAP_ALGORITHMS", "REGISTRY", "algorithm_class",
-           "build_schedule", "canonical_algorithm", "legal_grids"]
+__all__ = ["ALGORITHMS", "ALIASES", "DTYPES", "OVERLAP_ALGORITHMS", "REGISTRY", "SQUARE_GRID_ALGORITHMS",
+           "algorithm_class", "build_schedule", "canonical_algorithm", "legal_grids"]
 
 _CLASSES: tuple[type[Algorithm], ...] = (Megatron1D, Summa2D, Cannon25D, Summa25D)
 

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from simulator.algorithms.registry import ALGORITHMS, ALIASES
+from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
 from simulator.commands.schedule_args import add_workload_arguments, workload_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
 from simulator.errors import InputError
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workload_arguments(p.add_argument_group("workload"), default_dtype="bfloat16")
     s = p.add_argument_group("search")
     s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)})")
-    s.add_argument("--overlap", action="store_true", help="also try 2d/summa25d with SUMMA prefetch")
+    s.add_argument("--overlap", action="store_true", help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the ranked rows as a JSON list")
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")

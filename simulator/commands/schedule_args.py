@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.algorithms.registry import ALGORITHMS, ALIASES, DTYPES, build_schedule
+from simulator.algorithms.registry import (ALGORITHMS, ALIASES, DTYPES, OVERLAP_ALGORITHMS, SQUARE_GRID_ALGORITHMS,
+                                           build_schedule)
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
@@ -38,11 +39,12 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("schedule (generate one, or load --schedule FILE)")
     group.add_argument("--schedule", metavar="FILE", help="a schedule saved by `tpsim schedule --out`")
     group.add_argument("--algo", choices=ALGORITHMS + tuple(ALIASES), help="parallel algorithm")
-    group.add_argument("--grid", metavar="Q,Q,D", help="process grid [q, q, d] (2d, cannon25d, summa25d)")
+    group.add_argument("--grid", metavar="Q,Q,D", help=f"process grid [q, q, d] ({', '.join(SQUARE_GRID_ALGORITHMS)})")
     group.add_argument("--gpus", type=int, metavar="P", help="number of ranks (1d; or 2d when P = q*q)")
     add_workload_arguments(group, default_dtype="float32")
     group.add_argument("--overlap", action="store_true",
-                       help="2d/summa25d: prefetch each SUMMA step's broadcasts during the previous gemm")
+                       help=f"{'/'.join(OVERLAP_ALGORITHMS)}: prefetch each SUMMA step's broadcasts during the "
+                            "previous gemm")
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -> None:
