@@ -1,0 +1,41 @@
+"""tpsim's simulator package: the schedule IR, the algorithms, the workloads, and timing them on a network.
+
+A workload (what is computed) and an algorithm on a grid (how it is split) make a Schedule, the IR that
+every consumer shares: the numpy interpreter proves it on numbers, the simulator times it on a
+topology, the executor (``executor/``, torch) runs it.
+
+=================  ============================================================================
+sub-package        what it holds
+=================  ============================================================================
+``ir``             the Schedule and its ops, the builder, JSON, printout, validation, accounting,
+                   and the numpy interpreter (the oracle)
+``algorithms``     the registry, the process grid, compose, one module per algorithm (1-D Megatron,
+                   2-D SUMMA, SUMMA2.5, Cannon 2.5-D) with its steps beside it
+``workloads``      workloads as lists of layer records, the elementwise function table, seeded
+                   tensors, the dense float64 reference
+``network``        flows on routes, max-min fair sharing, flow groups
+``collectives``    collectives as flows (NCCL's algorithms and protocols) and their closed forms
+``timing``         the compiled plan, the simpy engine, ``simulate``, the contention-free critical
+                   path, results and traces
+``compare``        a measured run against its simulation
+``calibrate``      fitting a topology to measurements (bench records, nccl-tests logs)
+``commands``       one module per ``tpsim`` sub-command
+=================  ============================================================================
+
+At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
+``sizes`` (byte sizes as people write them), ``compute`` (the compute model), ``gcpause``, and
+``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked). Topologies live
+in the top-level ``topologies`` package.
+
+To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm`` subclass, added to
+``_CLASSES`` in ``simulator/algorithms/registry.py`` (its docstring says what the class provides).
+To add a workload layer kind: a record in ``simulator/workloads/layers.py`` and its rule in the three
+walkers of the layer list (``simulator/algorithms/compose.py``, ``simulator/workloads/dense.py``,
+``executor/reference.py``); a new elementwise function is one entry in
+``simulator/workloads/elementwise.py``. To add a physical effect: link rates and latencies in
+``topologies/`` (presets, ``rates.py``), sharing in ``simulator/network/``, collective algorithms in
+``simulator/collectives/``, compute time in ``simulator/compute.py``.
+"""
+
+__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "gcpause",
+           "ir", "network", "predict", "predict_plot", "sizes", "timing", "workloads"]

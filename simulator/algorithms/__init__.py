@@ -3,9 +3,10 @@
 ==================  ===============================================================================
 module              what it holds
 ==================  ===============================================================================
-``registry``        ``build_schedule`` and the grids each algorithm allows
+``base``            ``Algorithm``: what every algorithm provides (grids, checks, layouts, products)
+``registry``        every algorithm class by name, and ``build_schedule`` over them
 ``grid``            ``ProcessGrid``: [q, q, d] coordinates and row, column and depth groups
-``compose``         strings a workload's layers together from one algorithm's linear layer
+``compose``         lowers a workload's layer list onto one algorithm (the only code that does)
 ``megatron_1d``     1-D Megatron-LM (column- then row-parallel)
 ``summa_steps``     the SUMMA steps of one linear, shared by 2-D SUMMA and SUMMA2.5
 ``summa2d``         2-D SUMMA / Optimus on [q, q, 1]
@@ -15,5 +16,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["cannon25d", "cannon_steps", "compose", "grid", "megatron_1d", "registry", "summa25d", "summa2d",
+__all__ = ["base", "cannon25d", "cannon_steps", "compose", "grid", "megatron_1d", "registry", "summa25d", "summa2d",
            "summa_steps"]

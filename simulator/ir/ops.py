@@ -1,5 +1,8 @@
 """The operations of a schedule: immutable records, one per step of one rank's program.
 
+All eleven op records live in this one file (some 320 lines) on purpose: each is a small frozen
+dataclass, and together they are the IR's one vocabulary, indexed by ``OP_TYPES`` at the bottom.
+
 An op names buffers of its own rank; it never holds data. Communication ops name a process group
 (declared in the Schedule) and address roots by **group-local** rank, as NCCL does. The ranks of one
 collective may name different buffers (a broadcast root sends its own block ``A``, the others receive
