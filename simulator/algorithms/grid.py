@@ -1,6 +1,6 @@
 """The process grid [q, q, d]: rank coordinates and the row, column and depth groups, built by slicing.
 
-Convention (DESIGN.md): rank of (row j, column i, depth k) is ``r = k*q*q + j*q + i``. A grid object is
+Convention: rank of (row j, column i, depth k) is ``r = k*q*q + j*q + i``. A grid object is
 passed to whatever needs it; there is no global grid.
 """
 
