@@ -144,7 +144,7 @@ class CommOp(Op):
     is_comm: ClassVar[bool] = True
 
     def payload_buffer(self) -> str:
-        """The buffer whose bytes count as this rank's payload (all_gather: the output, reduce_scatter: the input)."""
+        """The buffer whose bytes are this rank's payload (all_gather: the output, reduce_scatter: the input)."""
         raise NotImplementedError
 
     def _suffix(self) -> str:
