@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workload_arguments(p.add_argument_group("workload"), default_dtype="bfloat16")
     s = p.add_argument_group("search")
     s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)})")
-    s.add_argument("--overlap", action="store_true", help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
+    s.add_argument("--overlap", action="store_true",
+                   help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the ranked rows as a JSON list")
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")
