@@ -21,12 +21,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
+from simulator.algorithms.grid import ProcessGrid
 from simulator.errors import InputError, NotApplicable
 from simulator.ir.builder import ScheduleBuilder
 from simulator.workloads.layers import Linear
 from simulator.workloads.workload import Workload
 
-__all__ = ["Algorithm", "Blocks", "LinearNames"]
+__all__ = ["Algorithm", "Blocks", "GridAlgorithm", "LinearNames", "linear_extents"]
 
 Blocks = list[tuple[int, tuple[int, int], tuple[int, int]]]
 """(rank, rows, cols) for every block of a tensor, replicas included."""
@@ -162,6 +163,20 @@ class Algorithm(ABC):
         for label, value in extents.items():
             if value % by:
                 raise NotApplicable(f"{where}: {label}={value} must be divisible by {by_label} = {by}")
+
+
+class GridAlgorithm(Algorithm):
+    """An algorithm on a [q, q, d] ``ProcessGrid``, which subclasses hold as their ``grid`` field."""
+
+    grid: ProcessGrid
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return (self.grid.q, self.grid.q, self.grid.d)
+
+    @property
+    def world_size(self) -> int:
+        return self.grid.world_size
 
 
 def linear_extents(workload: Workload) -> dict[str, int]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from simulator.algorithms.base import Algorithm, Blocks, LinearNames, linear_extents
+from simulator.algorithms.base import Blocks, GridAlgorithm, LinearNames, linear_extents
 from simulator.algorithms.cannon_steps import Factor, multiply
 from simulator.algorithms.grid import ProcessGrid
 from simulator.errors import NotApplicable
@@ -41,7 +41,7 @@ from simulator.workloads.workload import Workload
 
 
 @dataclass(frozen=True)
-class Cannon25D(Algorithm):
+class Cannon25D(GridAlgorithm):
     """2.5-D Cannon on a [q, q, c] grid (``grid.d`` is c); every tensor lives on layer 0, split q x q."""
 
     grid: ProcessGrid
@@ -56,14 +56,6 @@ class Cannon25D(Algorithm):
     @classmethod
     def on_grid(cls, shape: tuple[int, ...], overlap: bool = False) -> "Cannon25D":
         return cls(ProcessGrid(shape[0], shape[2]))
-
-    @property
-    def grid_shape(self) -> tuple[int, ...]:
-        return (self.grid.q, self.grid.q, self.grid.d)
-
-    @property
-    def world_size(self) -> int:
-        return self.grid.world_size
 
     def groups(self) -> dict[str, tuple[int, ...]]:
         """The depth groups, the only ones the schedule uses (none when c = 1: shifts are point to point)."""

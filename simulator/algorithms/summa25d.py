@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from simulator.algorithms import summa_steps
-from simulator.algorithms.base import Algorithm, Blocks, LinearNames, linear_extents
+from simulator.algorithms.base import Blocks, GridAlgorithm, LinearNames, linear_extents
 from simulator.algorithms.grid import ProcessGrid
 from simulator.errors import NotApplicable
 from simulator.ir.builder import ScheduleBuilder
@@ -20,7 +20,7 @@ from simulator.workloads.workload import Workload
 
 
 @dataclass(frozen=True)
-class Summa25D(Algorithm):
+class Summa25D(GridAlgorithm):
     """SUMMA on a [q, q, d] grid: each of the d layers runs its own q-step SUMMA on 1/d of the tokens."""
 
     grid: ProcessGrid
@@ -34,14 +34,6 @@ class Summa25D(Algorithm):
     @classmethod
     def on_grid(cls, shape: tuple[int, ...], overlap: bool = False) -> "Summa25D":
         return cls(ProcessGrid(shape[0], shape[2]), overlap=overlap)
-
-    @property
-    def grid_shape(self) -> tuple[int, ...]:
-        return (self.grid.q, self.grid.q, self.grid.d)
-
-    @property
-    def world_size(self) -> int:
-        return self.grid.world_size
 
     def groups(self) -> dict[str, tuple[int, ...]]:
         return self.grid.groups()
