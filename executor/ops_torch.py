@@ -3,7 +3,7 @@
 Every op of ``simulator.ir.ops`` has one rule here. Semantics follow ``simulator.ir.interpret`` exactly:
 
 - ``gemm``: ``torch.mm(a, b, out=out)``, or ``out.addmm_(a, b)`` when accumulating; transposes are views.
-- ``local``: the torch version of its function in ``simulator.workloads.elementwise`` (gelu and
+- ``local``: the torch version of its function in ``simulator.workloads.functions`` (gelu and
   gelu_backward by ``aten.gelu`` / ``aten.gelu_backward``, tanh approximation), written into ``out``.
   ``slice``: a sub-block ``copy_``.
 - ``broadcast`` / ``reduce``: roots are group-local in the IR and passed to torch as global ranks.
@@ -52,7 +52,7 @@ from executor.groups import GroupInfo
 from simulator.ir.ops import (AllGather, AllReduce, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter,
                               Send, Slice, Wait)
 from simulator.ir.schedule import Schedule
-from simulator.workloads.elementwise import FUNCTIONS
+from simulator.workloads.functions import FUNCTIONS
 
 
 

@@ -32,7 +32,7 @@ To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm
 To add a workload layer kind: a record in ``simulator/workloads/layers.py`` and its rule in the three
 walkers of the layer list (``simulator/algorithms/compose.py``, ``simulator/workloads/dense.py``,
 ``executor/reference.py``); a new elementwise function is one entry in
-``simulator/workloads/elementwise.py``. To add a physical effect: link rates and latencies in
+``simulator/workloads/functions.py``. To add a physical effect: link rates and latencies in
 ``topologies/`` (presets, ``rates.py``), sharing in ``simulator/network/``, collective algorithms in
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """

@@ -2,18 +2,18 @@
 
 The workload (``simulator.workloads``) is a chain of layer records; the algorithm
 (``simulator.algorithms.base.Algorithm``) knows where each linear's input, output and weight blocks live
-and how to emit its three products. Walking the chain:
+and how to emit its three products. Each layer kind says how it lowers (``lower_forward``,
+``lower_backward``, its layouts; ``simulator.workloads.layers``), given a ``Lowering``: the builder, the
+algorithm, and where every activation lives. Walking the chain:
 
-- inputs: the chain's input activation and every weight, where the first (resp. each) linear reads them;
-- forward, layer by layer: a ``Linear`` is the algorithm's forward; an ``Elementwise`` is a ``local`` op
-  on every block of its input, wherever that lives;
-- backward, last layer first: a ``Linear`` is the algorithm's backward-input then backward-weight; an
-  ``Elementwise`` is its backward function, ``local`` on the same blocks;
+- inputs: the chain's input activation and every weight, where the layers read them;
+- forward, layer by layer; then the last output;
+- backward, last layer first, from the last output's gradient; then the first input's gradient and
+  every weight gradient (a gradient has its tensor's layout);
 - a backward-only schedule takes the forward's saved activations as inputs, in the forward's layout.
 
-Each activation's layout is the one its producer leaves (an elementwise layer keeps its input's), and
-its gradient has the same layout; compose checks that each linear reads its input where the previous
-layer left it.
+Each activation's layout is the one its producer leaves; compose checks that each layer reads its
+input where the previous layer left it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,33 @@ from simulator.ir.schedule import Schedule
 from simulator.workloads.layers import Layer, Linear, grad
 from simulator.workloads.workload import Workload
 
-__all__ = ["compose"]
+__all__ = ["Lowering", "compose"]
+
+
+class Lowering:
+    """What a layer lowers with: the builder ``b``, the algorithm ``alg``, and the activations' ``layout``."""
+
+    def __init__(self, alg: Algorithm, b: ScheduleBuilder, workload: Workload):
+        self.alg, self.b, self.m = alg, b, workload.m
+        self.layout: dict[str, Blocks] = {}
+        self._names: dict[Linear, LinearNames] = {}
+
+    def names(self, linear: Linear) -> LinearNames:
+        """The linear as the algorithm lowers it: its names and global sizes."""
+        if linear not in self._names:
+            self._names[linear] = LinearNames.of(linear, self.m)
+        return self._names[linear]
+
+    def local(self, fn: str, out: str, inputs: tuple[str, ...], blocks: Blocks) -> None:
+        """``out = fn(inputs)`` as a ``local`` op on every block of ``blocks``."""
+        for rank, rows, cols in blocks:
+            self.b.buffer(rank, out, (rows[1] - rows[0], cols[1] - cols[0]))
+            self.b.emit(rank, Local(fn=fn, out=out, inputs=inputs))
+
+    def place(self, role: str, tensor: str, blocks: Blocks) -> None:
+        """Declare ``tensor``'s blocks as inputs or outputs of the schedule."""
+        for rank, rows, cols in blocks:
+            self.b.block(role, rank, tensor, tensor, rows, cols)
 
 
 def compose(alg: Algorithm, workload: Workload, passes: str, dtype: str) -> Schedule:
@@ -38,63 +64,37 @@ def compose(alg: Algorithm, workload: Workload, passes: str, dtype: str) -> Sche
 def _compose(alg: Algorithm, workload: Workload, passes: str, dtype: str) -> Schedule:
     alg.check(workload)
     b = ScheduleBuilder(alg.name, alg.grid_shape, workload, passes, dtype, alg.world_size, alg.groups())
+    low = Lowering(alg, b, workload)
     layers = workload.layers()
-    lowered = {layer: LinearNames.of(layer, workload.m) for layer in layers if isinstance(layer, Linear)}
-    linears = list(lowered.values())
-    layout = _activation_layouts(alg, layers, lowered)
-
-    def place(role: str, tensor: str, blocks: Blocks) -> None:
-        for rank, rows, cols in blocks:
-            b.block(role, rank, tensor, tensor, rows, cols)
-
-    def elementwise(fn: str, out: str, inputs: tuple[str, ...], blocks: Blocks) -> None:
-        for rank, rows, cols in blocks:
-            b.buffer(rank, out, (rows[1] - rows[0], cols[1] - cols[0]))
-            b.emit(rank, Local(fn=fn, out=out, inputs=inputs))
-
+    _lay_out(low, layers)
+    weights = [(layer, name) for layer in layers for name in layer.weights]
     first, last = layers[0], layers[-1]
-    place("input", first.x, layout[first.x])
-    for lin in linears:
-        place("input", lin.w, alg.weight_blocks(lin))
+    low.place("input", first.x, low.layout[first.x])
+    for layer, name in weights:
+        low.place("input", name, layer.weight_layout(low, name))
     if passes in ("fwd", "both"):
         for layer in layers:
-            if isinstance(layer, Linear):
-                alg.forward(b, lowered[layer])
-            else:
-                elementwise(layer.fn, layer.y, (layer.x,), layout[layer.x])
-        place("output", last.y, layout[last.y])
+            layer.lower_forward(low)
+        low.place("output", last.y, low.layout[last.y])
     if passes == "bwd":
         for name in workload.saved_activations():
-            place("input", name, layout[name])
+            low.place("input", name, low.layout[name])
     if passes in ("bwd", "both"):
-        place("input", grad(last.y), layout[last.y])
+        low.place("input", grad(last.y), low.layout[last.y])
         for layer in reversed(layers):
-            dy, dx = grad(layer.y), grad(layer.x)
-            if isinstance(layer, Linear):
-                lin = lowered[layer]
-                alg.backward_input(b, lin, dy, dx)
-                alg.backward_weight(b, lin, dy, grad(lin.w))
-            else:
-                elementwise(layer.backward_fn, dx, (dy, layer.x), layout[layer.x])
-        place("output", grad(first.x), layout[first.x])
-        for lin in linears:
-            place("output", grad(lin.w), alg.weight_blocks(lin))
+            layer.lower_backward(low)
+        low.place("output", grad(first.x), low.layout[first.x])
+        for layer, name in weights:
+            low.place("output", grad(name), layer.weight_layout(low, name))
     return b.build()
 
 
-def _activation_layouts(alg: Algorithm, layers: tuple[Layer, ...],
-                        lowered: dict[Linear, LinearNames]) -> dict[str, Blocks]:
-    """The blocks of every activation: where its producer leaves it, checked against where it is read."""
-    first_linear = next(iter(lowered.values()))
-    layout = {layers[0].x: alg.input_blocks(first_linear)}
-    for layer in layers:
-        if isinstance(layer, Linear):
-            lin = lowered[layer]
-            reads = alg.input_blocks(lin)
-            if sorted(reads) != sorted(layout[layer.x]):
-                raise AssertionError(f"{alg.name}: linear {lin.w} reads {layer.x} in another layout than "
-                                     f"the layer before leaves it")
-            layout[layer.y] = alg.output_blocks(lin)
-        else:
-            layout[layer.y] = layout[layer.x]
-    return layout
+def _lay_out(low: Lowering, layers: tuple[Layer, ...]) -> None:
+    """Where every activation lives: where its producer leaves it, checked against where it is read."""
+    reads = [layer.input_layout(low) for layer in layers]
+    low.layout[layers[0].x] = next(blocks for blocks in reads if blocks is not None)
+    for layer, wanted in zip(layers, reads):
+        if wanted is not None and sorted(wanted) != sorted(low.layout[layer.x]):
+            raise AssertionError(f"{low.alg.name}: {layer} reads {layer.x} in another layout than the layer "
+                                 f"before leaves it")
+        low.layout[layer.y] = layer.output_layout(low, low.layout[layer.x])

@@ -22,7 +22,7 @@ from simulator.ir.checks import check_static, check_workload
 from simulator.ir.ops import AllGather, AllReduce, Broadcast, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Slice
 from simulator.ir.schedule import Schedule
 from simulator.ir.walk import Instance, Walker
-from simulator.workloads.elementwise import FUNCTIONS
+from simulator.workloads.functions import FUNCTIONS
 
 DEFAULT_TOLERANCE = 1e-10
 

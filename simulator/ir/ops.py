@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from simulator.errors import InputError
-from simulator.workloads.elementwise import FUNCTIONS
+from simulator.workloads.functions import FUNCTIONS
 
 Region = tuple[int, int] | None
 """A half-open index range ``(start, stop)`` along one axis, or None for the whole axis."""
 
 LOCAL_FUNCTIONS = {name: (f.arity, f.meaning) for name, f in FUNCTIONS.items()}
-"""name -> (number of inputs, what it computes), from ``simulator.workloads.elementwise``."""
+"""name -> (number of inputs, what it computes), from ``simulator.workloads.functions``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,7 @@ from typing import Callable
 import numpy as np
 
 from simulator.errors import InputError
-from simulator.workloads.dense import dense_reference
-from simulator.workloads.elementwise import FUNCTIONS
+from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
 from simulator.workloads.layers import Elementwise, Layer, Linear, grad
 from simulator.workloads.tensors import random_block
 
@@ -130,15 +129,16 @@ class Workload:
         """The linear layers, in order."""
         return tuple(layer for layer in self.layers() if isinstance(layer, Linear))
 
+    def weights(self) -> dict[str, tuple[int, int]]:
+        """Every weight tensor of the layers, in order, with its shape."""
+        return {name: shape for layer in self.layers() for name, shape in layer.weights.items()}
+
     def shapes(self) -> dict[str, tuple[int, int]]:
         """Global shape of every tensor the workload names: inputs, weights, activations, then gradients."""
         layers, m = self.layers(), self.m
-        first = layers[0]
-        acts = {first.x: (m, first.k if isinstance(first, Linear) else first.cols)}
-        weights = {layer.w: (layer.k, layer.n) for layer in layers if isinstance(layer, Linear)}
-        for layer in layers:
-            acts[layer.y] = (m, layer.n if isinstance(layer, Linear) else layer.cols)
-        shapes = {first.x: acts[first.x], **weights, **{name: shape for name, shape in acts.items()}}
+        weights = self.weights()
+        acts = {layers[0].x: (m, layers[0].in_cols), **{layer.y: (m, layer.out_cols) for layer in layers}}
+        shapes = {layers[0].x: acts[layers[0].x], **weights, **acts}
         shapes[grad(layers[-1].y)] = acts[layers[-1].y]
         for layer in reversed(layers):
             shapes[grad(layer.x)] = acts[layer.x]
@@ -153,7 +153,7 @@ class Workload:
         """Tensors a schedule of ``passes`` starts from."""
         _check_pass(passes)
         layers = self.layers()
-        start = (layers[0].x, *(linear.w for linear in self.linears()))
+        start = (layers[0].x, *self.weights())
         d_out = grad(layers[-1].y)
         return {"fwd": start, "bwd": (*start, *self.saved_activations(), d_out), "both": (*start, d_out)}[passes]
 
@@ -162,24 +162,14 @@ class Workload:
         _check_pass(passes)
         layers = self.layers()
         fwd = (layers[-1].y,)
-        bwd = (grad(layers[0].x), *(grad(linear.w) for linear in self.linears()))
+        bwd = (grad(layers[0].x), *(grad(name) for name in self.weights()))
         return {"fwd": fwd, "bwd": bwd, "both": fwd + bwd}[passes]
 
     def input_block(self, seed: int, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
         """Block of an input tensor from the seed alone; a saved activation from row and column panels."""
         if name in self.saved_activations():
-            return self._activation_block(seed, name, rows, cols)
+            return BlockEvaluator(self, NumpyBackend(self, seed)).activation(name, tuple(rows), tuple(cols))
         return random_block(seed, name, self.shapes()[name], rows, cols)
-
-    def _activation_block(self, seed: int, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
-        """Block of forward activation ``name``: its producing layer applied to its input's rows."""
-        producer = next((layer for layer in self.layers() if layer.y == name), None)
-        if producer is None:  # the chain's input
-            return random_block(seed, name, self.shapes()[name], rows, cols)
-        if isinstance(producer, Linear):
-            x = self._activation_block(seed, producer.x, rows, (0, producer.k))
-            return x @ random_block(seed, producer.w, (producer.k, producer.n), (0, producer.k), cols)
-        return FUNCTIONS[producer.fn].numpy(self._activation_block(seed, producer.x, rows, cols))
 
     def reference(self, seed: int, passes: str) -> dict[str, np.ndarray]:
         """Every output of ``passes`` computed densely in float64 (cached per seed)."""

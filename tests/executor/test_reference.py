@@ -16,7 +16,7 @@ from executor_cases import GEMM, MLP  # noqa: E402
 import executor.reference as reference  # noqa: E402
 from executor.reference import reference_block  # noqa: E402
 from simulator.workloads.tensors import random_block  # noqa: E402
-from simulator.workloads.elementwise import gelu, gelu_grad  # noqa: E402
+from simulator.workloads.functions import gelu, gelu_grad  # noqa: E402
 from simulator.workloads.workload import Workload  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,9 +60,9 @@ PANELS = {
     "dX": (R, C, {("X", R, (0, 8)), ("dY", R, (0, 8))}),
     "dW1": (RH, CF, {("W1", (0, 8), CF), ("W2", CF, (0, 8))}),
     "dW2": (CF, C, {("W1", (0, 8), CF)}),
-    "H": (R, CF, {("W1", (0, 8), CF)}),
+    "H": (R, CF, set()),  # summed over chunks of h, like every linear's output: X[R, c] W1[c, F]
     "Z": (R, CF, {("W1", (0, 8), CF)}),
-    "dZ": (R, CF, {("W2", CF, (0, 8))}),
+    "dZ": (R, CF, set()),  # summed over chunks of h: dY[R, c] W2[F, c]^T
     "dH": (R, CF, {("W1", (0, 8), CF), ("W2", CF, (0, 8))}),
 }
 GEMM_ODD = Workload.gemm(24, 12, 18)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from simulator.ir.ops import LOCAL_FUNCTIONS, Local
-from simulator.workloads.elementwise import FUNCTIONS, gelu, gelu_grad
+from simulator.workloads.functions import FUNCTIONS, gelu, gelu_grad
 from simulator.workloads.layers import Elementwise
 
 

@@ -1,0 +1,25 @@
+"""What every layer kind shares: gradient names, and the record of a summed product."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["Sum", "grad"]
+
+
+def grad(name: str) -> str:
+    """The name of the gradient of tensor ``name``: ``"dX"`` for ``"X"``."""
+    return "d" + name
+
+
+@dataclass(frozen=True)
+class Sum:
+    """A tensor computed as sum over chunks c of a contracted dimension of ``left(c) @ right(c)``.
+
+    ``term(ev, rows, cols, chunk)`` returns the pair (left, right) for one chunk of the block
+    [rows, cols]; it fetches them in the order that lets the second be cut from what the first built.
+    """
+
+    extent: int
+    term: Callable
