@@ -33,6 +33,7 @@ from typing import Protocol
 
 import simpy
 
+from simulator.errors import ScheduleError
 from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
 
 __all__ = ["CommBackend", "Engine", "run_plan"]
@@ -71,7 +72,7 @@ class Engine:
         self.launched = 0
 
     def run(self) -> None:
-        """Simulate to the end; ValueError naming a stuck rank if some rank cannot finish."""
+        """Simulate to the end; ScheduleError naming a stuck rank if some rank cannot finish."""
         plan = self.plan
         plan.reset()
         env = self.env
@@ -80,7 +81,7 @@ class Engine:
         env.run()
         stuck = [r for r, t in enumerate(self.finish_s) if t is None]
         if stuck:
-            raise ValueError(self._deadlock_message(stuck))
+            raise ScheduleError(self._deadlock_message(stuck))
 
     def _arrive(self, inst: Instance) -> None:
         """The last member has issued ``inst``: launch it at the latest arrival, now or later."""
