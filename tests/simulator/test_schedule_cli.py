@@ -169,3 +169,22 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_bug_is_a_traceback_and_status_1_not_a_one_line_error():
+    """A plain ValueError from inside a command is tpsim's bug, not the user's: it must not pass for bad input."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "import simulator.commands.schedule as command\n"
+              "def broken(*args, **kwargs):\n"
+              "    raise ValueError('an internal bug')\n"
+              "command.account = broken\n"
+              "from simulator.cli import main\n"
+              "sys.exit(main(['schedule', '--algo', '1d', '--gpus', '2', '--workload', 'gemm', '--m', '4', '--k', '2',"
+              " '--n', '2']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("Traceback") and done.stderr.endswith("ValueError: an internal bug\n")
+    assert "error:" not in done.stderr
