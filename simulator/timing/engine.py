@@ -34,6 +34,7 @@ from typing import Protocol
 import simpy
 
 from simulator.errors import ScheduleError
+from simulator.simpy_internals import events_scheduled
 from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
 
 __all__ = ["CommBackend", "Engine", "run_plan"]
@@ -159,11 +160,7 @@ class Engine:
 
     def events_scheduled(self) -> int | None:
         """How many simpy events the run scheduled (simpy's insertion counter), or None if unknown."""
-        counter = getattr(self.env, "_eid", None)
-        text = repr(counter)
-        if text.startswith("count(") and text.endswith(")"):
-            return int(text[6:-1])
-        return None
+        return events_scheduled(self.env)
 
     def _deadlock_message(self, stuck: list[int]) -> str:
         rank = stuck[0]
