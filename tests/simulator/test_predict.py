@@ -120,6 +120,8 @@ def test_cli_table_json_csv_png(capsys, tmp_path):
     (("--gpus", "16", "--topology", "dgx-a100"), "world size 16 needs 16 GPUs"),
     (("--gpus", "8", "--topology", "dgx-a100", "--algos", "3d"), "unknown algorithm '3d'"),
     (("--gpus", "8", "--topology", "dgx-a100", "--placement", "nope"), 'unknown placement "nope"'),
+    (("--gpus", "3", "--topology", "dgx-a100", "--algos", "2d", "--png", "never.png"),  # 2d needs a square
+     "no arrangement fits this workload: nothing to plot"),
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
     status, out, err = run(capsys, "predict", *argv, "--workload", "mlp", "--m", "64", "--hidden", "16")
