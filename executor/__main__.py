@@ -28,8 +28,12 @@ def _environment() -> tuple[int, int, int]:
     if missing:
         raise InputError(f"{', '.join(missing)} not set: start this under torchrun "
                          f"(torchrun --nproc-per-node G -m executor -- ...), or use `tpsim run` for local ranks")
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    return rank, world, int(os.environ.get("LOCAL_RANK", rank))
+    rank = os.environ["RANK"]
+    values = {"RANK": rank, "WORLD_SIZE": os.environ["WORLD_SIZE"], "LOCAL_RANK": os.environ.get("LOCAL_RANK", rank)}
+    bad = [name for name, value in values.items() if not value.isdecimal()]
+    if bad:
+        raise InputError(f"{bad[0]}={values[bad[0]]!r}: torchrun sets it to a non-negative integer")
+    return int(values["RANK"]), int(values["WORLD_SIZE"]), int(values["LOCAL_RANK"])
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -53,7 +57,7 @@ def _main(argv: list[str] | None = None) -> int:
             if local_rank >= gpus:
                 raise InputError(f"--backend nccl: LOCAL_RANK {local_rank} has no CUDA GPU "
                                  f"({gpus} visible); use --backend gloo")
-    except ValueError as error:
+    except InputError as error:
         sys.stderr.write(f"python -m executor: error: {str(error).splitlines()[0]}\n")
         return 2
     from executor.run_rank import Rendezvous, run_rank

@@ -4,9 +4,10 @@ Every sub-command module exposes ``register(subparsers)``, which adds its parser
 ``func=<callable(args) -> int>``. Registration must stay cheap: a module imports heavy dependencies
 (torch above all) inside its ``func``, so that ``tpsim predict`` never loads torch.
 
-User mistakes (bad arguments, files, logs) surface as ``ValueError`` (``InputError`` is one) or
-``OSError``, and sizes too big for this machine as ``MemoryError``; ``main`` prints them as one line on
-stderr and exits with status 2. Set ``TPSIM_DEBUG=1`` to see the traceback instead.
+User mistakes (bad arguments, files, logs) surface as ``simulator.errors.InputError`` or ``OSError``,
+and sizes too big for this machine as ``MemoryError``; ``main`` prints them as one line on stderr and
+exits with status 2. Set ``TPSIM_DEBUG=1`` to see the traceback instead. Any other exception (a plain
+``ValueError`` or ``KeyError`` included) is a bug in tpsim and keeps its traceback (exit status 1).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
-import json
 import os
 import select
 import sys
+
+from simulator.errors import InputError
 
 # Modules that add sub-commands, in the order `tpsim --help` lists them. A module that is missing
 # (a part not built yet) is skipped, so each part of tpsim can be developed and tested on its own.
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         if not _stdout_closed():
             return _input_error(args, error)
         return 141  # a reader that stopped early (`tpsim predict ... | head`), as the shell's SIGPIPE
-    except (ValueError, OSError, json.JSONDecodeError) as error:
+    except (InputError, OSError) as error:
         return _input_error(args, error)
     except ImportError as error:  # a torch-free install running an executor command
         if error.name != "torch" or os.environ.get("TPSIM_DEBUG"):

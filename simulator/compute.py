@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from simulator.errors import InputError
 from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 
@@ -68,12 +69,12 @@ class ComputeConfig:
         for name in ("gemm_efficiency", "memory_efficiency"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value <= 1):
-                raise ValueError(f"compute model: {name} must be in (0, 1], got {value!r}")
+                raise InputError(f"compute model: {name} must be in (0, 1], got {value!r}")
         after = self.gemm_efficiency_after_comm
         if after is not None and not (isinstance(after, (int, float)) and 0 < after <= 1):
-            raise ValueError(f"compute model: gemm_efficiency_after_comm must be in (0, 1] or unset, got {after!r}")
+            raise InputError(f"compute model: gemm_efficiency_after_comm must be in (0, 1] or unset, got {after!r}")
         if not (isinstance(self.half_efficiency_dim, (int, float)) and self.half_efficiency_dim >= 0):
-            raise ValueError(f"compute model: half_efficiency_dim must be >= 0, got {self.half_efficiency_dim!r}")
+            raise InputError(f"compute model: half_efficiency_dim must be >= 0, got {self.half_efficiency_dim!r}")
 
     @classmethod
     def from_sim(cls, sim: dict | None, **overrides) -> "ComputeConfig":
@@ -91,12 +92,12 @@ class ComputeModel:
         self._cache: dict[tuple, float] = {}
 
     def peak_flops(self, device: dict, dtype: str) -> float:
-        """Dense peak FLOP/s of ``device`` for ``dtype``; ValueError when the device lists none."""
+        """Dense peak FLOP/s of ``device`` for ``dtype``; InputError when the device lists none."""
         rates = device.get("peak_tflops", {})
         if dtype == "float32" and self.config.allow_tf32 and "tfloat32" in rates:
             dtype = "tfloat32"
         if dtype not in rates:
-            raise ValueError(f"device {device.get('name', '?')} has no peak_tflops for {dtype}; "
+            raise InputError(f"device {device.get('name', '?')} has no peak_tflops for {dtype}; "
                              f"it lists: {', '.join(rates) or 'none'}")
         return float(rates[dtype]) * 1e12
 

@@ -16,3 +16,13 @@ class NotApplicable(InputError):
     skipped row with the message as the reason, e.g. ``"summa25d on [4,4,4]: M=100 must be divisible by
     d*q = 16"``.
     """
+
+
+class ScheduleError(InputError):
+    """A schedule that is malformed or cannot run: an undeclared buffer or group, shapes that disagree,
+    a handle never waited for, collectives that do not match, a deadlock.
+
+    The message names the first such place, e.g. ``"rank 3 step 7 (wait h2): no asynchronous op with
+    handle 'h2' is in flight"``. A schedule file can carry any of these; a generated schedule that
+    raises one is a generator bug.
+    """

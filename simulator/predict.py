@@ -2,9 +2,10 @@
 
 Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` on P; ``2d`` on [q, q, 1] with
 q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on every [q, q, c] with c | q.
-Each arrangement is built for the workload; one whose sizes do not divide (``build_schedule`` raises
-ValueError) or whose placement does not fit (a ``TopologyError``) is reported as skipped with that
-reason. Every other is simulated on the flow network (``simulator.timing.simulation``, contention included)
+Each arrangement is built for the workload; one that does not apply, because its sizes do not divide
+(``build_schedule`` raises ``NotApplicable``) or its placement does not fit (``PlacementDoesNotFit``, also
+a ``NotApplicable``), is reported as skipped with that reason. Any other exception propagates: a user's
+mistake (an unknown placement) stops the whole prediction, and a bug is never dressed up as a skip. Every other is simulated on the flow network (``simulator.timing.simulation``, contention included)
 and timed by the analytic, contention-free model (``simulator.timing.critical_path``) as a bound, then the
 list is ranked by simulated time (ties: algorithm, then grid, then placement, in listing order).
 
@@ -28,6 +29,7 @@ import networkx as nx
 
 from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm,
                                            legal_grids)
+from simulator.errors import InputError, NotApplicable
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
@@ -98,7 +100,7 @@ def arrangements(gpus: int, algorithms: Iterable[str] = ALGORITHMS, placements: 
     """Every arrangement of ``gpus`` GPUs, in listing order: algorithm, then grid (largest q first),
     then placement; with ``overlap``, each 2d/summa25d arrangement also with SUMMA prefetch."""
     if not (isinstance(gpus, int) and gpus >= 1):
-        raise ValueError(f"--gpus must be a positive integer, got {gpus!r}")
+        raise InputError(f"--gpus must be a positive integer, got {gpus!r}")
     out = []
     for algorithm in dict.fromkeys(canonical_algorithm(a) for a in algorithms):
         for grid in legal_grids(algorithm, gpus):
@@ -123,14 +125,14 @@ def _build(a: Arrangement, workload: Workload, passes: str, dtype: str) -> Sched
 
 def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str = "both", dtype: str = "bfloat16",
                 algorithms: dict[str, str] | None = None, router=None) -> Prediction:
-    """Build, simulate and bound one arrangement; a ValueError on the way makes it a skipped row."""
+    """Build, simulate and bound one arrangement; a NotApplicable on the way makes it a skipped row."""
     from simulator.timing.critical_path import analyze
     from simulator.timing.simulation import plan_on_graph, simulate
 
     try:
         schedule = _build(a, workload, passes, dtype)
         plan = plan_on_graph(schedule, G, a.placement)
-    except ValueError as error:  # sizes that do not divide, a placement that does not fit
+    except NotApplicable as error:  # sizes that do not divide, a placement that does not fit
         return Prediction(a, skipped=str(error).splitlines()[0])
     sim = simulate(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
     bound = analyze(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)

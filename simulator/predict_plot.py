@@ -7,6 +7,8 @@ matplotlib's Agg backend (no display needed).
 
 from __future__ import annotations
 
+from simulator.errors import InputError
+
 __all__ = ["plot_predictions"]
 
 
@@ -19,7 +21,7 @@ def plot_predictions(rows, path: str, title: str = "") -> None:
 
     ok = [r for r in rows if not r.skipped]
     if not ok:
-        raise ValueError("no arrangement fits this workload: nothing to plot")
+        raise InputError("no arrangement fits this workload: nothing to plot")
     labels = [r.arrangement.label for r in ok]
     ms = 1e3
     compute = [r.compute_s * ms for r in ok]

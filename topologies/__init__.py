@@ -9,7 +9,7 @@ per link bundle, each with ``bandwidth_GBps`` (per direction), ``latency_us`` an
 """
 
 from topologies.bisection import bisection_GBps
-from topologies.errors import TopologyError
+from topologies.errors import PlacementDoesNotFit, TopologyError
 from topologies.loader import load_topology, save_topology
 from topologies.placement import PLACEMENTS, resolve_placement
 from topologies.presets import PRESETS
@@ -26,5 +26,6 @@ __all__ = [
     "PLACEMENTS",
     "PRESETS",
     "TopologyError",
+    "PlacementDoesNotFit",
     "bisection_GBps",
 ]

@@ -34,7 +34,7 @@ from typing import Callable
 
 import networkx as nx
 
-from topologies.errors import TopologyError
+from topologies.errors import PlacementDoesNotFit, TopologyError
 from topologies.validate import gpu_nodes
 
 __all__ = ["resolve_placement", "PLACEMENTS", "placement_indices"]
@@ -42,12 +42,14 @@ __all__ = ["resolve_placement", "PLACEMENTS", "placement_indices"]
 
 def _grid(name: str, world_size: int, grid) -> tuple[int, int]:
     if grid is None:
-        raise TopologyError(f"placement {name} needs a grid [q,q,d]")
+        raise PlacementDoesNotFit(f"placement {name} needs a grid [q,q,d]")
     if len(grid) != 3 or grid[0] != grid[1]:
-        raise TopologyError(f"placement {name} needs a grid [q,q,d] with equal first two factors, got {list(grid)}")
+        raise PlacementDoesNotFit(
+            f"placement {name} needs a grid [q,q,d] with equal first two factors, got {list(grid)}"
+        )
     q, _, d = grid
     if q * q * d != world_size:
-        raise TopologyError(
+        raise PlacementDoesNotFit(
             f"placement {name}: grid [{q},{q},{d}] has q*q*d = {q * q * d} ranks, world size is {world_size}"
         )
     return q, d
@@ -102,14 +104,16 @@ def placement_indices(spec: str | None, n_gpus: int, world_size: int, grid=None)
     if not (isinstance(world_size, int) and world_size >= 1):
         raise TopologyError(f"placement: world size must be a positive integer, got {world_size!r}")
     if world_size > n_gpus:
-        raise TopologyError(f"placement: world size {world_size} needs {world_size} GPUs, the topology has {n_gpus}")
+        raise PlacementDoesNotFit(
+            f"placement: world size {world_size} needs {world_size} GPUs, the topology has {n_gpus}"
+        )
     name = spec or "linear"
     if name in PLACEMENTS:
         indices, origin = PLACEMENTS[name](world_size, grid), name
     elif os.path.isfile(name) or name.endswith((".json", ".txt")):
         indices, origin = _read_file(name), f"placement file {name}"
         if len(indices) != world_size:
-            raise TopologyError(f"{origin} lists {len(indices)} GPUs for world size {world_size}")
+            raise PlacementDoesNotFit(f"{origin} lists {len(indices)} GPUs for world size {world_size}")
     else:
         raise TopologyError(f'unknown placement "{name}", known: {", ".join(PLACEMENTS)}, or a file of GPU indices')
     owner: dict[int, int] = {}
@@ -125,8 +129,9 @@ def placement_indices(spec: str | None, n_gpus: int, world_size: int, grid=None)
 def resolve_placement(spec: str | None, G: nx.DiGraph, world_size: int, grid=None) -> list[str]:
     """Rank -> GPU node name; ``spec`` is None/"linear", another name in PLACEMENTS, or a file path.
 
-    Raises TopologyError for too few GPUs, duplicates, out-of-range indices, a wrong count in a file,
-    a grid that does not match the world size, or an unknown name.
+    Raises PlacementDoesNotFit (a TopologyError) for too few GPUs, a wrong count in a file or a grid
+    that does not match the world size, and TopologyError for duplicates, out-of-range indices or an
+    unknown name.
     """
     gpus = gpu_nodes(G)
     return [gpus[index] for index in placement_indices(spec, len(gpus), world_size, grid)]

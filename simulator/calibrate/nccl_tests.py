@@ -99,7 +99,8 @@ def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
                 if prefix[:3] != ["size", "count", "type"]:
                     raise InputError(f"{where}: an nccl-tests header starts size count type, got {' '.join(prefix)}")
             elif words[:1] == ["nThread"] and "nGpus" in words:
-                n_gpus = int(words[words.index("nGpus") + 1])
+                after = words[words.index("nGpus") + 1:]
+                n_gpus = _number(after[0] if after else "(none)", int, where, "nGpus")
             elif words[:1] == ["Rank"]:
                 listed += 1
             elif "Collective test starting:" in stripped:

@@ -228,8 +228,8 @@ def _all_arrived(env: simpy.Environment, events: list) -> simpy.Event:
             done.succeed()
 
     for event in events:
-        if event.callbacks is None:
-            arrived(event)  # processed already
+        if event.processed:
+            arrived(event)
         else:
             event.callbacks.append(arrived)
     return done

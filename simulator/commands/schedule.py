@@ -48,9 +48,9 @@ def _rank_range(text: str | None, world: int) -> list[int] | None:
         first, _, last = text.partition("-")
         ranks = list(range(int(first), int(last or first) + 1))
     except ValueError:
-        raise ValueError(f"--ranks {text!r}: expected R or R0-R1, e.g. 0-7") from None
+        raise InputError(f"--ranks {text!r}: expected R or R0-R1, e.g. 0-7") from None
     if not ranks or ranks[0] < 0 or ranks[-1] >= world:
-        raise ValueError(f"--ranks {text!r}: ranks run 0..{world - 1}")
+        raise InputError(f"--ranks {text!r}: ranks run 0..{world - 1}")
     return ranks
 
 

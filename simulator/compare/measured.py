@@ -193,5 +193,17 @@ def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, so
             "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype,
             "backend": record.get("backend"), "topology": G.graph.get("name"),
             "placement": placement or "linear", "measured_file": source}
-    iterations = tuple(float(i["time_s"]) for i in record["iterations"]) or (float(record["time_s"]),)
-    return Comparison(float(record["time_s"]), result.makespan_s, rows, iterations, meta, record, result)
+    where = source or "measured run"
+    if not isinstance(record["iterations"], list) or not all(isinstance(i, dict) for i in record["iterations"]):
+        raise InputError(f"{where}: iterations must be a list of {{time_s, ...}} objects")
+    iterations = tuple(_seconds(i.get("time_s"), f"{where}: iterations[{n}] time_s")
+                       for n, i in enumerate(record["iterations"]))
+    time_s = _seconds(record["time_s"], f"{where}: time_s")
+    return Comparison(time_s, result.makespan_s, rows, iterations or (time_s,), meta, record, result)
+
+
+def _seconds(value, where: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: expected a number of seconds, got {value!r}") from None

@@ -1,12 +1,13 @@
 """Static checks of a Schedule, one rank at a time: declarations, shapes, handles and buffer hazards.
 
-``simulator.ir.validate`` runs these first, then the cross-rank dry run. Each check raises ValueError
+``simulator.ir.validate`` runs these first, then the cross-rank dry run. Each check raises ScheduleError
 naming the rank, the step and the op. ``check_workload`` (run on loading a file, and by the
 interpreter) holds the metadata to the blocks: the workload, its pass and the global tensors agree.
 """
 
 from __future__ import annotations
 
+from simulator.errors import ScheduleError
 from simulator.gcpause import paused_gc
 from simulator.ir.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
                               Wait)
@@ -15,11 +16,11 @@ from simulator.workloads.workload import FIELDS, PASSES, Workload
 
 
 def check_static(schedule: Schedule) -> None:
-    """Raise ValueError at the first ill-formed declaration or op."""
+    """Raise ScheduleError at the first ill-formed declaration or op."""
     if schedule.dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype {schedule.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
+        raise ScheduleError(f"dtype {schedule.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
     if len(schedule.buffers) != schedule.world_size:
-        raise ValueError(f"{schedule.world_size} programs but {len(schedule.buffers)} buffer declarations")
+        raise ScheduleError(f"{schedule.world_size} programs but {len(schedule.buffers)} buffer declarations")
     _check_groups(schedule)
     _check_blocks(schedule)
     with paused_gc():
@@ -32,20 +33,20 @@ def check_workload(schedule: Schedule) -> Workload:
 
     The interpreter and the executor make inputs and reference outputs from the workload and the pass
     alone, so a schedule whose blocks disagree with them (a hand-edited file) would fail with a missing
-    tensor or, worse, compare the wrong numbers. ValueError names the disagreement and what would fit.
+    tensor or, worse, compare the wrong numbers. ScheduleError names the disagreement and what would fit.
     """
     workload = Workload.from_dict(schedule.workload)
     passes = schedule.passes
     if passes not in PASSES:
-        raise ValueError(f"pass {passes!r} unknown; valid: {', '.join(PASSES)}")
+        raise ScheduleError(f"pass {passes!r} unknown; valid: {', '.join(PASSES)}")
     shapes = workload.shapes()
     for name, shape in schedule.tensors.items():
         if name not in shapes:
             owners = [other for other in FIELDS if set(schedule.tensors) <= set(Workload(other, 1, 1, 1).shapes())]
             hint = f"; the tensors are {owners[0]}'s" if owners else ""
-            raise ValueError(f"tensor {name!r} is not one of workload {workload.name}'s ({', '.join(shapes)}){hint}")
+            raise ScheduleError(f"tensor {name!r} is not one of workload {workload.name}'s ({', '.join(shapes)}){hint}")
         if tuple(shape) != shapes[name]:
-            raise ValueError(f"tensor {name} is {list(shape)}, but workload {workload.label()} makes it "
+            raise ScheduleError(f"tensor {name} is {list(shape)}, but workload {workload.label()} makes it "
                              f"{list(shapes[name])}")
     named = {role: list(dict.fromkeys(block.tensor for block in blocks))
              for role, blocks in (("input", schedule.inputs), ("output", schedule.outputs))}
@@ -54,7 +55,7 @@ def check_workload(schedule: Schedule) -> Workload:
             fits = [p for p in PASSES if set(named["input"]) == set(workload.input_names(p))
                     and set(named["output"]) == set(workload.output_names(p))]
             hint = f"; the blocks fit pass {fits[0]}" if fits else ""
-            raise ValueError(f"pass {passes} of {workload.name} has {role}s {', '.join(expected)}, but the {role} "
+            raise ScheduleError(f"pass {passes} of {workload.name} has {role}s {', '.join(expected)}, but the {role} "
                              f"blocks name {', '.join(named[role]) or 'none'}{hint}")
     return workload
 
@@ -62,12 +63,12 @@ def check_workload(schedule: Schedule) -> Workload:
 def _check_groups(schedule: Schedule) -> None:
     for name, ranks in schedule.groups.items():
         if not ranks:
-            raise ValueError(f"group {name!r} is empty")
+            raise ScheduleError(f"group {name!r} is empty")
         if len(set(ranks)) != len(ranks):
-            raise ValueError(f"group {name!r} lists a rank twice: {list(ranks)}")
+            raise ScheduleError(f"group {name!r} lists a rank twice: {list(ranks)}")
         bad = [r for r in ranks if not 0 <= r < schedule.world_size]
         if bad:
-            raise ValueError(f"group {name!r}: rank {bad[0]} outside 0..{schedule.world_size - 1}")
+            raise ScheduleError(f"group {name!r}: rank {bad[0]} outside 0..{schedule.world_size - 1}")
 
 
 def _check_blocks(schedule: Schedule) -> None:
@@ -75,15 +76,15 @@ def _check_blocks(schedule: Schedule) -> None:
         for block in blocks:
             where = f"{role} block {block.tensor}[{block.rows}, {block.cols}] on rank {block.rank}"
             if not 0 <= block.rank < schedule.world_size:
-                raise ValueError(f"{where}: no such rank")
+                raise ScheduleError(f"{where}: no such rank")
             if block.tensor not in schedule.tensors:
-                raise ValueError(f"{where}: tensor {block.tensor!r} is not declared")
+                raise ScheduleError(f"{where}: tensor {block.tensor!r} is not declared")
             rows, cols = schedule.tensors[block.tensor]
             if not (0 <= block.rows[0] < block.rows[1] <= rows and 0 <= block.cols[0] < block.cols[1] <= cols):
-                raise ValueError(f"{where}: outside the tensor's shape ({rows}, {cols})")
+                raise ScheduleError(f"{where}: outside the tensor's shape ({rows}, {cols})")
             spec = schedule.spec(block.rank, block.buffer)
             if tuple(spec.shape) != block.shape:
-                raise ValueError(f"{where}: buffer {block.buffer!r} has shape {spec.shape}, block is {block.shape}")
+                raise ScheduleError(f"{where}: buffer {block.buffer!r} has shape {spec.shape}, block is {block.shape}")
 
 
 def effective_writes(schedule: Schedule, rank: int, op: Op) -> set[str]:
@@ -95,8 +96,8 @@ def effective_writes(schedule: Schedule, rank: int, op: Op) -> set[str]:
     return set(op.writes())
 
 
-def _fail(rank: int, step: int, op: Op, message: str) -> ValueError:
-    return ValueError(f"rank {rank} step {step} ({op.short()}): {message}")
+def _fail(rank: int, step: int, op: Op, message: str) -> ScheduleError:
+    return ScheduleError(f"rank {rank} step {step} ({op.short()}): {message}")
 
 
 def _check_program(schedule: Schedule, rank: int) -> None:
@@ -113,7 +114,7 @@ def _check_program(schedule: Schedule, rank: int) -> None:
                 _check_comm(schedule, rank, op)
             else:
                 _check_compute(declared, op)
-        except ValueError as error:
+        except ScheduleError as error:
             raise _fail(rank, step, op, str(error)) from None
         if in_flight:
             op_writes, op_reads = effective_writes(schedule, rank, op), set(op.reads())
@@ -141,49 +142,49 @@ def _check_compute(declared: dict, op: Op) -> None:
     if isinstance(op, Gemm):
         a, b, out = declared[op.a].shape, declared[op.b].shape, declared[op.out].shape
         if len(a) != 2 or len(b) != 2 or len(out) != 2:
-            raise ValueError("gemm operands must be 2-D")
+            raise ScheduleError("gemm operands must be 2-D")
         m, k = (a[1], a[0]) if op.trans_a else a
         k2, n = (b[1], b[0]) if op.trans_b else b
         if k != k2 or out != (m, n):
-            raise ValueError(f"shapes do not multiply: {op.a}{a} x {op.b}{b} -> {op.out}{out}")
+            raise ScheduleError(f"shapes do not multiply: {op.a}{a} x {op.b}{b} -> {op.out}{out}")
     elif isinstance(op, Local):
         shapes = {name: declared[name].shape for name in op.inputs + (op.out,)}
         if len(set(shapes.values())) > 1:
-            raise ValueError(f"elementwise operands differ in shape: {shapes}")
+            raise ScheduleError(f"elementwise operands differ in shape: {shapes}")
     elif isinstance(op, Slice):
         src, out = declared[op.src].shape, declared[op.out].shape
         if len(src) != 2 or len(out) != 2:
-            raise ValueError("slice operands must be 2-D")
+            raise ScheduleError("slice operands must be 2-D")
         extents = []
         for region, whole, label in ((op.src_rows, src[0], "src_rows"), (op.src_cols, src[1], "src_cols"),
                                      (op.out_rows, out[0], "out_rows"), (op.out_cols, out[1], "out_cols")):
             start, stop = (0, whole) if region is None else region
             if not 0 <= start < stop <= whole:
-                raise ValueError(f"{label} {region} outside 0..{whole}")
+                raise ScheduleError(f"{label} {region} outside 0..{whole}")
             extents.append(stop - start)
         if extents[:2] != extents[2:]:
-            raise ValueError(f"source region {tuple(extents[:2])} and target region {tuple(extents[2:])} differ")
+            raise ScheduleError(f"source region {tuple(extents[:2])} and target region {tuple(extents[2:])} differ")
 
 
 def _check_comm(schedule: Schedule, rank: int, op: CommOp) -> None:
     if isinstance(op, (Send, Recv)):
         if not 0 <= op.peer < schedule.world_size or op.peer == rank:
-            raise ValueError(f"peer {op.peer} must be another rank in 0..{schedule.world_size - 1}")
+            raise ScheduleError(f"peer {op.peer} must be another rank in 0..{schedule.world_size - 1}")
         return
     members = schedule.groups.get(op.group) or schedule.group_ranks(op.group)  # group_ranks raises, naming it
     if rank not in members:
-        raise ValueError(f"rank {rank} is not a member of group {op.group!r} {list(members)}")
+        raise ScheduleError(f"rank {rank} is not a member of group {op.group!r} {list(members)}")
     root = getattr(op, "root", None)
     if root is not None and not 0 <= root < len(members):
-        raise ValueError(f"root {root} is not a group-local rank of {op.group!r} (0..{len(members) - 1})")
+        raise ScheduleError(f"root {root} is not a group-local rank of {op.group!r} (0..{len(members) - 1})")
     if isinstance(op, Reduce) and members[root] == rank:
         schedule.spec(rank, op.out)
     if isinstance(op, (AllGather, ReduceScatter)):
         small, big = (op.inp, op.out) if isinstance(op, AllGather) else (op.out, op.inp)
         part, whole = list(schedule.spec(rank, small).shape), list(schedule.spec(rank, big).shape)
         if not 0 <= op.axis < len(whole):
-            raise ValueError(f"axis {op.axis} out of range for shape {tuple(whole)}")
+            raise ScheduleError(f"axis {op.axis} out of range for shape {tuple(whole)}")
         part[op.axis] *= len(members)
         if part != whole:
-            raise ValueError(f"{small} x {len(members)} along axis {op.axis} is {tuple(part)}, "
+            raise ScheduleError(f"{small} x {len(members)} along axis {op.axis} is {tuple(part)}, "
                              f"but {big} is {tuple(whole)}")

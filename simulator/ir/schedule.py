@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from simulator.errors import ScheduleError
 from simulator.ir.ops import CommOp, Gemm, Local, Op, Slice
 
 DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
@@ -40,9 +41,9 @@ class BufferSpec:
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_BYTES:
-            raise ValueError(f"buffer dtype {self.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
+            raise ScheduleError(f"buffer dtype {self.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
         if not self.shape or any(int(n) < 1 for n in self.shape):
-            raise ValueError(f"buffer shape {self.shape} must have positive extents")
+            raise ScheduleError(f"buffer shape {self.shape} must have positive extents")
 
     @property
     def numel(self) -> int:
@@ -96,18 +97,18 @@ class Schedule:
         return len(self.programs)
 
     def spec(self, rank: int, buffer: str) -> BufferSpec:
-        """The declaration of ``buffer`` on ``rank``; ValueError naming both when undeclared."""
+        """The declaration of ``buffer`` on ``rank``; ScheduleError naming both when undeclared."""
         try:
             return self.buffers[rank][buffer]
         except KeyError:
-            raise ValueError(f"rank {rank}: buffer {buffer!r} is not declared") from None
+            raise ScheduleError(f"rank {rank}: buffer {buffer!r} is not declared") from None
 
     def group_ranks(self, name: str) -> tuple[int, ...]:
         """The global ranks of group ``name``, in group-local order."""
         try:
             return self.groups[name]
         except KeyError:
-            raise ValueError(f"group {name!r} is not declared") from None
+            raise ScheduleError(f"group {name!r} is not declared") from None
 
     def payload_bytes(self, rank: int, op: Op) -> int:
         """This rank's payload in ``op``: the bytes of its own buffer in a communication op, else 0."""

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import InputError
+from simulator.errors import InputError, ScheduleError
 from simulator.ir.checks import check_workload
 from simulator.ir.ops import OP_TYPES, Op
 from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
@@ -94,7 +94,7 @@ def op_from_dict(record: Any, where: str) -> Op:
         values[name] = _convert(f.type, record[name], f"{where}: {kind}.{name}")
     try:
         return cls(**values)
-    except ValueError as error:
+    except InputError as error:
         raise InputError(f"{where}: {error}") from None
 
 
@@ -171,8 +171,8 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
                 raise InputError(f"{at}: expected {{shape, dtype}}")
             try:
                 specs[name] = BufferSpec(_int_list(spec.get("shape"), at + " shape"), spec.get("dtype"))
-            except ValueError as error:
-                raise InputError(f"{at}: {error}") from None
+            except ScheduleError as error:
+                raise ScheduleError(f"{at}: {error}") from None
         buffers.append(specs)
     programs = []
     for rank, program in enumerate(_require(data, "programs", list, where)):
@@ -201,8 +201,8 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
     )
     try:
         check_workload(schedule)
-    except ValueError as error:
-        raise InputError(f"{where}: {error}") from None
+    except InputError as error:  # a ScheduleError, or a workload that Workload.from_dict refuses
+        raise ScheduleError(f"{where}: {error}") from None
     return schedule
 
 
@@ -257,6 +257,6 @@ def load_schedule(path: str | os.PathLike) -> Schedule:
     schedule = schedule_from_dict(data, str(path))
     try:
         validate_schedule(schedule)
-    except ValueError as error:
-        raise InputError(f"{path}: {error}") from None
+    except ScheduleError as error:
+        raise ScheduleError(f"{path}: {error}") from None
     return schedule

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from typing import Callable
 
+from simulator.errors import ScheduleError
 from simulator.gcpause import paused_gc
 from simulator.ir.ops import AllGather, CommOp, Op, Recv, Reduce, ReduceScatter, Send, Wait
 from simulator.ir.schedule import Schedule
@@ -52,7 +53,7 @@ class Walker:
 
     ``on_compute(rank, op)`` runs for every non-communication op in program order; ``on_complete(instance)``
     runs once per collective or send/recv pair, when its last participant issues it (its ``arrived``
-    maps each participating rank to (step, op, signature)). ``run`` raises ValueError on a mismatch or
+    maps each participating rank to (step, op, signature)). ``run`` raises ScheduleError on a mismatch or
     a deadlock.
     """
 
@@ -76,7 +77,7 @@ class Walker:
         stuck = [r for r in range(self.s.world_size)
                  if r in self.blocked_on or self.pc[r] < len(self.s.programs[r])]
         if stuck:
-            raise ValueError(self._deadlock_message(stuck))
+            raise ScheduleError(self._deadlock_message(stuck))
 
     def _advance(self, rank: int) -> None:
         program = self.s.programs[rank]
@@ -136,12 +137,12 @@ class Walker:
             instance.signature = signature
         elif signature != instance.signature:
             other, (other_step, other_op, other_signature) = next(iter(arrived.items()))
-            raise ValueError(
+            raise ScheduleError(
                 f"mismatch in {instance.label}: {_describe(rank, step, op)} has {signature} but "
                 f"{_describe(other, other_step, other_op)} has {other_signature}")
         if isinstance(op, Reduce) and self.s.groups[op.group][op.root] == rank:
             if self.s.spec(rank, op.out).shape != self.s.spec(rank, op.buf).shape:
-                raise ValueError(f"{_describe(rank, step, op)}: root's out and buf shapes differ")
+                raise ScheduleError(f"{_describe(rank, step, op)}: root's out and buf shapes differ")
         arrived[rank] = (step, op, signature)
         if len(arrived) == instance.expected:
             del self.instances[key]

@@ -54,6 +54,7 @@ from simulator.errors import InputError
 from simulator.network.fairness import component, components, fill
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.network.routes import HopRouter, LinkTable, Route
+from simulator.simpy_internals import succeed_later
 
 __all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
 
@@ -251,9 +252,7 @@ class FlowNetwork:
 
     def _arrive_later(self, event: simpy.Event, value, delay: float) -> None:
         # A triggered event scheduled ``delay`` ahead: what simpy's Timeout does, without a second event.
-        event._ok = True
-        event._value = value
-        self.env.schedule(event, delay=delay)
+        succeed_later(self.env, event, value, delay)
 
     def _log(self, flow: _Flow, what: str, rate: float | None = None) -> None:
         self.timeline.append(FlowEvent(self.env.now, flow.label, what, None if rate is None else rate / 1e9))
@@ -371,7 +370,7 @@ class FlowNetwork:
                 for link in flow.links:
                     bytes_done[link] += nbytes
         busy_s, busy_since = self._busy_s, self._busy_since
-        schedule, timeline = self.env.schedule, self.timeline
+        env, timeline = self.env, self.timeline
         touched: dict[int, None] = {}
         for flow in drained:
             fid, w = flow.fid, flow.weight
@@ -387,10 +386,7 @@ class FlowNetwork:
                     busy_s[link] += now - busy_since[link]
             if timeline is not None:
                 self._log(flow, "drain")
-            event = flow.event  # succeeds one route latency later (what simpy's Timeout does)
-            event._ok = True
-            event._value = flow.nbytes
-            schedule(event, delay=flow.latency_s)
+            succeed_later(env, flow.event, flow.nbytes, flow.latency_s)  # one route latency later
         if touched:
             stamp = -self.fills - 1  # a mark no fill uses
             seeds: list[_Flow] = []

@@ -23,6 +23,7 @@ from typing import Callable
 import networkx as nx
 
 from simulator.compute import ComputeConfig
+from simulator.errors import ScheduleError
 from simulator.ir.schedule import Schedule
 from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
 from simulator.timing.results import RankTimes, SimResult, Timeline
@@ -45,7 +46,7 @@ class CriticalPath:
 
 
 def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> CriticalPath:
-    """Walk ``plan`` with every instance lasting ``comm_time(instance)``; ValueError on a deadlock."""
+    """Walk ``plan`` with every instance lasting ``comm_time(instance)``; ScheduleError on a deadlock."""
     plan.reset()
     out = CriticalPath(plan)
     world = len(plan.items)
@@ -111,9 +112,9 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> Critica
     if stuck:
         rank = stuck[0]
         inst, step = pending[rank]
-        raise ValueError(f"deadlock: rank {rank} is blocked at step {step} "
-                         f"({plan.schedule.programs[rank][step].short()}) in {inst.label()}; "
-                         f"{len(stuck)} of {world} ranks never finish")
+        raise ScheduleError(f"deadlock: rank {rank} is blocked at step {step} "
+                            f"({plan.schedule.programs[rank][step].short()}) in {inst.label()}; "
+                            f"{len(stuck)} of {world} ranks never finish")
     fill_timeline(plan, out.starts, out.ends)
     return out
 

@@ -33,6 +33,8 @@ from typing import Protocol
 
 import simpy
 
+from simulator.errors import ScheduleError
+from simulator.simpy_internals import events_scheduled
 from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
 
 __all__ = ["CommBackend", "Engine", "run_plan"]
@@ -71,7 +73,7 @@ class Engine:
         self.launched = 0
 
     def run(self) -> None:
-        """Simulate to the end; ValueError naming a stuck rank if some rank cannot finish."""
+        """Simulate to the end; ScheduleError naming a stuck rank if some rank cannot finish."""
         plan = self.plan
         plan.reset()
         env = self.env
@@ -80,7 +82,7 @@ class Engine:
         env.run()
         stuck = [r for r, t in enumerate(self.finish_s) if t is None]
         if stuck:
-            raise ValueError(self._deadlock_message(stuck))
+            raise ScheduleError(self._deadlock_message(stuck))
 
     def _arrive(self, inst: Instance) -> None:
         """The last member has issued ``inst``: launch it at the latest arrival, now or later."""
@@ -158,11 +160,7 @@ class Engine:
 
     def events_scheduled(self) -> int | None:
         """How many simpy events the run scheduled (simpy's insertion counter), or None if unknown."""
-        counter = getattr(self.env, "_eid", None)
-        text = repr(counter)
-        if text.startswith("count(") and text.endswith(")"):
-            return int(text[6:-1])
-        return None
+        return events_scheduled(self.env)
 
     def _deadlock_message(self, stuck: list[int]) -> str:
         rank = stuck[0]

@@ -18,6 +18,7 @@ A rank's plan is a list of tuples, one per item:
 from __future__ import annotations
 
 from simulator.compute import ComputeModel
+from simulator.errors import ScheduleError
 from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
                               Wait)
 from simulator.ir.schedule import Schedule
@@ -128,13 +129,13 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
             if role == 4:
                 inst = handles.pop(op.handle, None)
                 if inst is None:
-                    raise ValueError(f"rank {rank} step {step}: wait for handle {op.handle!r}, which no "
-                                     f"earlier op of this rank issued")
+                    raise ScheduleError(f"rank {rank} step {step}: wait for handle {op.handle!r}, which no "
+                                        f"earlier op of this rank issued")
                 items.append((WAIT, inst, step))
                 continue
             spec = buffers.get(op.payload_buffer())
             if spec is None:
-                raise ValueError(f"rank {rank} step {step}: buffer {op.payload_buffer()!r} is not declared")
+                raise ScheduleError(f"rank {rank} step {step}: buffer {op.payload_buffer()!r} is not declared")
             nbytes = nbytes_of.get(id(spec))
             if nbytes is None:
                 nbytes = nbytes_of[id(spec)] = spec.nbytes
@@ -144,7 +145,7 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
                 issued[group] = n + 1
                 seen = per_group.get(group)
                 if seen is None:
-                    raise ValueError(f"rank {rank} step {step}: group {group!r} is not declared")
+                    raise ScheduleError(f"rank {rank} step {step}: group {group!r} is not declared")
                 if n < len(seen):
                     inst = seen[n]
                 else:
@@ -154,7 +155,7 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
                     instances.append(inst)
             else:
                 if not 0 <= op.peer < world:
-                    raise ValueError(f"rank {rank} step {step}: peer {op.peer} outside 0..{world - 1}")
+                    raise ScheduleError(f"rank {rank} step {step}: peer {op.peer} outside 0..{world - 1}")
                 pair = (rank, op.peer) if role == 2 else (op.peer, rank)
                 side = (role == 2, *pair)
                 n = p2p_issued.get(side, 0)

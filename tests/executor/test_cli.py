@@ -135,6 +135,14 @@ def test_the_torchrun_entry_point_outside_torchrun_is_one_line_exit_2(monkeypatc
     assert "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set: start this under torchrun" in err
 
 
+def test_the_torchrun_entry_point_with_a_rank_that_is_not_a_number_is_one_line_exit_2(monkeypatch, capsys):
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "four"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "1")):
+        monkeypatch.setenv(name, value)
+    assert executor_main([*SMALL_2D]) == 2
+    err = capsys.readouterr().err
+    assert err == "python -m executor: error: WORLD_SIZE='four': torchrun sets it to a non-negative integer\n"
+
+
 @pytest.mark.skipif(gpu_count() > 0, reason="this machine has CUDA")
 def test_the_torchrun_entry_point_with_nccl_and_no_gpu_is_one_line_exit_2(monkeypatch, capsys):
     monkeypatch.setenv("RANK", "0")

@@ -98,6 +98,9 @@ def test_the_trace_holds_both_runs_as_separate_processes_and_the_png_is_drawn(me
     ({"format": "tpsim-bench"}, None, "not a measured run (format 'tpsim-bench'"),
     ({"version": 0}, None, "measured-run version 0; this tpsim reads version 1"),
     ({}, "ops", "measured run lacks ops"),
+    ({"time_s": "fast"}, None, "bad.json: time_s: expected a number of seconds, got 'fast'"),
+    ({"iterations": [{"time_s": None}]}, None, "bad.json: iterations[0] time_s: expected a number of seconds"),
+    ({"iterations": 3}, None, "bad.json: iterations must be a list of {time_s, ...} objects"),
 ])
 def test_other_formats_and_older_versions_are_one_line_and_exit_2(measured, tmp_path, capsys, change, drop,
                                                                   message):

@@ -8,10 +8,12 @@ whole (time, rank, event) lists.
 from __future__ import annotations
 
 import pytest
+import simpy
 
 from simulator.algorithms.registry import build_schedule
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
+from simulator.simpy_internals import events_scheduled, succeed_later
 from simulator.timing.critical_path import critical_path
 from simulator.timing.engine import run_plan
 from simulator.timing.plan import compile_schedule
@@ -175,3 +177,54 @@ def test_engine_and_critical_path_agree_op_for_op(algo, grid, gpus, workload):
     assert (engine.comm_s, engine.wait_s, engine.finish_s) == (walk.comm_s, walk.wait_s, walk.finish_s)
     for rank in range(s.world_size):
         assert engine.finish_s[rank] == plan.compute_s[rank] + engine.comm_s[rank] + engine.wait_s[rank]
+
+
+def _processing_order(make_event) -> tuple[list[tuple], int]:
+    """(time, label, ok, value) in the order simpy processes a mix of equal-time events: plain timeouts,
+    two processes' steps, and events from ``make_event(env, delay, value)``; and the events scheduled."""
+    env = simpy.Environment()
+    seen = []
+
+    def note(label):
+        return lambda event: seen.append((env.now, label, event.ok, event.value))
+
+    def process(name):
+        yield env.timeout(1.0)
+        seen.append((env.now, name, True, None))
+        yield env.timeout(0.0)
+        seen.append((env.now, name + "'", True, None))
+
+    env.process(process("p0"))
+    for i, delay in enumerate((1.0, 0.0, 1.0, 2.0, 1.0)):
+        make_event(env, delay, i).callbacks.append(note(f"e{i}"))
+        env.timeout(delay).callbacks.append(note(f"t{i}"))
+    env.process(process("p1"))
+    env.run()
+    return seen, events_scheduled(env)
+
+
+def test_succeed_later_is_processed_where_a_simpy_timeout_would_be_among_ties():
+    """The flow network's pre-made events must keep simpy's (time, priority, counter) order exactly."""
+    def premade(env, delay, value):
+        event = env.event()
+        succeed_later(env, event, value, delay)
+        assert event.triggered and event.ok and event.value == value and not event.processed
+        return event
+
+    ours, theirs = _processing_order(premade), _processing_order(lambda env, delay, value: env.timeout(delay, value))
+    assert ours == theirs
+    seen, scheduled = theirs
+    assert [label for _, label, _, _ in seen[:4]] == ["e1", "t1", "e0", "t0"]  # ties in scheduling order
+    assert seen[-2:] == [(2.0, "e3", True, 3), (2.0, "t3", True, None)]
+    assert scheduled == 2 + 10 + 2 * 2 + 2  # two Initialize, ten events, each process's two timeouts and end
+
+
+def test_events_scheduled_reads_simpys_counter_without_advancing_it():
+    env = simpy.Environment()
+    assert events_scheduled(env) == 0
+    for delay in (1.0, 0.0, 1.0):
+        env.timeout(delay)
+    assert events_scheduled(env) == events_scheduled(env) == 3
+    env.run()
+    assert events_scheduled(env) == 3
+    assert events_scheduled(object()) is None  # no counter to read: the stats say "unknown"

@@ -100,6 +100,7 @@ def test_parser_reads_a_broadcast_log_without_redop():
     ("# size count type redop time algbw busbw error time algbw busbw error\n"
      " 8 2 float sum fast 0 0 0 1 0 0 0\n", r"x.log line 2: column time is 'fast', not a number"),
     ("# just a comment\n", r"x.log: no nccl-tests rows found"),
+    ("# nThread 1 nGpus many\n", r"x.log line 1: column nGpus is 'many', not a number"),
 ])
 def test_parser_rejects_other_formats_naming_file_and_line(text, message):
     with pytest.raises(InputError, match=message):

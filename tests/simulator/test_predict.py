@@ -11,9 +11,10 @@ import pytest
 
 from simulator.algorithms.registry import build_schedule
 from simulator.cli import main
+from simulator.errors import InputError
 from simulator.predict import Arrangement, arrangements, memory_bytes, predict
 from simulator.workloads.workload import Workload
-from topologies import load_topology
+from topologies import TopologyError, load_topology
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -54,8 +55,41 @@ def test_predictions_are_ranked_and_bounded_and_sizes_that_do_not_divide_are_ski
 def test_a_placement_that_does_not_fit_is_skipped_with_its_reason():
     G = load_topology("dgx-a100")
     rows = predict(G, Workload.gemm(64, 32, 32), gpus=8,
-                   candidates=[Arrangement("summa25d", (2, 2, 2), "no-such-placement")])
-    assert rows[0].skipped.startswith('unknown placement "no-such-placement"')
+                   candidates=[Arrangement("1d", (8,), "depth-major"), Arrangement("summa25d", (2, 2, 4))])
+    assert [(r.arrangement.label, r.skipped) for r in rows] == [
+        ("1d [8] depth-major", "placement depth-major needs a grid [q,q,d]"),
+        ("summa25d [2,2,4]", "placement: world size 16 needs 16 GPUs, the topology has 8")]
+
+
+def test_a_placement_that_is_wrong_for_every_arrangement_stops_the_prediction():
+    """An unknown name is the user's mistake, not one arrangement's misfit: no table of skips."""
+    with pytest.raises(TopologyError, match='unknown placement "no-such-placement"'):
+        predict(load_topology("dgx-a100"), Workload.gemm(64, 32, 32), gpus=8,
+                candidates=[Arrangement("summa25d", (2, 2, 2), "no-such-placement")])
+
+
+@pytest.mark.parametrize("error", [ValueError("a bug"), KeyError("a bug"), InputError("a bug")])
+# Building the schedule, and compiling it for the topology (patched where simulation.py looks it up).
+@pytest.mark.parametrize("target", ["simulator.predict.build_schedule", "simulator.timing.simulation.compile_schedule"])
+def test_an_exception_other_than_not_applicable_propagates_instead_of_becoming_a_skipped_row(
+        monkeypatch, target, error):
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(target, broken)
+    with pytest.raises(type(error), match="a bug"):
+        predict(load_topology("dgx-a100"), Workload.gemm(64, 32, 32), gpus=8)
+
+
+def test_a_bug_inside_an_arrangement_is_a_traceback_of_tpsim_predict_not_a_skipped_row(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr("simulator.timing.simulation.compile_schedule", broken)
+    with pytest.raises(ValueError, match="a bug"):  # out of main: Python prints the traceback, exit status 1
+        main(["predict", "--gpus", "8", "--topology", "dgx-a100", "--workload", "gemm", "--m", "64", "--k", "32",
+              "--n", "32"])
+    assert capsys.readouterr().out == ""
 
 
 def test_cli_table_json_csv_png(capsys, tmp_path):
@@ -85,6 +119,9 @@ def test_cli_table_json_csv_png(capsys, tmp_path):
     (("--gpus", "0", "--topology", "dgx-a100"), "--gpus must be >= 1"),
     (("--gpus", "16", "--topology", "dgx-a100"), "world size 16 needs 16 GPUs"),
     (("--gpus", "8", "--topology", "dgx-a100", "--algos", "3d"), "unknown algorithm '3d'"),
+    (("--gpus", "8", "--topology", "dgx-a100", "--placement", "nope"), 'unknown placement "nope"'),
+    (("--gpus", "3", "--topology", "dgx-a100", "--algos", "2d", "--png", "never.png"),  # 2d needs a square
+     "no arrangement fits this workload: nothing to plot"),
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
     status, out, err = run(capsys, "predict", *argv, "--workload", "mlp", "--m", "64", "--hidden", "16")

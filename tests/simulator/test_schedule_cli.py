@@ -106,6 +106,10 @@ def _bad_file(folder, name: str) -> str:
       "--show"], "argument --show: not allowed with argument --json"),
     (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "4", "--k", "2", "--n", "2", "--json",
       "--ranks", "0-1"], "--ranks 0-1 chooses the ranks --show prints; add --show or drop --ranks"),
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "4", "--k", "2", "--n", "2", "--show",
+      "--ranks", "a-b"], "--ranks 'a-b': expected R or R0-R1, e.g. 0-7"),
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "4", "--k", "2", "--n", "2", "--show",
+      "--ranks", "0-2"], "--ranks '0-2': ranks run 0..1"),
     (["topology", "show", "dgx-a100", "--bogus"],
      "tpsim topology show: error: unrecognized arguments: --bogus; see `tpsim topology show --help`"),
     (["verify", "--schedule", "/no/such/file.json"], "cannot read schedule /no/such/file.json"),
@@ -165,3 +169,22 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_bug_is_a_traceback_and_status_1_not_a_one_line_error():
+    """A plain ValueError from inside a command is tpsim's bug, not the user's: it must not pass for bad input."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "import simulator.commands.schedule as command\n"
+              "def broken(*args, **kwargs):\n"
+              "    raise ValueError('an internal bug')\n"
+              "command.account = broken\n"
+              "from simulator.cli import main\n"
+              "sys.exit(main(['schedule', '--algo', '1d', '--gpus', '2', '--workload', 'gemm', '--m', '4', '--k', '2',"
+              " '--n', '2']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("Traceback") and done.stderr.endswith("ValueError: an internal bug\n")
+    assert "error:" not in done.stderr

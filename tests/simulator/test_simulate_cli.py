@@ -112,3 +112,18 @@ def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("tpsim simulate: error:")
     assert message in err
+
+
+@pytest.mark.parametrize("sim, message", [
+    ({"gemm_efficiency": 2}, "compute model: gemm_efficiency must be in (0, 1], got 2"),
+    ({"half_efficiency_dim": -1}, "compute model: half_efficiency_dim must be >= 0, got -1"),
+])
+def test_a_topology_files_bad_compute_settings_are_one_line_and_exit_2(capsys, tmp_path, sim, message):
+    """They are read when the schedule is compiled, after the file has loaded."""
+    path = tmp_path / "t.json"
+    assert run(capsys, "topology", "save", "a100-4gpu:2", str(path))[0] == 0
+    document = json.loads(path.read_text())
+    document["sim"] = {**document.get("sim", {}), **sim}
+    path.write_text(json.dumps(document))
+    status, out, err = run(capsys, "simulate", *GEN, "--topology", str(path))
+    assert (status, out, err) == (2, "", f"tpsim simulate: error: {message}\n")
