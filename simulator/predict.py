@@ -5,7 +5,8 @@ q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on every 
 Each arrangement is built for the workload; one that does not apply, because its sizes do not divide
 (``build_schedule`` raises ``NotApplicable``) or its placement does not fit (``PlacementDoesNotFit``, also
 a ``NotApplicable``), is reported as skipped with that reason. Any other exception propagates: a user's
-mistake (an unknown placement) stops the whole prediction, and a bug is never dressed up as a skip. Every other is simulated on the flow network (``simulator.timing.simulation``, contention included)
+mistake (an unknown placement) stops the whole prediction, and a bug is never dressed up as a skip.
+Every other is simulated on the flow network (``simulator.timing.simulation``, contention included)
 and timed by the analytic, contention-free model (``simulator.timing.critical_path``) as a bound, then the
 list is ranked by simulated time (ties: algorithm, then grid, then placement, in listing order).
 
@@ -31,7 +32,10 @@ from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, build
                                            legal_grids)
 from simulator.errors import InputError, NotApplicable
 from simulator.ir.schedule import Schedule
+from simulator.timing.critical_path import analyze
+from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.workloads.workload import Workload
+from topologies import Router
 
 __all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes"]
 
@@ -126,9 +130,6 @@ def _build(a: Arrangement, workload: Workload, passes: str, dtype: str) -> Sched
 def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str = "both", dtype: str = "bfloat16",
                 algorithms: dict[str, str] | None = None, router=None) -> Prediction:
     """Build, simulate and bound one arrangement; a NotApplicable on the way makes it a skipped row."""
-    from simulator.timing.critical_path import analyze
-    from simulator.timing.simulation import plan_on_graph, simulate
-
     try:
         schedule = _build(a, workload, passes, dtype)
         plan = plan_on_graph(schedule, G, a.placement)
@@ -145,8 +146,6 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
             progress: Callable[[Arrangement], None] | None = None) -> list[Prediction]:
     """Predictions for ``candidates`` (default: every arrangement of ``gpus``), ranked fastest first,
     skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes."""
-    from topologies import Router
-
     candidates = arrangements(gpus) if candidates is None else candidates
     router = Router(G)  # one route cache for every arrangement on this topology
     rows = []

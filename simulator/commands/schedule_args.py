@@ -98,10 +98,5 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
         raise InputError(f"--algo is required ({', '.join(ALGORITHMS)}), or give --schedule FILE")
     workload = workload_from_args(args)
     grid = parse_grid(args.grid) if args.grid is not None else None
-    try:
-        return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
-                              overlap=args.overlap)
-    except InputError:
-        raise
-    except ValueError as error:
-        raise InputError(str(error)) from None
+    return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
+                          overlap=args.overlap)
