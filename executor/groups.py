@@ -1,7 +1,7 @@
 """Create every process group a schedule declares, on every rank, in the schedule's declared order.
 
 ``torch.distributed.new_group`` must be entered by every rank of the job, members or not, and in the
-same order everywhere (DESIGN.md: a reordered creation deadlocked with no timeout firing; a group
+same order everywhere (measured with gloo: a reordered creation deadlocked with no timeout firing; a group
 skipped by non-members gave silently wrong sums). The order used is the schedule's **declaration
 order**: ``Schedule.groups`` is an insertion-ordered dict and its JSON form keeps that order, so every
 rank, holding the same schedule, walks the same list. (Sorting by name would be as deterministic; the

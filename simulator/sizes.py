@@ -1,6 +1,6 @@
 """Byte sizes as people write them: 1048576, 1MiB, 1GiB, 64KB, 4 KiB.
 
-Units: B; KB, MB, GB, TB are decimal (10^3, 10^6, 10^9, 10^12), as DESIGN.md's 1 GB = 1e9 B;
+Units: B; KB, MB, GB, TB are decimal (10^3, 10^6, 10^9, 10^12), as in every rate (1 GB = 1e9 B);
 KiB, MiB, GiB, TiB are binary (2^10 ...). Letters are case-insensitive, a space before the unit is
 allowed, and a decimal number is accepted when it gives a whole number of bytes ("1.5KiB" = 1536).
 A bare "K", "M" or "G" is rejected as ambiguous (decimal or binary?), as is anything else.

@@ -1,6 +1,6 @@
 """Placement: which GPU each schedule rank runs on.
 
-Grid ranks follow DESIGN.md: in a ``[q, q, d]`` grid, rank ``r = k*q*q + j*q + i`` (row j, column i,
+Grid ranks follow the project's convention: in a ``[q, q, d]`` grid, rank ``r = k*q*q + j*q + i`` (row j, column i,
 depth k). Named placements give the GPU index of rank r:
 
 - ``linear`` (default): GPU r. Row groups (the q ranks that differ in i) sit on consecutive GPUs.

@@ -22,8 +22,9 @@ loopback    8     CPU ranks via one host hub,  none                 (suffix is t
 ==========  ====  ==========================  ===================  ===================================
 
 Rates are "model (peak)" per direction; ``topologies.rates`` gives the source of each. Every preset's
-``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency, "about 8 us" in
-DESIGN.md; kept for PCIe and cluster presets as an assumption, inter-node NCCL latency is likely higher)
+``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency: several
+microseconds, about 8 us; kept for PCIe and cluster presets as an assumption, inter-node NCCL latency
+is likely higher)
 and ``gemm_efficiency`` = 0.7 (an assumption: large cuBLAS GEMMs reach roughly 70-80% of dense
 tensor-core peak; calibration replaces it).
 

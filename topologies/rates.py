@@ -2,13 +2,14 @@
 
 Every ``LinkSpec`` here has ``bandwidth_GBps`` = the effective per-direction rate the model uses and
 ``peak_bandwidth_GBps`` = the published per-direction peak. The effective rates are figures taken from
-published measurements (quoted in /work/shared/DESIGN.md), not fitted to this project's data:
+published measurements (NVIDIA/nccl-tests results and NCCL's documentation), not fitted to this
+project's data:
 
 =================  ===========  ==========  =========================================================
 link               model GB/s   peak GB/s   source of the model rate
 =================  ===========  ==========  =========================================================
 NVLink3, per GPU   230          300         NCCL all_reduce busbw on 8x A100 (NVSwitch), 1 GiB
-  (A100, 12 links)                          (~230 GB/s; NVIDIA/nccl-tests results, DESIGN.md)
+  (A100, 12 links)                          (~230 GB/s; NVIDIA/nccl-tests results)
 NVLink3, one link  19.17        25          230/12: the same NCCL efficiency, shared by 12 links
 NVLink4, per GPU   370          450         NCCL ring all_reduce busbw on 8x H100 (~370 GB/s; ~480
   (H100/H200, 18)                           with NVLink SHARP, not modelled)

@@ -7,7 +7,7 @@ calibration writes fitted values there. Keys this module reads:
 sim key                            default                  meaning
 ================================== ======================== ==========================================
 collective_base_latency_us         8.0                      fixed software latency of one collective
-                                                            (NCCL: "about 8 us", DESIGN.md)
+                                                            (NCCL: several us, about 8 us)
 collective_step_latency_us         0.0                      software latency per algorithm step, on top
                                                             of the route's hop latencies
 collective_startup_bytes           1048576 (1 MiB)          bytes of the pipeline start-up (see below)

@@ -1,6 +1,6 @@
 """Communication and compute accounting read straight off the IR, per rank.
 
-Payload (DESIGN.md): for every collective or send/recv a rank takes part in, the bytes of that rank's
+Payload: for every collective or send/recv a rank takes part in, the bytes of that rank's
 own buffer in the op (for all_gather the output buffer, for reduce_scatter the input buffer), summed.
 FLOPs: 2mkn per gemm, one per output element per input for elementwise ops.
 """

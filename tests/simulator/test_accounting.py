@@ -1,4 +1,9 @@
-"""The IR's accounting against the closed forms of DESIGN.md."""
+"""The IR's accounting against the closed forms.
+
+SUMMA2.5 per linear, forward + backward, on [q, q, d]: 6q collectives on q-rank groups plus one depth
+all-reduce when d > 1; each rank's buffers in them sum to 3q (M K/(d q^2) + K N/q^2) elements, plus
+K N/q^2 for the depth all-reduce; d = 1 is 2-D SUMMA.
+"""
 
 from __future__ import annotations
 

@@ -9,18 +9,14 @@ import pytest
 from simulator.cli import main
 from topologies import load_topology
 
-LOGS = Path("/work/shared/data/nccl-tests/azure-ndv4-a100")
+LOGS = Path(__file__).resolve().parents[1] / "data" / "nccl-tests" / "azure-ndv4-a100"
 LOG_FILES = [str(LOGS / f"all_reduce_perf_{n}gpu.log") for n in (2, 4, 8)]
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "nccl-tests-format"
-
-needs_logs = pytest.mark.skipif(not LOGS.is_dir(), reason="nccl-tests logs not present")
 
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
     """Run the command once on the real logs: (output path, printed report)."""
-    if not LOGS.is_dir():
-        pytest.skip("nccl-tests logs not present")
     out = tmp_path_factory.mktemp("cal") / "calibrated.yaml"
     import contextlib
     import io
@@ -32,7 +28,6 @@ def calibrated(tmp_path_factory):
     return out, printed.getvalue()
 
 
-@needs_logs
 def test_the_report_has_per_bucket_tables_and_summary_lines(calibrated):
     _, report = calibrated
     for heading in ("# fitted parameters", "# fitted size buckets", "# held-out size buckets (not fitted)",
@@ -44,7 +39,6 @@ def test_the_report_has_per_bucket_tables_and_summary_lines(calibrated):
     assert float(held.split(":")[1].split("%")[0]) < 10.0
 
 
-@needs_logs
 def test_the_written_topology_loads_and_tpsim_collective_reproduces_the_fit(calibrated, capsys):
     out, report = calibrated
     G = load_topology(str(out))
@@ -62,7 +56,6 @@ def test_the_written_topology_loads_and_tpsim_collective_reproduces_the_fit(cali
         assert row["time_s"] * 1e6 == pytest.approx(predicted[format_size(row["bytes"])], abs=0.006)
 
 
-@needs_logs
 def test_json_output_and_explicit_holdout(tmp_path, capsys):
     out = tmp_path / "c.json"
     args = ["calibrate", "--from-nccl-tests", *LOG_FILES, "--topology", "dgx-a100", "-o", str(out),
@@ -116,7 +109,6 @@ def test_bad_inputs_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, make
     (["--topology", "dgx-a100", "--holdout-ranks", "2,4,8"], "no collective bucket left to fit"),
     (["--topology", "dgx-a100", "--no-holdout", "--holdout-ranks", "4"], "--no-holdout contradicts"),
 ])
-@needs_logs
 def test_bad_options_are_one_line_exit_2(tmp_path, capsys, extra, message):
     out = tmp_path / "calibrated.yaml"
     line = _error(capsys, ["calibrate", "--from-nccl-tests", *LOG_FILES, *extra, "-o", str(out)])

@@ -1,6 +1,6 @@
 """Realism without fitting: dgx-a100 predictions against real nccl-tests all_reduce logs; the log parser.
 
-The logs (/work/shared/data/nccl-tests/azure-ndv4-a100, see its README) are nccl-tests
+The logs (tests/data/nccl-tests/azure-ndv4-a100, see its README) are nccl-tests
 all_reduce_perf on 2, 4 and 8 A100 SXM4 GPUs of one server. The preset's rates are published figures
 (topologies.rates) and the collective parameters NCCL's constants (simulator.collectives.params); no
 number is fitted to these logs. From 1 MiB to 1 GiB every prediction must be within 15% of the
@@ -19,10 +19,8 @@ from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes, load_topology
 
-LOGS = Path("/work/shared/data/nccl-tests/azure-ndv4-a100")
+LOGS = Path(__file__).resolve().parents[1] / "data" / "nccl-tests" / "azure-ndv4-a100"
 TOLERANCE = 0.15
-
-needs_logs = pytest.mark.skipif(not LOGS.is_dir(), reason="nccl-tests logs not present")
 
 
 def predicted_errors(n: int) -> dict[int, float]:
@@ -43,7 +41,6 @@ def predicted_errors(n: int) -> dict[int, float]:
     return errors
 
 
-@needs_logs
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_dgx_a100_all_reduce_within_15_percent_from_1MiB_to_1GiB(n):
     errors = predicted_errors(n)
@@ -52,7 +49,6 @@ def test_dgx_a100_all_reduce_within_15_percent_from_1MiB_to_1GiB(n):
     assert not bad, f"{n} GPUs: sizes off by more than 15%: {bad}"
 
 
-@needs_logs
 def test_parser_reads_the_real_logs():
     log = parse_nccl_tests(str(LOGS / "all_reduce_perf_8gpu.log"))
     assert (log.op, log.n_ranks, len(log.rows)) == ("all_reduce", 8, 28)

@@ -1,4 +1,4 @@
-"""The simulator imports and runs without torch (DESIGN.md); only the executor's commands need it.
+"""The simulator imports and runs without torch; only the executor's commands need it.
 
 Each command runs in a fresh interpreter where ``import torch`` fails (``sys.modules["torch"] = None``
 is how Python marks a module as not importable), whether or not torch is installed here.
