@@ -144,7 +144,7 @@ def bench_command(args: argparse.Namespace) -> int:
     from executor.bench_report import bench_record, bench_rows, host_info, tables
     from executor.launch import JobFailed, run_local
     from executor.run_rank import RunOptions
-    from simulator.ir.serialize import write_json_atomic
+    from simulator.files import write_json_atomic
 
     options = RunOptions(backend=args.backend, timeout_s=args.timeout)
     load = os.getloadavg()

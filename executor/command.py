@@ -71,7 +71,7 @@ def options_from_args(args: argparse.Namespace):
 def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) -> int:
     """Write the measured JSON and trace (atomically), print the summary; 0 if correct, else 1."""
     from executor.measure import chrome_trace, measured_record, summary
-    from simulator.ir.serialize import write_json_atomic
+    from simulator.files import write_json_atomic
 
     record = measured_record(schedule, result, options)
     if args.json:

@@ -42,6 +42,7 @@ from typing import Callable
 from executor.progress import WAITING, ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
 from simulator.errors import InputError
+from simulator.files import replacing
 from simulator.ir.schedule import Schedule
 
 _POLL_S = 0.005
@@ -200,10 +201,8 @@ def _die_with_parent(parent: int) -> None:  # pragma: no cover - child
 
 
 def _dump(path: str, data) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as handle:
+    with replacing(path) as tmp, open(tmp, "wb") as handle:
         pickle.dump(data, handle)
-    os.replace(tmp, path)
 
 
 def _watch(running: dict[int, int], nproc: int, schedules, options, folder, board: ProgressBoard,

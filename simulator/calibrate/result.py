@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from simulator.calibrate.rows import ErrorRow, GemmRow, format_gemm_rows, format_rows, summary_lines
+from simulator.files import replacing
 
 __all__ = ["Calibration"]
 
@@ -64,18 +63,5 @@ class Calibration:
         same folder, then renamed over ``path``, so a failure leaves no half-written file."""
         from topologies import save_topology
 
-        path = str(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        suffix = os.path.splitext(path)[1]
-        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=suffix, dir=folder)
-        os.close(handle)
-        umask = os.umask(0)
-        os.umask(umask)
-        try:
-            os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a topology file is not
+        with replacing(path) as temporary:
             save_topology(self.graph, temporary)
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise

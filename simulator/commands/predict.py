@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 
 from simulator.algorithms.registry import ALGORITHMS, ALIASES
 from simulator.commands.schedule_args import add_workload_arguments, workload_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
 from simulator.errors import InputError
+from simulator.files import replacing
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
               "wait_s", "analytic_s", "memory_bytes", "collectives", "reason")
@@ -122,13 +122,11 @@ def _title(args, G, workload) -> str:
 
 
 def _write_csv(path: str, records: list[dict]) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", newline="") as handle:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for record in records:
             writer.writerow({k: ("x".join(map(str, record[k])) if k == "grid" else record[k]) for k in CSV_FIELDS})
-    os.replace(tmp, path)
 
 
 def table_lines(rows, title: str, G=None) -> list[str]:

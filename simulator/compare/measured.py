@@ -31,13 +31,13 @@ Example::
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from simulator.errors import InputError
+from simulator.files import load_record
 
 __all__ = ["MEASURED_FORMAT", "MEASURED_VERSION", "CLASS_ORDER", "op_class", "load_measured", "ClassRow",
            "Comparison", "compare_record"]
@@ -57,22 +57,8 @@ def op_class(kind: str) -> str:
 
 def load_measured(path: str) -> dict:
     """Read a measured-run JSON; InputError (one line) for a missing file, bad JSON, or another format."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise InputError(f"cannot read measured run {path}: {error.strerror or error}") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(record, dict) or record.get("format") != MEASURED_FORMAT:
-        found = record.get("format") if isinstance(record, dict) else type(record).__name__
-        raise InputError(f"{path}: not a measured run (format {found!r}, expected {MEASURED_FORMAT!r}: "
-                         f"write one with tpsim run --json)")
-    if record.get("version") != MEASURED_VERSION:
-        raise InputError(f"{path}: measured-run version {record.get('version')!r}; this tpsim reads version "
-                         f"{MEASURED_VERSION} (rerun tpsim run --json)")
+    record = load_record(path, MEASURED_FORMAT, MEASURED_VERSION, name="measured run", writer="tpsim run --json",
+                         version_name="measured-run")
     missing = [key for key in _REQUIRED if key not in record]
     if missing:
         raise InputError(f"{path}: measured run lacks {', '.join(missing)}")
