@@ -39,6 +39,8 @@ import time
 import traceback
 from typing import Callable
 
+import torch
+
 from executor.progress import WAITING, ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
 from simulator.errors import InputError
@@ -88,8 +90,6 @@ def visible_gpus() -> int:
     The one GPU check for any process that forks ranks later: the launcher, and the test modules'
     skip conditions (evaluated in the pytest process, which forks the ranks of every test after).
     """
-    import torch
-
     if torch.version.cuda is None:
         return 0
     return int(_in_a_fork(lambda: str(torch.cuda.device_count())) or "0")
@@ -97,8 +97,6 @@ def visible_gpus() -> int:
 
 def gpu_names() -> list[str]:
     """The names of the visible CUDA devices, read in a forked probe (see ``visible_gpus``)."""
-    import torch
-
     if torch.version.cuda is None:
         return []
     text = _in_a_fork(lambda: "\n".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())))
@@ -114,8 +112,6 @@ def check_job(schedules: list[Schedule], options: RunOptions, nproc: int) -> Non
     if options.backend == "nccl":
         gpus = visible_gpus()
         if gpus < nproc:
-            import torch
-
             build = f"torch {torch.__version__}, CUDA {torch.version.cuda or 'not built in'}"
             raise InputError(f"--backend nccl needs one CUDA GPU per rank: {nproc} ranks but {gpus} GPUs "
                              f"visible ({build}); use --backend gloo")
@@ -132,8 +128,6 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int, job: J
     (``tpsim bench``, whose microbenchmarks are schedules too). Raises InputError before forking for a
     job that cannot start, JobFailed when a rank fails or the job outlasts ``options.timeout_s``.
     """
-    import torch
-
     check_job(schedules, options, nproc)
     torch.set_num_threads(1)
     folder = tempfile.mkdtemp(prefix="tpsim-run-")

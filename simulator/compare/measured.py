@@ -36,8 +36,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from simulator.compare.peer_wait import peer_waits
 from simulator.errors import InputError
 from simulator.files import load_record
+from simulator.ir.serialize import schedule_from_dict
+from simulator.timing.simulation import simulate
+from topologies import gpu_nodes
 
 __all__ = ["MEASURED_FORMAT", "MEASURED_VERSION", "CLASS_ORDER", "op_class", "load_measured", "ClassRow",
            "Comparison", "compare_record"]
@@ -133,8 +137,6 @@ def _class_sums(records, world: int) -> tuple[dict[str, float], dict[str, int]]:
 
 def _class_waits(schedule, records, world: int, offsets_s: list[float] | None = None) -> dict[str, float]:
     """Class -> mean over ranks of the summed peer waits of its ops (communication classes only)."""
-    from simulator.compare.peer_wait import peer_waits
-
     programs = schedule.programs
     waits: dict[str, float] = {}
     for (rank, step), seconds in peer_waits(schedule, records, offsets_s).items():
@@ -155,10 +157,6 @@ def _measured_offsets(record: dict, world: int) -> list[float] | None:
 
 def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, source: str = "") -> Comparison:
     """Simulate ``record``'s schedule on ``G`` and compare; InputError when ``G`` cannot hold the run."""
-    from simulator.ir.serialize import schedule_from_dict
-    from simulator.timing.simulation import simulate
-    from topologies import gpu_nodes
-
     schedule = schedule_from_dict(record["schedule"], f"{source or 'measured run'}: schedule")
     world = schedule.world_size
     gpus = len(gpu_nodes(G))
