@@ -15,7 +15,8 @@ module               what it does
 ``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
 ``faults``           the ``--inject-fault`` test hook
 ``progress``         a shared-memory board of where each local rank is (for timeout reports)
-``launch``           forks N local ranks with a FileStore rendezvous, watches them, reports failures
+``launch``           forks N local ranks with a FileStore rendezvous, watches them, stops them on a failure
+``job_report``       what a failed or timed-out job reports: the real cause first, where ranks were
 ``measure``          the measured-run JSON and the Chrome trace
 ``command``          ``tpsim run`` (registered without importing torch)
 ``__main__``         ``torchrun -m executor`` / ``python -m executor``

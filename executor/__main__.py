@@ -51,7 +51,7 @@ def _main(argv: list[str] | None = None) -> int:
             raise InputError(f"WORLD_SIZE {world} but the schedule ({schedule.algorithm} on grid "
                              f"{list(schedule.grid)}) has {schedule.world_size} ranks")
         if options.backend == "nccl":
-            from executor.launch import visible_gpus
+            from executor.launch import visible_gpus  # torch: environment errors are reported without it
 
             gpus = visible_gpus()  # the fork-safe count: this function also runs in pytest's process
             if local_rank >= gpus:
@@ -60,7 +60,7 @@ def _main(argv: list[str] | None = None) -> int:
     except InputError as error:
         sys.stderr.write(f"python -m executor: error: {str(error).splitlines()[0]}\n")
         return 2
-    from executor.run_rank import Rendezvous, run_rank
+    from executor.run_rank import Rendezvous, run_rank  # torch: argument errors are reported without it
 
     results = run_rank([schedule], options, Rendezvous(rank, world, local_rank))
     if rank != 0:
@@ -71,7 +71,7 @@ def _main(argv: list[str] | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; under torchrun, failures are recorded for its error summary."""
     try:
-        from torch.distributed.elastic.multiprocessing.errors import record
+        from torch.distributed.elastic.multiprocessing.errors import record  # optional: some torch builds lack it
     except ImportError:  # pragma: no cover - torch without elastic
         return _main(argv)
     return record(_main)(argv)

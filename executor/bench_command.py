@@ -22,7 +22,11 @@ import os
 import signal
 import sys
 
+from executor.bench_cases import BENCH_OPS, BenchSettings
+from executor.bench_report import bench_record, bench_rows, host_info, tables
 from simulator.errors import InputError
+from simulator.files import write_json_atomic
+from simulator.sizes import parse_size
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +79,6 @@ def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
 
 def parse_sizes(text: str) -> tuple[int, ...]:
     """``"1KiB:64MiB"`` (factor 2), ``"1KiB:1MiB:4"`` or ``"1KiB,4KiB"`` -> sizes in bytes, ascending."""
-    from simulator.sizes import parse_size
-
     if ":" not in text:
         return tuple(sorted({parse_size(part) for part in text.split(",") if part.strip()}))
     parts = text.split(":")
@@ -113,8 +115,6 @@ def parse_shapes(text: str | None) -> tuple[tuple[int, int, int], ...] | None:
 
 def settings_from_args(args: argparse.Namespace):
     """The BenchSettings the arguments describe; InputError for bad values."""
-    from executor.bench_cases import BENCH_OPS, BenchSettings
-
     if args.nproc < 1:
         raise InputError(f"--nproc must be >= 1, got {args.nproc}")
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else BENCH_OPS
@@ -140,11 +140,10 @@ def bench_command(args: argparse.Namespace) -> int:
     if not cases:
         raise InputError(f"nothing to measure: --ops {','.join(settings.ops)} on --nproc {args.nproc} "
                          f"(collectives and send need 2 ranks or more)")
+    # These import torch, which registering `tpsim bench` must not.
     from executor.bench import bench_rank
-    from executor.bench_report import bench_record, bench_rows, host_info, tables
     from executor.launch import JobFailed, run_local
     from executor.run_rank import RunOptions
-    from simulator.ir.serialize import write_json_atomic
 
     options = RunOptions(backend=args.backend, timeout_s=args.timeout)
     load = os.getloadavg()

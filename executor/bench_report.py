@@ -89,6 +89,7 @@ def bench_rows(cases, times: list[list]) -> list[dict]:
 
 def host_info(backend: str, load_before: tuple[float, float, float] | None) -> dict:
     """Where the bench ran (imports torch)."""
+    # Here, not at the top: the rest of this module (records, tables) is read without torch.
     import torch
 
     from executor.launch import gpu_names

@@ -16,8 +16,10 @@ import argparse
 import signal
 import sys
 
+from executor.faults import Fault
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.errors import InputError
+from simulator.files import write_json_atomic
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, under_torchrun: bool = False) -> None:
@@ -58,8 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def options_from_args(args: argparse.Namespace):
     """The RunOptions the arguments describe; InputError for bad values (imports torch)."""
-    from executor.faults import Fault
-    from executor.run_rank import RunOptions
+    from executor.run_rank import RunOptions  # torch: registration must not import it (module doc)
 
     if args.json is not None and args.json == args.trace:
         raise InputError(f"--json and --trace name the same file {args.json!r}")
@@ -70,8 +71,7 @@ def options_from_args(args: argparse.Namespace):
 
 def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) -> int:
     """Write the measured JSON and trace (atomically), print the summary; 0 if correct, else 1."""
-    from executor.measure import chrome_trace, measured_record, summary
-    from simulator.ir.serialize import write_json_atomic
+    from executor.measure import chrome_trace, measured_record, summary  # torch, as above
 
     record = measured_record(schedule, result, options)
     if args.json:
@@ -94,7 +94,7 @@ def run_command(args: argparse.Namespace) -> int:
     """`tpsim run`."""
     schedule = schedule_from_args(args)
     options = options_from_args(args)
-    from executor.launch import JobFailed, run_local
+    from executor.launch import JobFailed, run_local  # torch, as above
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
     try:

@@ -1,4 +1,4 @@
-"""Start N local ranks by fork, rendezvous through a FileStore, watch them, and report failures.
+"""Start N local ranks by fork, rendezvous through a FileStore, watch them, and stop them all on a failure.
 
 Why fork: forked ranks share the parent's imported torch, so 8 ranks reach an initialised process
 group in about 0.2 s (1.6 s for 64; torch 2.13 CPU, 2 cores), where spawn or torchrun re-import torch
@@ -12,17 +12,13 @@ result (rank 0) or its traceback (any rank that raises) to a file there, atomica
 parent polls its children every few milliseconds:
 
 - a child that exits non-zero ends the job at once: every other rank is killed and ``JobFailed``
-  leads with the **real cause**: a rank killed by SIGKILL (it writes nothing: the out-of-memory
-  killer, a user), named with its signal and the last lines of its output; else the first real
-  traceback; then other deaths without a traceback (another signal, a bare exit status); ranks whose
-  error is a communication after-effect ("Connection closed by peer", resets, timeouts) come last,
-  the earliest first within each kind. In practice the rank that raised writes its traceback before
-  it exits, and its peers can only see closed connections after that exit. When every failure seen
-  so far is an after-effect (a peer of a killed rank can be reaped before it), the launcher reaps
-  for up to half a second more before it reports, so that the dead rank is found;
+  leads with the real cause (``executor.job_report`` orders the failures). In practice the rank that
+  raised writes its traceback before it exits, and its peers can only see closed connections after
+  that exit. When every failure seen so far is an after-effect (a peer of a killed rank can be reaped
+  before it), the launcher reaps for up to half a second more before it reports, so that the dead
+  rank is found;
 - past ``timeout_s`` (counted from the first fork) every rank is killed and the report names the ranks
-  that never arrived: those busy in their own code (or not yet at the rendezvous) rather than blocked
-  on their peers, read from the shared ``ProgressBoard``;
+  that never arrived (``executor.job_report``);
 - children die with the parent (``PR_SET_PDEATHSIG``), so a killed ``tpsim run`` leaves no ranks behind.
 """
 
@@ -31,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
-import re
 import shutil
 import signal
 import sys
@@ -40,15 +35,17 @@ import time
 import traceback
 from typing import Callable
 
-from executor.progress import WAITING, ProgressBoard
+import torch
+
+from executor.job_report import failure_report, failures, timeout_report
+from executor.progress import ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
 from simulator.errors import InputError
+from simulator.files import replacing
 from simulator.ir.schedule import Schedule
 
 _POLL_S = 0.005
 _SETTLE_S = 0.5
-_SECONDARY = re.compile(r"Connection closed|Connection reset|connection reset|Broken pipe|timed out|"
-                        r"Timeout|DistBackendError|ECONNRESET|peer", re.IGNORECASE)
 
 
 class JobFailed(Exception):
@@ -88,8 +85,6 @@ def visible_gpus() -> int:
     The one GPU check for any process that forks ranks later: the launcher, and the test modules'
     skip conditions (evaluated in the pytest process, which forks the ranks of every test after).
     """
-    import torch
-
     if torch.version.cuda is None:
         return 0
     return int(_in_a_fork(lambda: str(torch.cuda.device_count())) or "0")
@@ -97,8 +92,6 @@ def visible_gpus() -> int:
 
 def gpu_names() -> list[str]:
     """The names of the visible CUDA devices, read in a forked probe (see ``visible_gpus``)."""
-    import torch
-
     if torch.version.cuda is None:
         return []
     text = _in_a_fork(lambda: "\n".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())))
@@ -114,8 +107,6 @@ def check_job(schedules: list[Schedule], options: RunOptions, nproc: int) -> Non
     if options.backend == "nccl":
         gpus = visible_gpus()
         if gpus < nproc:
-            import torch
-
             build = f"torch {torch.__version__}, CUDA {torch.version.cuda or 'not built in'}"
             raise InputError(f"--backend nccl needs one CUDA GPU per rank: {nproc} ranks but {gpus} GPUs "
                              f"visible ({build}); use --backend gloo")
@@ -132,8 +123,6 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int, job: J
     (``tpsim bench``, whose microbenchmarks are schedules too). Raises InputError before forking for a
     job that cannot start, JobFailed when a rank fails or the job outlasts ``options.timeout_s``.
     """
-    import torch
-
     check_job(schedules, options, nproc)
     torch.set_num_threads(1)
     folder = tempfile.mkdtemp(prefix="tpsim-run-")
@@ -201,10 +190,8 @@ def _die_with_parent(parent: int) -> None:  # pragma: no cover - child
 
 
 def _dump(path: str, data) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as handle:
+    with replacing(path) as tmp, open(tmp, "wb") as handle:
         pickle.dump(data, handle)
-    os.replace(tmp, path)
 
 
 def _watch(running: dict[int, int], nproc: int, schedules, options, folder, board: ProgressBoard,
@@ -214,9 +201,9 @@ def _watch(running: dict[int, int], nproc: int, schedules, options, folder, boar
     while running:
         if _reap(running, exits):
             _settle(running, exits, folder, nproc)
-            raise JobFailed(*_failure_report(exits, folder, nproc))
+            raise JobFailed(*failure_report(exits, folder, nproc))
         if running and time.monotonic() > deadline:
-            raise JobFailed(*_timeout_report(sorted(running.values()), schedules, options, board))
+            raise JobFailed(*timeout_report(sorted(running.values()), schedules, options, board))
         if running:
             time.sleep(_POLL_S)
 
@@ -245,89 +232,6 @@ def _settle(running: dict[int, int], exits: dict[int, tuple[int, float]], folder
     the error files again at each poll costs nothing that matters there.
     """
     until = time.monotonic() + _SETTLE_S
-    while running and time.monotonic() < until and _failures(exits, folder, nproc)[0]["order"] >= 2:
+    while running and time.monotonic() < until and failures(exits, folder, nproc)[0]["order"] >= 2:
         time.sleep(_POLL_S)
         _reap(running, exits)
-
-
-def _failures(exits: dict[int, tuple[int, float]], folder: str, nproc: int) -> list[dict]:
-    """Every failed rank, the likeliest cause first: killed by SIGKILL (nothing else kills a rank
-    before the launcher decides: the OOM killer, a user), a real traceback, another death without
-    one, a communication after-effect; the earliest first within each."""
-    failures = []
-    for rank in range(nproc):
-        path = os.path.join(folder, f"rank{rank}.err")
-        if os.path.exists(path):
-            with open(path, "rb") as handle:
-                error = pickle.load(handle)
-            error["order"] = 3 if _SECONDARY.search(error["summary"]) else 1
-            failures.append(error)
-        elif rank in exits and exits[rank][0] != 0:
-            code, when = exits[rank]
-            if code < 0:
-                how = f"was killed by {signal.Signals(-code).name} (signal {-code})"
-            else:
-                how = f"exited with status {code}"
-            failures.append({"rank": rank, "time": when, "summary": f"{how} without a Python traceback",
-                             "traceback": None, "order": 0 if code == -signal.SIGKILL else 2})
-    failures.sort(key=lambda f: (f["order"], f["time"]))
-    return failures
-
-
-def _failure_report(exits: dict[int, tuple[int, float]], folder: str, nproc: int) -> tuple[str, str, list[int]]:
-    failures = _failures(exits, folder, nproc)
-    first = failures[0]
-    if first["traceback"] is None:
-        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if first["order"] == 0 else ""
-        tail = _log_tail(os.path.join(folder, f"rank{first['rank']}.log"))
-        lines = [f"rank {first['rank']} {first['summary']}{hint}; the other ranks were stopped"]
-        if tail:
-            lines += ["last lines of its output:", tail]
-    else:
-        lines = [f"rank {first['rank']} failed first; the other ranks were stopped. Its traceback:",
-                 first["traceback"].rstrip()]
-    for other in failures[1:5]:
-        lines.append(f"rank {other['rank']} also failed: {other['summary']}")
-    if len(failures) > 5:
-        lines.append(f"... and {len(failures) - 5} more ranks")
-    return "\n".join(lines), "error", [f["rank"] for f in failures]
-
-
-def _timeout_report(unfinished: list[int], schedules, options, board: ProgressBoard) -> tuple[str, str, list[int]]:
-    missing = [r for r in unfinished if board.state(r)[0] not in WAITING]
-    waiting = [r for r in unfinished if r not in missing]
-    head = f"timed out after {options.timeout_s:g} s (--timeout)"
-    if missing:
-        if len(missing) == 1:
-            where = f"it is {_position(board.state(missing[0]), schedules, missing[0])}"
-        else:
-            where = "; ".join(f"rank {r} {_position(board.state(r), schedules, r)}" for r in missing[:8])
-        text = f"{head}: rank{'s' if len(missing) > 1 else ''} {_ranks(missing)} never arrived: {where}"
-    else:
-        text = (f"{head}: no rank is missing; ranks {_ranks(waiting)} are all blocked in communication "
-                f"(a deadlock, or --timeout too short)")
-    if waiting:
-        sample = "; ".join(f"rank {r} {_position(board.state(r), schedules, r)}" for r in waiting[:4])
-        text += f"\nwaiting for {'them' if missing else 'each other'}: ranks {_ranks(waiting)} ({sample})"
-    return text, "timeout", missing or waiting
-
-
-def _position(state: tuple[str, int, int, int], schedules, rank: int) -> str:
-    name, index, iteration, step = state
-    if step < 0 or index < 0:
-        return name
-    op = schedules[index].programs[rank][step]
-    prefix = f"schedule {index} " if len(schedules) > 1 else ""
-    return f"{name} at {prefix}iteration {iteration} step {step} ({op.short()})"
-
-
-def _ranks(ranks: list[int]) -> str:
-    return ", ".join(map(str, ranks))
-
-
-def _log_tail(path: str, lines: int = 10) -> str:
-    try:
-        with open(path, errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:]).rstrip()
-    except OSError:
-        return ""

@@ -33,10 +33,13 @@ from __future__ import annotations
 import math
 import platform
 
+import torch
+
 from executor.check import combine, tolerance_for
 from executor.run_rank import RunOptions
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import schedule_to_dict
+from simulator.timing.trace import chrome_trace as draw
 
 FORMAT = "tpsim-measured"
 VERSION = 1
@@ -56,8 +59,6 @@ def _clock_origins(ranks: list[dict], clock: str, hosts: list[str]) -> list[floa
 
 def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> dict:
     """The measured JSON of one schedule's run (``result``: one entry of ``run_local``'s list)."""
-    import torch
-
     ranks = result["ranks"]
     tolerance = options.tolerance if options.tolerance is not None else tolerance_for(schedule.dtype)
     blocks = [block for rank in ranks for block in rank["blocks"]]
@@ -107,8 +108,6 @@ def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> di
 
 def chrome_trace(schedule: Schedule, record: dict) -> dict:
     """The Chrome trace of ``record``'s ops, drawn by ``simulator.timing.trace`` exactly as a simulated run is."""
-    from simulator.timing.trace import chrome_trace as draw
-
     rows = []
     for op in record["ops"]:
         ir_op = schedule.programs[op["rank"]][op["step"]]

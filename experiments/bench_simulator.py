@@ -28,11 +28,23 @@ Fixed inputs, no randomness: the figures vary only with the machine it runs on a
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import resource
 import subprocess
 import sys
 import time
+
+import simpy
+
+from simulator.algorithms.registry import build_schedule
+from simulator.ir.validate import validate_schedule
+from simulator.timing.critical_path import analyze
+from simulator.timing.engine import Engine
+from simulator.timing.simulation import NetworkBackend, paused_gc, plan_on_graph
+from simulator.workloads.workload import Workload
+from topologies import load_topology
 
 CASES = {1024: ((8, 8, 16), "dgx-h100:128", 10.0), 4096: ((16, 16, 16), "dgx-h100:512", 60.0)}
 TOKENS, HIDDEN = 131072, 12288
@@ -62,16 +74,6 @@ def end_to_end(gpus: int) -> dict:
 
 def run_case(gpus: int, profile: bool = False, analytic: bool = True) -> dict:
     """Run one case's phases in this process; return its figures."""
-    import simpy
-
-    from simulator.algorithms.registry import build_schedule
-    from simulator.ir.validate import validate_schedule
-    from simulator.timing.critical_path import analyze
-    from simulator.timing.engine import Engine
-    from simulator.timing.simulation import NetworkBackend, paused_gc, plan_on_graph
-    from simulator.workloads.workload import Workload
-    from topologies import load_topology
-
     grid, topology, target_s = CASES[gpus]
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}
@@ -93,9 +95,6 @@ def run_case(gpus: int, profile: bool = False, analytic: bool = True) -> dict:
         backend = NetworkBackend(env, G)
         engine = Engine(plan, backend, env)
         if profile:
-            import cProfile
-            import pstats
-
             profiler = cProfile.Profile()
             profiler.enable()
         timed("simulate", engine.run)

@@ -33,6 +33,8 @@ import subprocess
 import sys
 
 from experiments.quiet_host import ForeignLoad, wait_until_quiet
+from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.ir.ops import Gemm
 
 log = logging.getLogger("cpu_loop")
 
@@ -62,9 +64,6 @@ def tpsim(*args: str) -> str:
 
 def gemm_shapes(ranks: int) -> str:
     """Every gemm shape the schedules on ``ranks`` ranks issue, as --gemm-shapes wants them."""
-    from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
-    from simulator.ir.ops import Gemm
-
     shapes = set()
     for _, n, generator, _ in SCHEDULES:
         if n != ranks:

@@ -14,7 +14,7 @@ __all__ = ["plot_predictions"]
 
 def plot_predictions(rows, path: str, title: str = "") -> None:
     """Draw the non-skipped ``rows`` (``simulator.predict.Prediction``, ranked) to ``path`` (PNG)."""
-    import matplotlib
+    import matplotlib  # here, not at the top: only --png needs matplotlib, and it is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -18,6 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from topologies.draw import draw_topology
+from topologies.errors import TopologyError
+from topologies.loader import load_topology, save_topology
+from topologies.presets import PRESETS
+from topologies.summary import format_summary, summarize
+
 __all__ = ["register"]
 
 
@@ -41,26 +47,17 @@ def register(subparsers) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from topologies.loader import load_topology
-    from topologies.summary import format_summary, summarize
-
     G = load_topology(args.topology)
     if args.png and not args.png.lower().endswith(".png"):
-        from topologies.errors import TopologyError
-
         raise TopologyError(f"--png {args.png}: the file name must end in .png")
     summary = summarize(G)
     if args.png:
-        from topologies.draw import draw_topology
-
         draw_topology(G, args.png)
     print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from topologies.presets import PRESETS
-
     width = max(len(name) for name in PRESETS)
     for name, preset in PRESETS.items():
         print(f"{name:<{width}}  {preset.summary:<52}  {name}:{preset.suffix} = {preset.suffix_help}")
@@ -68,8 +65,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    from topologies.loader import load_topology, save_topology
-
     save_topology(load_topology(args.topology), args.out)
     print(f"wrote {args.out}")
     return 0

@@ -66,7 +66,7 @@ def node_labels(G: nx.DiGraph) -> dict:
 
 def draw_topology(G: nx.DiGraph, path: str, title: str | None = None) -> None:
     """Write a PNG of ``G`` to ``path``."""
-    import matplotlib
+    import matplotlib  # here, not at the top: only --png needs matplotlib, and it is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -36,6 +36,7 @@ from simulator.collectives.protocols import choose_protocol, wire_factor
 from simulator.collectives.run import plan_collective
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
+from topologies import gpu_nodes
 
 __all__ = ["CollectiveEvaluator", "members_for"]
 
@@ -44,8 +45,6 @@ _PROBE_BYTES = 1 << 20  # any size: the pairs an algorithm uses do not depend on
 
 def members_for(G, ranks: int, what: str = "sample") -> list:
     """The first ``ranks`` GPU nodes of ``G`` (where ``tpsim collective`` puts ranks 0..ranks-1)."""
-    from topologies import gpu_nodes
-
     gpus = gpu_nodes(G)
     if ranks > len(gpus):
         raise InputError(f"a {what} on {ranks} ranks does not fit topology {G.graph.get('name', '?')}, "

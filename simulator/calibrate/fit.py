@@ -33,9 +33,13 @@ from simulator.calibrate.lsq import fit_knobs
 from simulator.calibrate.result import Calibration
 from simulator.calibrate.rows import ErrorRow
 from simulator.calibrate.samples import COLLECTIVE_KINDS, CollectiveSample, GemmSample
+from simulator.collectives import run_collective
 from simulator.collectives.params import CollectiveParams
 from simulator.compute import ComputeConfig
 from simulator.errors import InputError
+from simulator.network.flow_network import FlowNetwork
+from simulator.sizes import format_size
+from topologies import gpu_nodes
 
 __all__ = ["calibrate", "simulate_buckets"]
 
@@ -46,9 +50,6 @@ Bucket = tuple[str, int, int]
 
 def simulate_buckets(G, keys: list[Bucket]) -> list[float]:
     """Flow-simulated seconds of each (kind, ranks, nbytes) on ``G``'s first GPUs, one after another."""
-    from simulator.collectives import run_collective
-    from simulator.network.flow_network import FlowNetwork
-
     env = simpy.Environment()
     net = FlowNetwork(env, G)
     times = []
@@ -74,8 +75,6 @@ def _sources(collectives, gemms) -> str:
 
 
 def _check(base, collectives, gemms) -> None:
-    from topologies import gpu_nodes
-
     if not collectives and not gemms:
         raise InputError("calibrate: no samples (give collective and/or gemm measurements)")
     bad = [s for s in collectives if not isinstance(s, CollectiveSample)] + \
@@ -169,8 +168,6 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
 
 
 def _raise_peaks(graph, peaks: dict) -> None:
-    from topologies import gpu_nodes
-
     if not peaks:
         return
     name = graph.nodes[gpu_nodes(graph)[0]]["device"].get("name")
@@ -195,8 +192,6 @@ def _collective_parameters(G0, graph, knobs, values) -> tuple[dict, dict]:
 
 
 def _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, rms, protocol) -> list[str]:
-    from simulator.sizes import format_size
-
     series = sorted({(k, r) for k, r, _ in fit_keys})
     fitted = ", ".join(f"{k.name} {k.start:.4g} -> {v:.4g}" for k, v in zip(knobs, values))
     notes = [f"Fitted (log-time least squares, rms log error {rms:.3f}) to {len(fit_keys)} size buckets of "

@@ -30,10 +30,9 @@ Example::
 
 from __future__ import annotations
 
-import json
-
 from simulator.calibrate.samples import CollectiveSample, GemmSample
 from simulator.errors import InputError
+from simulator.files import load_record
 
 __all__ = ["BENCH_FORMAT", "BENCH_VERSION", "BENCH_FORMS", "samples_from_bench", "load_bench", "bench_form"]
 
@@ -44,22 +43,8 @@ BENCH_FORMS = ("auto", "lock-step", "interleaved")
 
 def load_bench(path: str) -> dict:
     """The bench record at ``path``; InputError for a missing file, bad JSON, another format or version."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise InputError(f"cannot read bench file {path}: {error.strerror or error}") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(record, dict) or record.get("format") != BENCH_FORMAT:
-        found = record.get("format") if isinstance(record, dict) else type(record).__name__
-        raise InputError(f"{path}: not a bench record (format {found!r}, expected {BENCH_FORMAT!r}: write one "
-                         f"with tpsim bench --json)")
-    if record.get("version") != BENCH_VERSION:
-        raise InputError(f"{path}: bench record version {record.get('version')!r}; this tpsim reads version "
-                         f"{BENCH_VERSION} (rerun tpsim bench --json)")
+    record = load_record(path, BENCH_FORMAT, BENCH_VERSION, name="bench record", writer="tpsim bench --json",
+                         file_name="bench file")
     if not isinstance(record.get("rows"), list):
         raise InputError(f"{path}: bench record has no rows list")
     return record

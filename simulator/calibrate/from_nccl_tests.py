@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.calibrate.samples import CollectiveSample
 from simulator.errors import InputError
 
@@ -22,8 +23,6 @@ __all__ = ["samples_from_nccl_tests"]
 
 def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
     """Samples of every row of every log in ``paths``; InputError names a file that is missing or unfit."""
-    from simulator.calibrate.nccl_tests import parse_nccl_tests
-
     samples: list[CollectiveSample] = []
     for path in paths:
         path = str(path)

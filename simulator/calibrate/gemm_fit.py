@@ -32,6 +32,7 @@ from simulator.calibrate.lsq import PRIOR_WEIGHT
 from simulator.calibrate.rows import GemmRow
 from simulator.calibrate.samples import GemmSample
 from simulator.compute import ComputeConfig, ComputeModel
+from topologies import gpu_nodes
 
 __all__ = ["GemmFit", "fit_gemms"]
 
@@ -91,9 +92,7 @@ def _raise_listed_peaks(device: dict, buckets: dict, fitted: list[tuple], base: 
 
 def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
     """Fit the compute knobs of ``G`` (its first GPU's device, its sim dict) to ``gemms``; see module doc."""
-    from scipy.optimize import least_squares
-
-    from topologies import gpu_nodes
+    from scipy.optimize import least_squares  # here: only calibrate needs scipy, slow to import
 
     if not gemms:
         return GemmFit()

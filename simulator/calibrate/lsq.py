@@ -66,7 +66,7 @@ def fit_knobs(evaluator, knobs: list[Knob], measured_s: np.ndarray, sim: dict) -
     ``evaluator.keys`` are the fitted buckets in the order of ``measured_s``; ``sim`` is the base
     topology's sim dict (the knobs' sim keys override it).
     """
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # here: only calibrate needs scipy, slow to import
 
     log_measured = np.log(measured_s)
     x_base = np.log([k.start for k in knobs])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from simulator.calibrate.rows import ErrorRow, GemmRow, format_gemm_rows, format_rows, summary_lines
+from simulator.files import replacing
+from simulator.sizes import format_size
+from topologies import save_topology
 
 __all__ = ["Calibration"]
 
@@ -39,8 +40,6 @@ class Calibration:
 
     def report_lines(self) -> list[str]:
         """The tables and summary ``tpsim calibrate`` prints."""
-        from simulator.sizes import format_size
-
         lines = ["# fitted parameters (base -> fitted)"]
         lines += [f"  {name:<36} {self.base_parameters.get(name, float('nan')):>12.6g} -> {value:<12.6g}"
                   for name, value in self.parameters.items()]
@@ -62,20 +61,5 @@ class Calibration:
     def write(self, path: str) -> None:
         """Save ``graph`` to ``path`` (``topologies.save_topology``) atomically: a temporary file in the
         same folder, then renamed over ``path``, so a failure leaves no half-written file."""
-        from topologies import save_topology
-
-        path = str(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        suffix = os.path.splitext(path)[1]
-        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=suffix, dir=folder)
-        os.close(handle)
-        umask = os.umask(0)
-        os.umask(umask)
-        try:
-            os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a topology file is not
+        with replacing(path) as temporary:
             save_topology(self.graph, temporary)
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise

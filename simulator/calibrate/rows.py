@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.sizes import format_size
+
 __all__ = ["ErrorRow", "GemmRow", "format_rows", "format_gemm_rows", "summary_lines", "max_abs_error"]
 
 MIB = 1 << 20
@@ -60,8 +62,6 @@ def _time(seconds: float) -> str:
 
 def format_rows(rows: list[ErrorRow], title: str) -> list[str]:
     """A fixed-width table: kind, ranks, size, measured, predicted, error."""
-    from simulator.sizes import format_size
-
     lines = [f"# {title}",
              f"#{'kind':>14} {'ranks':>5} {'size':>8} {'measured':>11} {'predicted':>11} {'error':>7}",
              f"#{'':>14} {'':>5} {'':>8} {'(us)':>11} {'(us)':>11} {'':>7}"]

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.protocols import startup_s, wire_factor
+from simulator.collectives.run import plan_collective
 from simulator.collectives.trees import dbtree_parents, dbtree_port_load, tree_depth
 from simulator.errors import InputError
 
@@ -219,8 +220,6 @@ def predict_collective_s(net, kind: str, members, nbytes: float, root: int | Non
     """Closed-form time of the collective ``run_collective`` would run (same algorithm and protocol),
     each phase's drain measured on its own routes (``phase_drain_s``): a lower bound on the flow
     network's time, equal to it where no phase has contention (see the module docstring)."""
-    from simulator.collectives.run import plan_collective
-
     params = params or CollectiveParams.from_graph(net.graph)
     plan = plan_collective(net, kind, members, nbytes, root, algorithm, params)
     groups = plan.groups or (None,) * len(plan.phases)

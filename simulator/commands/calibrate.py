@@ -15,10 +15,19 @@ kernel launches dominate, which the collective model does not contain), none for
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+import os
 
+from simulator.calibrate import holdout as split
+from simulator.calibrate.fit import calibrate
+from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
+from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
 from simulator.errors import InputError
+from simulator.sizes import parse_size
+from topologies import load_topology
+from topologies.loader import FILE_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +79,6 @@ def _rank_count(text: str) -> int:
 
 
 def _holdout(args, samples, fit_min: int):
-    from simulator.calibrate import holdout as split
-    from simulator.sizes import parse_size
-
     if args.no_holdout:
         if args.holdout_sizes or args.holdout_ranks:
             raise InputError("--no-holdout contradicts --holdout-sizes/--holdout-ranks; give one or the other")
@@ -90,26 +96,13 @@ def _holdout(args, samples, fit_min: int):
 
 def _samples(args):
     if args.from_nccl_tests:
-        from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
-
         return samples_from_nccl_tests(args.from_nccl_tests), [], None
-    try:
-        from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
-    except ModuleNotFoundError as error:
-        if error.name != "simulator.calibrate.from_bench":
-            raise
-        raise InputError("--from-bench needs simulator.calibrate.from_bench (tpsim bench), which is not "
-                         "installed yet; use --from-nccl-tests") from None
     form = bench_form(load_bench(args.from_bench), args.bench_form, args.from_bench)
     collectives, gemms = samples_from_bench(args.from_bench, form)
     return collectives, gemms, f"note: fitted the {form} rows of {args.from_bench} (--bench-form {args.bench_form})."
 
 
 def _check_output(path: str) -> None:
-    import os
-
-    from topologies.loader import FILE_SUFFIXES
-
     if not path.lower().endswith((".yaml", ".yml", ".json")):
         raise InputError(f"-o {path}: the calibrated topology is a .yaml, .yml or .json file "
                          f"(tpsim loads {', '.join(FILE_SUFFIXES)})")
@@ -120,10 +113,6 @@ def _check_output(path: str) -> None:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     """Run `tpsim calibrate`: load, fit, write atomically, print the report."""
-    from simulator.calibrate.fit import calibrate
-    from simulator.sizes import parse_size
-    from topologies import load_topology
-
     _check_output(args.output)
     base = load_topology(args.topology)
     collectives, gemms, form_note = _samples(args)
@@ -148,8 +137,6 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def _as_json(result, path: str) -> dict:
-    import dataclasses
-
     return {"output": path, "topology": result.graph.graph["name"], "parameters": result.parameters,
             "base_parameters": result.base_parameters, "fit_min_bytes": result.fit_min_bytes,
             "fit_rows": [dataclasses.asdict(r) for r in result.fit_rows],

@@ -11,9 +11,19 @@ output size for all_gather, the input size for reduce_scatter.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 
+import simpy
+
+from simulator.calibrate.nccl_tests import parse_nccl_tests
+from simulator.collectives import CollectiveParams, run_collective
+from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
 from simulator.errors import InputError
+from simulator.network.flow_network import FlowNetwork
+from simulator.sizes import format_size, parse_size
+from topologies import gpu_nodes, load_topology, resolve_placement
 
 OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
 SWEEP_SIZES = tuple(8 << k for k in range(28))  # 8 B .. 1 GiB, factor 2, as nccl-tests -b 8 -e 1G -f 2
@@ -41,8 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _members(args, G) -> list:
-    from topologies import gpu_nodes, resolve_placement
-
     gpus = gpu_nodes(G)
     if args.ranks < 1:
         raise InputError(f"--ranks {args.ranks}: a group has at least 1 rank")
@@ -55,20 +63,8 @@ def _members(args, G) -> list:
 
 def collective_command(args: argparse.Namespace) -> int:
     """Run `tpsim collective`; print a summary, a table (--sweep) or JSON."""
-    import dataclasses
-
-    import simpy
-
-    from simulator.collectives import CollectiveParams, run_collective
-    from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
-    from simulator.network.flow_network import FlowNetwork
-    from simulator.sizes import format_size, parse_size
-    from topologies import load_topology
-
     measured = None
     if args.compare:
-        from simulator.calibrate.nccl_tests import parse_nccl_tests
-
         log = parse_nccl_tests(args.compare)
         args.op = args.op or log.op
         args.ranks = args.ranks or log.n_ranks
@@ -140,8 +136,6 @@ def _table(results: list[dict], members: list) -> str:
 
 def _compare_table(results: list[dict], log_path: str) -> str:
     """Measured (out-of-place) vs simulated time per size."""
-    import os
-
     first = results[0]
     lines = [f"# {first['op']} on {first['ranks']} ranks of {first['topology']} vs {os.path.basename(log_path)}",
              f"#{'size':>12} {'measured':>10} {'simulated':>10} {'error':>7}  algorithm/protocol",

@@ -19,6 +19,13 @@ import argparse
 import json
 import sys
 
+from simulator.commands.sim_args import format_time, load_graph
+from simulator.compare.measured import compare_record, load_measured
+from simulator.compare.plot import plot_comparison
+from simulator.compare.trace import comparison_trace
+from simulator.errors import InputError
+from simulator.timing.trace import write_trace
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `compare`."""
@@ -45,8 +52,6 @@ def _pct(rel: float | None) -> str:
 
 def table_lines(comparison) -> list[str]:
     """The human table: end to end, then one line per op class."""
-    from simulator.commands.sim_args import format_time
-
     meta = comparison.meta
     its = comparison.iterations_s
     lines = [f"{meta['algorithm']} grid {meta['grid']} on {meta['world_size']} ranks ({meta['backend']}) "
@@ -73,23 +78,14 @@ def table_lines(comparison) -> list[str]:
 
 def compare_command(args: argparse.Namespace) -> int:
     """`tpsim compare`."""
-    from simulator.commands.sim_args import load_graph
-    from simulator.compare.measured import compare_record, load_measured
-    from simulator.errors import InputError
-
     if args.trace and args.png and args.trace == args.png:
         raise InputError(f"--trace and --png name the same file {args.trace!r}")
     record = load_measured(args.measured)
     G = load_graph(args.topology)
     comparison = compare_record(record, G, args.placement, source=args.measured)
     if args.png:
-        from simulator.compare.plot import plot_comparison
-
         plot_comparison(comparison, args.png)
     if args.trace:
-        from simulator.compare.trace import comparison_trace
-        from simulator.timing.trace import write_trace
-
         write_trace(args.trace, comparison_trace(comparison))
     if args.json:
         json.dump(comparison.to_dict(), sys.stdout, separators=(",", ":"))

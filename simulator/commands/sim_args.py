@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from simulator.collectives import ALGORITHMS
 from simulator.errors import InputError
+from topologies import load_topology
 
 __all__ = ["add_topology_arguments", "parse_overrides", "load_graph", "format_time", "format_bytes"]
 
@@ -24,8 +26,6 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
     """``["all_reduce=ring"]`` -> ``{"all_reduce": "ring"}``; InputError naming valid kinds and algorithms."""
-    from simulator.collectives import ALGORITHMS
-
     overrides: dict[str, str] = {}
     for item in items:
         kind, sep, algorithm = item.partition("=")
@@ -43,8 +43,6 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def load_graph(spec: str):
     """The topology graph for ``--topology`` (errors are TopologyError, one line)."""
-    from topologies import load_topology
-
     return load_topology(spec)
 
 

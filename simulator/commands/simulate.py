@@ -18,6 +18,11 @@ import time
 
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, load_graph, parse_overrides
+from simulator.gcpause import paused_gc
+from simulator.ir.validate import validate_schedule
+from simulator.timing.critical_path import analyze
+from simulator.timing.simulation import simulate
+from simulator.timing.trace import simulated_trace, write_trace
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
@@ -44,8 +49,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def simulate_command(args: argparse.Namespace) -> int:
-    from simulator.gcpause import paused_gc
-
     # One pause for the whole command, not one per phase: at 4,096 GPUs the schedule, the plan and the
     # result are millions of objects without cycles, and the first full collection after a phase's
     # pause (set off by the few thousand result rows made after it) walked them all, for a second.
@@ -54,10 +57,6 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from simulator.ir.validate import validate_schedule
-    from simulator.timing.critical_path import analyze
-    from simulator.timing.simulation import simulate
-
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology)
     schedule = schedule_from_args(args)
@@ -70,8 +69,6 @@ def _simulate(args: argparse.Namespace) -> int:
     wall_s = time.perf_counter() - began
     bound = analyze(schedule, G, args.placement, algorithms=overrides, timeline=False) if args.analytic else None
     if args.trace:
-        from simulator.timing.trace import simulated_trace, write_trace
-
         write_trace(args.trace, simulated_trace(result))
     if args.json:
         data = result.to_dict(ops=with_ops)

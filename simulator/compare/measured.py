@@ -31,13 +31,17 @@ Example::
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
 
 import networkx as nx
 
+from simulator.compare.peer_wait import peer_waits
 from simulator.errors import InputError
+from simulator.files import load_record
+from simulator.ir.serialize import schedule_from_dict
+from simulator.timing.simulation import simulate
+from topologies import gpu_nodes
 
 __all__ = ["MEASURED_FORMAT", "MEASURED_VERSION", "CLASS_ORDER", "op_class", "load_measured", "ClassRow",
            "Comparison", "compare_record"]
@@ -57,22 +61,8 @@ def op_class(kind: str) -> str:
 
 def load_measured(path: str) -> dict:
     """Read a measured-run JSON; InputError (one line) for a missing file, bad JSON, or another format."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise InputError(f"cannot read measured run {path}: {error.strerror or error}") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(record, dict) or record.get("format") != MEASURED_FORMAT:
-        found = record.get("format") if isinstance(record, dict) else type(record).__name__
-        raise InputError(f"{path}: not a measured run (format {found!r}, expected {MEASURED_FORMAT!r}: "
-                         f"write one with tpsim run --json)")
-    if record.get("version") != MEASURED_VERSION:
-        raise InputError(f"{path}: measured-run version {record.get('version')!r}; this tpsim reads version "
-                         f"{MEASURED_VERSION} (rerun tpsim run --json)")
+    record = load_record(path, MEASURED_FORMAT, MEASURED_VERSION, name="measured run", writer="tpsim run --json",
+                         version_name="measured-run")
     missing = [key for key in _REQUIRED if key not in record]
     if missing:
         raise InputError(f"{path}: measured run lacks {', '.join(missing)}")
@@ -147,8 +137,6 @@ def _class_sums(records, world: int) -> tuple[dict[str, float], dict[str, int]]:
 
 def _class_waits(schedule, records, world: int, offsets_s: list[float] | None = None) -> dict[str, float]:
     """Class -> mean over ranks of the summed peer waits of its ops (communication classes only)."""
-    from simulator.compare.peer_wait import peer_waits
-
     programs = schedule.programs
     waits: dict[str, float] = {}
     for (rank, step), seconds in peer_waits(schedule, records, offsets_s).items():
@@ -169,10 +157,6 @@ def _measured_offsets(record: dict, world: int) -> list[float] | None:
 
 def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, source: str = "") -> Comparison:
     """Simulate ``record``'s schedule on ``G`` and compare; InputError when ``G`` cannot hold the run."""
-    from simulator.ir.serialize import schedule_from_dict
-    from simulator.timing.simulation import simulate
-    from topologies import gpu_nodes
-
     schedule = schedule_from_dict(record["schedule"], f"{source or 'measured run'}: schedule")
     world = schedule.world_size
     gpus = len(gpu_nodes(G))

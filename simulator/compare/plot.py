@@ -21,7 +21,7 @@ def _error_text(rel: float | None) -> str:
 
 def plot_comparison(comparison, path: str) -> None:
     """Draw ``comparison`` (``simulator.compare.measured.Comparison``) to ``path`` as a PNG."""
-    import matplotlib
+    import matplotlib  # here, not at the top: only --png needs matplotlib, and it is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

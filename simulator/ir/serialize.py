@@ -11,13 +11,11 @@ Loading also holds the workload, the pass and the tensors to each other (``check
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError, ScheduleError
+from simulator.files import read_json, write_json_atomic
 from simulator.ir.checks import check_workload
 from simulator.ir.ops import OP_TYPES, Op
 from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
@@ -206,39 +204,6 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
     return schedule
 
 
-def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and a rename: never half-written.
-
-    Missing folders on the way to ``path`` are created (``--out runs/2d/s.json`` needs no mkdir first).
-    The file gets the permissions a plain ``open(path, "w")`` would give a new file, 0o666 less the
-    umask: mkstemp makes its temporary file private (0o600), and the rename would keep that. Every tpsim
-    output file (schedules, traces, measured records) is written here. A folder or file that cannot be
-    written is an InputError naming ``path``, not the temporary name.
-    """
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as error:
-        blocking = next((p for p in reversed(target.parents) if p.exists() and not p.is_dir()), None)
-        reason = f"{blocking} is a file, not a folder" if blocking is not None else error.strerror or error
-        raise InputError(f"cannot write {path}: {reason}") from None
-    umask = os.umask(0)  # the only way to read it; set back at once
-    os.umask(umask)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            os.chmod(tmp, 0o666 & ~umask)
-            json.dump(data, handle, separators=(",", ":"))
-            handle.write("\n")
-        os.replace(tmp, target)
-    except OSError as error:  # a full disk, or a folder where the file should go
-        os.unlink(tmp)
-        raise InputError(f"cannot write {path}: {error.strerror or error}") from None
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def save_schedule(schedule: Schedule, path: str | os.PathLike) -> None:
     """Write ``schedule`` to ``path`` as JSON, atomically."""
     write_json_atomic(path, schedule_to_dict(schedule))
@@ -246,15 +211,7 @@ def save_schedule(schedule: Schedule, path: str | os.PathLike) -> None:
 
 def load_schedule(path: str | os.PathLike) -> Schedule:
     """Read and validate a schedule file; InputError (one line) for a missing, non-JSON or malformed file."""
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise InputError(f"cannot read schedule {path}: {error.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
-    schedule = schedule_from_dict(data, str(path))
+    schedule = schedule_from_dict(read_json(path, "schedule"), str(path))
     try:
         validate_schedule(schedule)
     except ScheduleError as error:

@@ -87,21 +87,7 @@ def components(seeds: list, stamp: int, on_link: list[dict], load: list[int],
         else:
             alone.append(seed)
             continue
-        order = [seed]
-        links: list[int] = []
-        append_link, append_flow = links.append, order.append
-        i = 0
-        while i < len(order):
-            for link in order[i].links:
-                if mark[link] != stamp:
-                    mark[link] = stamp
-                    append_link(link)
-                    for other in on_link[link].values():
-                        if other.seen != stamp:
-                            other.seen = stamp
-                            append_flow(other)
-            i += 1
-        shared.append((order, links))
+        shared.append(component([seed], stamp, on_link, mark))
     return alone, shared
 
 

@@ -1,5 +1,10 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
+One concept at 400 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
+up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
+docstrings that say why each step keeps results bit for bit; the fill, the component search, the
+groups and the link table already live beside it (``fairness``, ``flow_groups``, ``routes``).
+
 A transfer of S bytes from one node to another is one *flow* on its route (a tuple of directed edges).
 While it is active, every flow has a rate; rates are the max-min fair allocation over the link
 capacities (progressive filling, Bertsekas & Gallager, "Data Networks", 2nd ed., section 6.5.2),

@@ -21,12 +21,17 @@ from collections import deque
 from typing import Callable
 
 import networkx as nx
+import simpy
 
+from simulator.collectives import CollectiveParams
+from simulator.collectives.closed_form import predict_collective_s
 from simulator.compute import ComputeConfig
 from simulator.errors import ScheduleError
 from simulator.ir.schedule import Schedule
+from simulator.network.flow_network import FlowNetwork
 from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
 from simulator.timing.results import RankTimes, SimResult, Timeline
+from simulator.timing.simulation import paused_gc, plan_on_graph, run_meta
 
 __all__ = ["CriticalPath", "critical_path", "ClosedForms", "analyze"]
 
@@ -124,11 +129,6 @@ class ClosedForms:
     with the algorithm and protocol ``run_collective`` would use, memoised by the instance's shape."""
 
     def __init__(self, G: nx.DiGraph, algorithms: dict[str, str] | None = None, params=None, router=None):
-        import simpy
-
-        from simulator.collectives import CollectiveParams
-        from simulator.network.flow_network import FlowNetwork
-
         self.net = FlowNetwork(simpy.Environment(), G, router=router)  # routes and plan cache; never run
         self.params = params if params is not None else CollectiveParams.from_graph(G)
         self.algorithms = dict(algorithms or {})
@@ -138,8 +138,6 @@ class ClosedForms:
         key = (inst.kind, inst.gpus, inst.nbytes, inst.root)
         time_s = self._memo.get(key)
         if time_s is None:
-            from simulator.collectives.closed_form import predict_collective_s
-
             kind = "send" if inst.kind == "p2p" else inst.kind
             time_s = self._memo[key] = predict_collective_s(
                 self.net, kind, list(inst.gpus), inst.nbytes, root=inst.root,
@@ -152,8 +150,6 @@ def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None
             timeline: bool = True, plan: Plan | None = None, router=None) -> SimResult:
     """The analytic (contention-free) timing of ``schedule`` on ``G``, as a ``SimResult``; arguments as
     ``simulator.timing.simulation.simulate``'s."""
-    from simulator.timing.simulation import paused_gc, plan_on_graph, run_meta
-
     began = time.perf_counter()
     with paused_gc():
         plan = plan if plan is not None else plan_on_graph(schedule, G, placement, compute)

@@ -18,12 +18,16 @@ import time
 import networkx as nx
 import simpy
 
+from simulator.collectives import CollectiveParams, run_collective
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.gcpause import paused_gc
 from simulator.ir.schedule import Schedule
+from simulator.network.flow_network import FlowNetwork
 from simulator.timing.engine import Engine
+from simulator.timing.link_sampler import LinkSampler
 from simulator.timing.plan import Instance, Plan, compile_schedule
 from simulator.timing.results import LinkUsage, RankTimes, SimResult, Timeline
+from topologies import resolve_placement
 
 __all__ = ["simulate", "plan_on_graph", "NetworkBackend", "paused_gc"]
 
@@ -33,8 +37,6 @@ log = logging.getLogger(__name__)
 def plan_on_graph(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None = None,
                   compute: ComputeConfig | None = None) -> Plan:
     """Compile ``schedule`` for ``G``: ranks on GPUs by ``placement`` (a spec or a GPU-name list)."""
-    from topologies import resolve_placement
-
     if isinstance(placement, (list, tuple)):
         gpus = list(placement)
         missing = [g for g in gpus if g not in G.nodes]
@@ -53,16 +55,11 @@ class NetworkBackend:
 
     def __init__(self, env: simpy.Environment, G: nx.DiGraph, algorithms: dict[str, str] | None = None,
                  params=None, router=None):
-        from simulator.collectives import CollectiveParams
-        from simulator.network.flow_network import FlowNetwork
-
         self.net = FlowNetwork(env, G, router=router)
         self.params = params if params is not None else CollectiveParams.from_graph(G)
         self.algorithms = dict(algorithms or {})
 
     def start(self, env: simpy.Environment, inst: Instance) -> simpy.Event:
-        from simulator.collectives import run_collective
-
         if inst.kind == "p2p":
             return run_collective(env, self.net, "send", list(inst.gpus), inst.nbytes,
                                   algorithm=self.algorithms.get("send"), params=self.params)
@@ -102,8 +99,6 @@ def simulate(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | Non
         engine = Engine(plan, backend, env)
         sampler = None
         if link_samples > 0:
-            from simulator.timing.link_sampler import LinkSampler
-
             sampler = LinkSampler(env, backend.net, engine, link_samples)
         engine.run()
         ran = time.perf_counter()

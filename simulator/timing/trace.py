@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from simulator.ir.serialize import write_json_atomic
+from simulator.files import write_json_atomic
 
 __all__ = ["chrome_trace", "write_trace", "COMPUTE_KINDS"]
 

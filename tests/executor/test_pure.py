@@ -19,7 +19,8 @@ from executor_cases import gpu_count, make  # noqa: E402
 
 from executor.check import check_rank, combine, reference_block  # noqa: E402
 from executor.faults import Fault  # noqa: E402
-from executor.launch import _failure_report, gpu_names  # noqa: E402
+from executor.job_report import failure_report  # noqa: E402
+from executor.launch import gpu_names  # noqa: E402
 from executor.measure import measured_record  # noqa: E402
 from executor.ops_torch import TorchOps  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
@@ -137,7 +138,7 @@ def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_
         with open(tmp_path / f"rank{rank}.err", "wb") as handle:
             pickle.dump({"rank": rank, "time": when, "summary": summary,
                          "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
-    report, reason, ranks = _failure_report({0: (1, 11.0)}, str(tmp_path), 8)
+    report, reason, ranks = failure_report({0: (1, 11.0)}, str(tmp_path), 8)
     assert reason == "error" and ranks[0] == 3
     assert report.startswith("rank 3 failed first")
     assert report.index("the real problem") < report.index("Connection closed")
@@ -145,7 +146,7 @@ def test_failure_report_puts_the_real_error_before_connection_after_effects(tmp_
 
 def test_failure_report_of_a_rank_killed_by_a_signal(tmp_path):
     (tmp_path / "rank2.log").write_text("some output\nlast words\n")
-    report, _, ranks = _failure_report({2: (-9, 1.0)}, str(tmp_path), 4)
+    report, _, ranks = failure_report({2: (-9, 1.0)}, str(tmp_path), 4)
     assert ranks == [2] and report.startswith("rank 2 was killed by SIGKILL (signal 9) without a Python traceback")
     assert "last words" in report
 
@@ -159,7 +160,7 @@ def test_a_rank_killed_without_a_trace_leads_its_peers_secondary_errors(tmp_path
             pickle.dump({"rank": rank, "time": when, "summary": summary,
                          "traceback": f"Traceback (most recent call last):\n  ...\n{summary}\n"}, handle)
     (tmp_path / "rank3.log").write_text("computing\n")
-    report, reason, ranks = _failure_report({0: (1, 10.2), 3: (-9, 10.3), 2: (-15, 10.4)}, str(tmp_path), 4)
+    report, reason, ranks = failure_report({0: (1, 10.2), 3: (-9, 10.3), 2: (-15, 10.4)}, str(tmp_path), 4)
     assert reason == "error" and ranks == [3, 2, 0, 1]
     lines = report.splitlines()
     assert lines[0] == ("rank 3 was killed by SIGKILL (signal 9) without a Python traceback (the kernel's "

@@ -135,7 +135,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
         Path(path).write_text("half a fi")
         raise OSError("disk full")
 
-    monkeypatch.setattr("topologies.save_topology", broken_save)
+    monkeypatch.setattr("simulator.calibrate.result.save_topology", broken_save)
     with pytest.raises(OSError, match="disk full"):
         Calibration(G, {}, (), ()).write(str(old))
     assert old.read_text() == "old contents\n"

@@ -10,11 +10,12 @@ import pytest
 
 from simulator.algorithms.registry import build_schedule
 from simulator.errors import InputError
+from simulator.files import write_json_atomic
 from simulator.ir.ops import AllGather, Broadcast, Gemm, Local, Recv, ReduceScatter, Send, Slice, Wait
 from simulator.ir.printout import format_schedule
 from simulator.ir.schedule import BufferSpec
 from simulator.ir.serialize import (load_schedule, op_from_dict, op_to_dict, save_schedule, schedule_from_dict,
-                                    schedule_to_dict, write_json_atomic)
+                                    schedule_to_dict)
 from simulator.workloads.workload import Workload
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,23 @@ def test_an_executor_command_without_torch_is_one_line() -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("tpsim run: error: needs torch, which cannot be imported here")
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+# The executor modules the command line registers or the pure tests read; the rest run ranks and need torch.
+TORCH_FREE_EXECUTOR = ("executor", "executor.command", "executor.bench_command", "executor.bench_cases",
+                       "executor.bench_report", "executor.faults", "executor.progress", "executor.__main__")
+
+
+def test_no_simulator_module_imports_torch() -> None:
+    """simulator.cli's parser and every simulator module import in one fresh interpreter without torch."""
+    names = sorted(".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                   for path in Path(ROOT, "simulator").rglob("*.py"))
+    code = ('import importlib, sys; sys.modules["torch"] = None\n'
+            'from simulator.cli import build_parser; build_parser()\n'
+            f'for name in {names + list(TORCH_FREE_EXECUTOR)!r}:\n'
+            '    try:\n'
+            '        importlib.import_module(name)\n'
+            '    except ImportError as error:\n'
+            '        sys.exit(f"{name}: {error}")\n')
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
