@@ -11,7 +11,8 @@ module               what it does
 ``buffers``          allocates buffers from the declarations; fills inputs from the seed
 ``ops_torch``        the one module that turns IR ops into torch / torch.distributed calls
 ``clock``            perf_counter (CPU) and CUDA-event (GPU) clocks for per-op timing
-``check``            float64 reference blocks from panels, per-rank errors, tolerances per dtype
+``reference``        the float64 reference of one output block, from panels and chunks
+``check``            per-rank errors against the reference, tolerances per dtype
 ``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
 ``faults``           the ``--inject-fault`` test hook
 ``progress``         a shared-memory board of where each local rank is (for timeout reports)
@@ -19,8 +20,15 @@ module               what it does
 ``job_report``       what a failed or timed-out job reports: the real cause first, where ranks were
 ``measure``          the measured-run JSON and the Chrome trace
 ``command``          ``tpsim run`` (registered without importing torch)
+``bench_cases``      the microbenchmark schedules of ``tpsim bench``
+``bench``            what each rank runs under ``tpsim bench``
+``bench_report``     the bench record and its nccl-tests-style tables
+``bench_command``    ``tpsim bench`` (registered without importing torch)
 ``__main__``         ``torchrun -m executor`` / ``python -m executor``
 ===================  ==========================================================================
 
 Importing this package does not import torch; only running does.
 """
+
+__all__ = ["bench", "bench_cases", "bench_command", "bench_report", "buffers", "check", "clock", "command", "faults",
+           "groups", "job_report", "launch", "measure", "ops_torch", "progress", "reference", "run_rank"]

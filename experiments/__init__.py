@@ -1,0 +1,19 @@
+"""Scripts that reproduce tables of measurements and predictions: ``python -m experiments.NAME``.
+
+=========================  ==========================================================================
+module                     what it holds
+=========================  ==========================================================================
+``paper_25d_claim``        the SUMMA2.5 paper's [4,4,4] vs [8,8,1] claim on 64 GPUs, as tpsim predicts it
+``nccl_realism``           the uncalibrated dgx-a100 preset against real nccl-tests logs, per size
+``calibration_holdout``    calibration on the nccl-tests logs: the error on held-out sets
+``cpu_loop``               bench -> calibrate -> run -> compare on gloo ranks, repeated
+``bench_simulator``        the whole simulator's speed on the largest grids
+``bench_network``          the flow network's speed on a few traffic patterns
+``quiet_host``             waiting for an idle host, and telling a disturbed run
+=========================  ==========================================================================
+
+Their results and the lab notes behind them are in experiments/README.md.
+"""
+
+__all__ = ["bench_network", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_realism",
+           "paper_25d_claim", "quiet_host"]

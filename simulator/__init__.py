@@ -11,8 +11,8 @@ sub-package        what it holds
                    and the numpy interpreter (the oracle)
 ``algorithms``     the registry, the process grid, compose, one module per algorithm (1-D Megatron,
                    2-D SUMMA, SUMMA2.5, Cannon 2.5-D) with its steps beside it
-``workloads``      workloads as lists of layer records, the elementwise function table, seeded
-                   tensors, the dense float64 reference
+``workloads``      workloads as lists of layer records (one module per layer kind), the elementwise
+                   function table, seeded tensors, the block evaluator (the dense float64 reference)
 ``network``        flows on routes, max-min fair sharing, flow groups
 ``collectives``    collectives as flows (NCCL's algorithms and protocols) and their closed forms
 ``timing``         the compiled plan, the simpy engine, ``simulate``, the contention-free critical
@@ -23,19 +23,20 @@ sub-package        what it holds
 =================  ============================================================================
 
 At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
-``sizes`` (byte sizes as people write them), ``compute`` (the compute model), ``gcpause``, and
+``sizes`` (byte sizes as people write them), ``compute`` (the compute model), ``files`` (atomic writes
+and checked JSON records), ``gcpause``, ``simpy_internals`` (the one place simpy's private fields are
+touched), and
 ``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked). Topologies live
 in the top-level ``topologies`` package.
 
 To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm`` subclass, added to
 ``_CLASSES`` in ``simulator/algorithms/registry.py`` (its docstring says what the class provides).
-To add a workload layer kind: a record in ``simulator/workloads/layers.py`` and its rule in the three
-walkers of the layer list (``simulator/algorithms/compose.py``, ``simulator/workloads/dense.py``,
-``executor/reference.py``); a new elementwise function is one entry in
+To add a workload layer kind: one module in ``simulator/workloads/layers/`` (its docstring lists the
+rules a layer kind gives; compose, the block evaluator and the executor's reference ask for them); a new elementwise function is one entry in
 ``simulator/workloads/functions.py``. To add a physical effect: link rates and latencies in
 ``topologies/`` (presets, ``rates.py``), sharing in ``simulator/network/``, collective algorithms in
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "gcpause",
-           "ir", "network", "predict", "predict_plot", "sizes", "timing", "workloads"]
+__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
+           "gcpause", "ir", "network", "predict", "predict_plot", "simpy_internals", "sizes", "timing", "workloads"]

@@ -6,6 +6,30 @@ per link bundle, each with ``bandwidth_GBps`` (per direction), ``latency_us`` an
     >>> G = load_topology("dgx-a100:2")
     >>> len(gpu_nodes(G)), Router(G).hops("gpu0", "gpu8")
     (16, 4)
+
+==================  ===============================================================================
+module              what it holds
+==================  ===============================================================================
+``kinds``           the vocabulary: node kinds, edge kinds, device dtypes
+``rates``           published link rates and the effective rates the model uses, with sources
+``devices``         GPU specs: peak TFLOP/s per dtype, memory bandwidth and size
+``links``           link specs, put on a graph as directed edges
+``servers``         the inside of one machine (NVSwitch, NVLink mesh, PCIe tree, NICs)
+``cluster``         servers joined by a leaf/spine fat tree
+``builders``        pure builder functions, one per interconnect shape
+``presets``         named presets: real machines and the figures they come from
+``fileformat``      the YAML/JSON topology file
+``graphml``         GraphML files through networkx
+``loader``          a topology from a preset name or a file, and saving one
+``validate``        full checks of a graph; the first problem is one ``TopologyError``
+``placement``       which GPU each schedule rank runs on
+``routing``         deterministic shortest paths with reproducible ECMP spreading
+``bisection``       bisection bandwidth by max-flow over balanced cuts
+``summary``         what ``tpsim topology show`` reports
+``draw``            a topology drawn to a PNG
+``command``         ``tpsim topology``
+``errors``          ``TopologyError`` and ``PlacementDoesNotFit``
+==================  ===============================================================================
 """
 
 from topologies.bisection import bisection_GBps

@@ -8,11 +8,22 @@ Public API::
     calibrate(base, collectives, gemms, *, holdout=None, ...) -> Calibration   # fit.py
     Calibration.graph / .parameters / .fit_rows / .holdout_rows / .write(path)
 
-Files: ``samples`` (the measured records), ``from_nccl_tests`` (nccl-tests logs to samples),
-``knobs`` (what is fitted and how a value lands on the graph), ``evaluator`` (the fast closed-form
-predictions of the inner loop), ``gemm_fit`` (compute efficiency), ``holdout`` (fit / held-out
-splits), ``rows`` (per-size-bucket error rows and their table), ``fit`` (the whole fit),
-``result`` (``Calibration``). ``from_bench`` (bench JSON to samples) belongs to ``tpsim bench``.
+===================  ==============================================================================
+module               what it holds
+===================  ==============================================================================
+``samples``          the measured records: one collective or one gemm, with its time
+``nccl_tests``       parsing nccl-tests output (all_reduce_perf, all_gather_perf, ...)
+``from_nccl_tests``  nccl-tests logs as collective samples
+``from_bench``       a ``tpsim bench`` record as samples
+``knobs``            what is fitted, its bounds, and how a value lands on the graph
+``evaluator``        the fast closed-form predictions of the fit's inner loop
+``lsq``              bounded least squares on log time over the knobs
+``gemm_fit``         the compute fit: gemm efficiency from measured gemms
+``holdout``          fit / held-out splits
+``rows``             per-size-bucket error rows and their tables
+``fit``              ``calibrate``: the whole fit and its check
+``result``           ``Calibration``: the calibrated topology, the values, the rows, the file
+===================  ==============================================================================
 """
 
 from simulator.calibrate.samples import CollectiveSample, GemmSample

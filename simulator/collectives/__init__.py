@@ -7,9 +7,17 @@ Public API (for the schedule engine)::
     choose_algorithm(kind, n, nbytes, params=None, *, n_nodes=1, bandwidth_GBps=None) -> str
     CollectiveParams.from_graph(G)                                         # parameters from G.graph["sim"]
 
-Files: ``params`` (parameters and their ``sim`` keys), ``patterns`` (the decompositions), ``trees``
-(binomial and double binary trees), ``protocols`` (LL/LL128/Simple), ``choose`` (default algorithm),
-``run`` (planning and running). Closed forms live in ``simulator.collectives.closed_form``.
+==================  ===============================================================================
+module              what it holds
+==================  ===============================================================================
+``params``          ``CollectiveParams``: the collective model's parameters and their ``sim`` keys
+``patterns``        collectives decomposed into point-to-point flows, one algorithm each
+``trees``           binomial and NCCL's double binary trees
+``protocols``       NCCL's LL, LL128 and Simple protocols: their cost, and NCCL's pick
+``choose``          the NCCL-like default algorithm by kind, group and message size
+``run``             planning and running one collective on a ``FlowNetwork``
+``closed_form``     the closed-form alpha-beta times of every collective
+==================  ===============================================================================
 """
 
 from simulator.collectives.choose import choose_algorithm

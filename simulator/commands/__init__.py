@@ -1,0 +1,19 @@
+"""The ``tpsim`` sub-commands of the simulator, one module each; ``simulator.cli`` registers them.
+
+==================  ===============================================================================
+module              what it holds
+==================  ===============================================================================
+``schedule_args``   the schedule arguments shared by schedule, verify, simulate and run
+``sim_args``        topology, placement and collective overrides, shared by simulate and predict
+``predict``         ``tpsim predict``: every arrangement ranked (the main job)
+``schedule``        ``tpsim schedule`` and ``tpsim verify``
+``simulate``        ``tpsim simulate``: one schedule on one topology
+``collective``      ``tpsim collective``: one collective, or an nccl-tests-style sweep
+``calibrate``       ``tpsim calibrate``: fit a topology to bench or nccl-tests measurements
+``compare``         ``tpsim compare``: a measured run against its simulation
+==================  ===============================================================================
+
+``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
+"""
+
+__all__ = ["calibrate", "collective", "compare", "predict", "schedule", "schedule_args", "sim_args", "simulate"]

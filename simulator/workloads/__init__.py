@@ -4,11 +4,11 @@
 module              what it holds
 ==================  ===============================================================================
 ``workload``        ``Workload``: the kinds (gemm, mlp) as layer lists; shapes, passes, input blocks
-``layers``          the layer records: ``Linear`` and ``Elementwise``, and their backward
-``elementwise``     the table of elementwise functions, numpy and torch versions side by side
-``dense``           the dense float64 reference: the layer list walked in numpy
+``layers/``         one module per layer kind (``Linear``, ``Elementwise``), with every rule it needs
+``functions``       the table of elementwise functions, numpy and torch versions side by side
+``blocks``          any block of any tensor from the seed, by the layers' rules; the dense reference
 ``tensors``         seeded tensor values, generated block by block
 ==================  ===============================================================================
 """
 
-__all__ = ["dense", "elementwise", "layers", "tensors", "workload"]
+__all__ = ["blocks", "functions", "layers", "tensors", "workload"]

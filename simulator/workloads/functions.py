@@ -2,7 +2,7 @@
 
 Every consumer reads this table: ``simulator.ir.ops`` (which names a ``local`` op may use, and their
 arity), the numpy interpreter and dense reference (``numpy``), and the executor and its float64
-reference (``torch``). ``tests/simulator/test_elementwise.py`` holds the two versions of every entry to
+reference (``torch``). ``tests/simulator/test_functions.py`` holds the two versions of every entry to
 each other, so a new function is one entry here plus its test row.
 
 GELU is the tanh approximation, as ``torch.nn.functional.gelu(x, approximate="tanh")``:

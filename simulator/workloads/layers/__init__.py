@@ -5,6 +5,7 @@ module              layer kind
 ==================  ===============================================================================
 ``linear``          ``Linear``: y = x w; dx = dy w^T, dw = x^T dy
 ``elementwise``     ``Elementwise``: y = f(x); dx = f_backward(dy, x)
+``common``          what every kind shares: gradient names (``grad``), the ``Sum`` record
 ==================  ===============================================================================
 
 A workload is a chain of layers on activations of M rows (tokens): each layer reads the previous
