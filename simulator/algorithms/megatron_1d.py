@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from simulator.algorithms.base import Algorithm, Blocks, LinearNames
-from simulator.errors import InputError, NotApplicable
+from simulator.errors import InputError
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllReduce, Gemm
 from simulator.workloads.workload import Workload
@@ -75,9 +75,7 @@ class Megatron1D(Algorithm):
         for linear in workload.linears():
             label, value = (linear.n_label, linear.n) if _column(linear) else (linear.k_label, linear.k)
             split.setdefault(label, value)
-        for label, value in split.items():
-            if value % self.p:
-                raise NotApplicable(f"1d on {self.p} GPUs: {label}={value} must be divisible by p = {self.p}")
+        self._require_divisible(f"1d on {self.p} GPUs", split, self.p, "p")
 
     # -- layouts: whole, or split by columns or rows over the p ranks ------------------------------
     def _whole(self, rows: int, cols: int) -> Blocks:
