@@ -20,7 +20,7 @@ output or input gradient) goes by chunks of its rows. What is alive at once:
 Every input element is generated once per block: chunks never overlap, and an input block a chunk
 needs twice (the MLP's W1[C, F] inside W1[:, F]) is cut from the one already built. The chunk width is
 the widest whose every chunk-sized array fits ``piece_elements``, found by a dry run of the same rules on
-torch's meta device (shapes only), which also counts the panels for ``peak_bytes``.
+shapes alone, which also counts the panels for ``peak_bytes``.
 
 Peak memory per rank: ``peak_bytes`` counts the block, its panels and ``CHUNKS_ALIVE`` chunks (float64);
 blocks are checked one at a time, so a rank's peak is its largest block's. For the MLP at m = 32768,
@@ -36,9 +36,11 @@ at once under ``peak_bytes``.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from simulator.workloads.blocks import BlockEvaluator, chunks
+from simulator.workloads.blocks import BlockEvaluator, ShapeBackend, chunks
 from simulator.workloads.functions import FUNCTIONS
 from simulator.workloads.workload import Workload
 
@@ -67,14 +69,12 @@ def input_block(workload: Workload, seed: int, name: str, rows: tuple[int, int],
 
 
 class TorchBackend:
-    """float64 torch tensors on ``device`` (``"meta"``: shapes only, for the dry run); inputs by slabs."""
+    """float64 torch tensors on ``device``; inputs by slabs."""
 
     def __init__(self, workload: Workload, seed: int, device: torch.device | str, piece_elements: int):
         self.workload, self.seed, self.device, self.piece = workload, seed, device, piece_elements
 
     def input(self, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
-        if self.device == "meta":
-            return self.zeros(rows[1] - rows[0], cols[1] - cols[0])
         return input_block(self.workload, self.seed, name, rows, cols, self.device, self.piece)
 
     def zeros(self, rows: int, cols: int) -> torch.Tensor:
@@ -82,8 +82,7 @@ class TorchBackend:
 
     def function(self, fn: str, rows: int, cols: int, inputs: tuple) -> torch.Tensor:
         out = torch.empty(rows, cols, dtype=torch.float64, device=self.device)
-        if self.device != "meta":
-            FUNCTIONS[fn].torch(out, *inputs)
+        FUNCTIONS[fn].torch(out, *inputs)
         return out
 
     @staticmethod
@@ -92,8 +91,11 @@ class TorchBackend:
 
 
 def _dry_run(workload: Workload, tensor: str, rows: tuple[int, int], cols: tuple[int, int]) -> BlockEvaluator:
-    """The rules on the meta device with chunks one wide: the panels, and elements per unit of width."""
-    evaluator = BlockEvaluator(workload, TorchBackend(workload, 0, "meta", 1))
+    """The rules on shapes alone, with chunks one wide: the panels, and elements per unit of width.
+
+    Shapes, not torch's meta device: the first meta ops in a process take 1.6 s here (torch loads its
+    meta registrations), which every forked rank paid again; an 8-rank gloo test went from 0.4 to 5.8 s."""
+    evaluator = BlockEvaluator(workload, ShapeBackend())
     evaluator.block(tensor, rows, cols, width=1, first_chunk_only=True)
     return evaluator
 
@@ -111,7 +113,7 @@ def peak_bytes(workload: Workload, tensor: str, rows: tuple[int, int], cols: tup
     """The memory ``reference_block`` holds at once for this block, in bytes, as counted in the module
     docstring: the block, its panels and ``CHUNKS_ALIVE`` chunks, all float64."""
     nr, nc = rows[1] - rows[0], cols[1] - cols[0]
-    panels = sum(value.numel() for value in _dry_run(workload, tensor, rows, cols).panels.values())
+    panels = sum(math.prod(value.shape) for value in _dry_run(workload, tensor, rows, cols).panels.values())
     longest = max(max(shape) for shape in workload.shapes().values())
     chunk = max(piece_elements, longest)  # a chunk is never narrower than one row or column
     return 8 * (nr * nc + panels + CHUNKS_ALIVE * chunk)

@@ -30,7 +30,7 @@ from simulator.workloads.tensors import random_block
 if TYPE_CHECKING:  # the workload module imports this one
     from simulator.workloads.workload import Workload
 
-__all__ = ["BlockEvaluator", "Chunk", "NumpyBackend", "chunks", "dense_reference"]
+__all__ = ["BlockEvaluator", "Chunk", "NumpyBackend", "ShapeBackend", "chunks", "dense_reference"]
 
 
 class Chunk(tuple):
@@ -63,6 +63,48 @@ class NumpyBackend:
     @staticmethod
     def addmm(acc: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
         acc += left @ right
+
+
+class _Shape:
+    """An array of which only the shape is known: what a dry run computes with."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple[int, int]):
+        self.shape = shape
+
+    def __matmul__(self, other: "_Shape") -> "_Shape":
+        return _Shape((self.shape[0], other.shape[1]))
+
+    @property
+    def T(self) -> "_Shape":
+        return _Shape((self.shape[1], self.shape[0]))
+
+    def __getitem__(self, key: tuple[slice, slice]) -> "_Shape":
+        return _Shape(tuple(len(range(*part.indices(extent))) for part, extent in zip(key, self.shape)))
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+class ShapeBackend:
+    """Shapes only: the dry run that measures a block's panels and chunk-sized arrays before any work."""
+
+    @staticmethod
+    def input(name: str, rows: tuple[int, int], cols: tuple[int, int]) -> _Shape:
+        return _Shape((rows[1] - rows[0], cols[1] - cols[0]))
+
+    @staticmethod
+    def zeros(rows: int, cols: int) -> _Shape:
+        return _Shape((rows, cols))
+
+    @staticmethod
+    def function(fn: str, rows: int, cols: int, inputs: tuple) -> _Shape:
+        return _Shape((rows, cols))
+
+    @staticmethod
+    def addmm(acc: _Shape, left: _Shape, right: _Shape) -> None:
+        pass
 
 
 class BlockEvaluator:
