@@ -72,11 +72,7 @@ def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> di
     return {
         "format": FORMAT,
         "version": VERSION,
-        "algorithm": schedule.algorithm,
-        "grid": list(schedule.grid),
-        "workload": schedule.workload,
-        "passes": schedule.passes,
-        "dtype": schedule.dtype,
+        **schedule.identity(),
         "backend": options.backend,
         "world_size": schedule.world_size,
         "seed": options.seed,

@@ -96,6 +96,11 @@ class Schedule:
         """Number of ranks."""
         return len(self.programs)
 
+    def identity(self) -> dict:
+        """What the schedule is, as every tpsim record names it: algorithm, grid, workload, passes, dtype."""
+        return {"algorithm": self.algorithm, "grid": list(self.grid), "workload": self.workload,
+                "passes": self.passes, "dtype": self.dtype}
+
     def spec(self, rank: int, buffer: str) -> BufferSpec:
         """The declaration of ``buffer`` on ``rank``; ScheduleError naming both when undeclared."""
         try:

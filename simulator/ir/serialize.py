@@ -104,11 +104,7 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "algorithm": schedule.algorithm,
-        "grid": list(schedule.grid),
-        "workload": schedule.workload,
-        "passes": schedule.passes,
-        "dtype": schedule.dtype,
+        **schedule.identity(),
         "groups": {name: list(ranks) for name, ranks in schedule.groups.items()},
         "tensors": {name: list(shape) for name, shape in schedule.tensors.items()},
         "buffers": [{name: {"shape": list(spec.shape), "dtype": spec.dtype} for name, spec in rank.items()}
