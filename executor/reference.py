@@ -103,7 +103,7 @@ def _dry_run(workload: Workload, tensor: str, rows: tuple[int, int], cols: tuple
 def reference_block(workload: Workload, seed: int, tensor: str, rows: tuple[int, int], cols: tuple[int, int],
                     device: torch.device | str = "cpu", piece_elements: int = PIECE_ELEMENTS) -> torch.Tensor:
     """Float64 block [rows, cols] of output ``tensor``, from panels and chunks of the seeded inputs."""
-    width = max(1, piece_elements // _dry_run(workload, tensor, rows, cols).widest)
+    width = _width(piece_elements, _dry_run(workload, tensor, rows, cols).widest)
     evaluator = BlockEvaluator(workload, TorchBackend(workload, seed, device, piece_elements))
     return evaluator.block(tensor, rows, cols, width=width)
 
