@@ -8,7 +8,8 @@ module              what it holds
 ``functions``       the table of elementwise functions, numpy and torch versions side by side
 ``blocks``          any block of any tensor from the seed, by the layers' rules; the dense reference
 ``tensors``         seeded tensor values, generated block by block
+``models``          published transformer models (GPT-3, Megatron-LM) as presets, with their sources
 ==================  ===============================================================================
 """
 
-__all__ = ["blocks", "functions", "layers", "tensors", "workload"]
+__all__ = ["blocks", "functions", "layers", "models", "tensors", "workload"]
