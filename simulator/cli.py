@@ -26,6 +26,7 @@ from simulator.errors import InputError
 COMMAND_MODULES = (
     "simulator.commands.predict",
     "simulator.commands.schedule",
+    "simulator.commands.model",
     "simulator.commands.simulate",
     "simulator.commands.collective",
     "topologies.command",

@@ -7,6 +7,7 @@ module              what it holds
 ``sim_args``        topology, placement and collective overrides, shared by simulate and predict
 ``predict``         ``tpsim predict``: every arrangement ranked (the main job)
 ``schedule``        ``tpsim schedule`` and ``tpsim verify``
+``model``           ``tpsim model list``: the published model presets, as a table or JSON
 ``simulate``        ``tpsim simulate``: one schedule on one topology
 ``collective``      ``tpsim collective``: one collective, or an nccl-tests-style sweep
 ``calibrate``       ``tpsim calibrate``: fit a topology to bench or nccl-tests measurements
@@ -16,4 +17,5 @@ module              what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "predict", "schedule", "schedule_args", "sim_args", "simulate"]
+__all__ = ["calibrate", "collective", "compare", "model", "predict", "schedule", "schedule_args", "sim_args",
+           "simulate"]

@@ -1,13 +1,24 @@
-"""Model presets: every shape divides, and every size matches its paper's count."""
+"""Model presets: every shape divides, every size matches its paper's count, and `tpsim model list`."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
+from simulator.cli import main
 from simulator.errors import InputError
-from simulator.workloads.models import MODELS, preset
+from simulator.workloads.models import MODELS, ModelPreset, preset
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exit_:  # argparse's own errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -57,3 +68,32 @@ def test_a_bad_shape_is_refused_with_the_value(change, message) -> None:
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(preset("gpt3-1.3b"), **change)
 
+
+def test_model_list_prints_one_aligned_row_per_preset(capsys) -> None:
+    status, out, err = run(capsys, "model", "list")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["name", "layers", "hidden", "heads", "ffn", "seq", "dropout", "published",
+                                "computed", "source"]
+    assert [line.split()[0] for line in lines[1:]] == list(MODELS)
+    assert len({line.index("Brown") for line in lines[1:] if "Brown" in line}) == 1  # the source column aligns
+    row = next(line for line in lines if line.startswith("gpt3-13b "))
+    assert row.split()[1:9] == ["40", "5120", "40", "20480", "2048", "0.1", "13.00B", "12.85B"]
+
+
+def test_model_list_json_round_trips_every_field(capsys) -> None:
+    status, out, err = run(capsys, "model", "list", "--json")
+    assert status == 0 and err == ""
+    records = json.loads(out)
+    assert [r["name"] for r in records] == list(MODELS)
+    for record in records:
+        computed = record.pop("computed_params")
+        m = ModelPreset(**record)
+        assert m == MODELS[m.name] and computed == m.parameter_count()
+
+
+@pytest.mark.parametrize("argv", [["model"], ["model", "show"], ["model", "list", "--bogus"]])
+def test_a_bad_model_command_is_one_stderr_line_and_status_2(capsys, argv) -> None:
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("tpsim model")
