@@ -1,6 +1,6 @@
 """The arrangement predictor: every legal way to lay P GPUs out for every algorithm, simulated and ranked.
 
-Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` on P; ``2d`` on [q, q, 1] with
+Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` and ``1d-sp`` on P; ``2d`` on [q, q, 1] with
 q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on every [q, q, c] with c | q.
 Each arrangement is built for the workload; one that does not apply, because its sizes do not divide
 (``build_schedule`` raises ``NotApplicable``) or its placement does not fit (``PlacementDoesNotFit``, also
@@ -28,8 +28,8 @@ from typing import Callable, Iterable
 
 import networkx as nx
 
-from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, build_schedule, canonical_algorithm,
-                                           legal_grids)
+from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, algorithm_class, build_schedule,
+                                           canonical_algorithm, legal_grids)
 from simulator.errors import InputError, NotApplicable
 from simulator.ir.schedule import Schedule
 from simulator.timing.critical_path import analyze
@@ -108,8 +108,9 @@ def arrangements(gpus: int, algorithms: Iterable[str] = ALGORITHMS, placements: 
     out = []
     for algorithm in dict.fromkeys(canonical_algorithm(a) for a in algorithms):
         for grid in legal_grids(algorithm, gpus):
-            # A grid placement means nothing to 1d's one group; it runs linear only.
-            for placement in ((None,) if algorithm == "1d" else tuple(dict.fromkeys(placements))):
+            # A grid placement means nothing to 1-D's one group; it runs linear only.
+            linear = not algorithm_class(algorithm).square_grid
+            for placement in ((None,) if linear else tuple(dict.fromkeys(placements))):
                 out.append(Arrangement(algorithm, grid, placement))
                 if overlap and algorithm in OVERLAP_ALGORITHMS:
                     out.append(Arrangement(algorithm, grid, placement, overlap=True))
@@ -122,8 +123,8 @@ def memory_bytes(schedule: Schedule) -> int:
 
 
 def _build(a: Arrangement, workload: Workload, passes: str, dtype: str) -> Schedule:
-    if a.algorithm == "1d":
-        return build_schedule("1d", workload, passes, dtype, gpus=a.grid[0])
+    if not algorithm_class(a.algorithm).square_grid:
+        return build_schedule(a.algorithm, workload, passes, dtype, gpus=a.grid[0])
     return build_schedule(a.algorithm, workload, passes, dtype, grid=a.grid, overlap=a.overlap)
 
 

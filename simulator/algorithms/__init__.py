@@ -8,6 +8,7 @@ module              what it holds
 ``grid``            ``ProcessGrid``: [q, q, d] coordinates and row, column and depth groups
 ``compose``         lowers a workload's layer list onto one algorithm (the only code that does)
 ``megatron_1d``     1-D Megatron-LM (column- then row-parallel)
+``megatron_1d_sp``  1-D Megatron-LM with sequence parallelism (all-gather / reduce-scatter)
 ``summa_steps``     the SUMMA steps of one linear, shared by 2-D SUMMA and SUMMA2.5
 ``summa2d``         2-D SUMMA / Optimus on [q, q, 1]
 ``summa25d``        SUMMA2.5 / Tesseract on [q, q, d]
@@ -16,5 +17,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["base", "cannon25d", "cannon_steps", "compose", "grid", "megatron_1d", "registry", "summa25d", "summa2d",
+__all__ = ["base", "cannon25d", "cannon_steps", "compose", "grid", "megatron_1d", "megatron_1d_sp", "registry", "summa25d", "summa2d",
            "summa_steps"]

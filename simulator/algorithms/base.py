@@ -6,7 +6,12 @@ An algorithm is one class (``simulator.algorithms.registry`` lists them) that ow
   (``legal_grids``, ``resolve_grid``), class-level, before any workload is known;
 - on one grid (an instance): its process groups, its divisibility checks for a workload (``check``,
   raising ``NotApplicable``), where the blocks of each linear's input, output and weight live, and how
-  to emit one linear's forward, backward-input and backward-weight products as IR ops.
+  to emit one linear's forward, backward-input and backward-weight products as IR ops;
+- for the transformer block, three more rules (``GridAlgorithm`` has those of a [q, q, d] grid):
+  where a [1, n] parameter vector (a bias, LayerNorm's gamma and beta) applied to an activation is kept
+  (``vector_blocks``) and brought to the ranks using it (``fetch_vector``); how its gradient's per-rank
+  partial sums are summed to where it is kept (``reduce_vector_grad``); and how per-row statistics are
+  summed over the ranks holding other columns of the same rows (``all_reduce_rows``, LayerNorm's).
 
 ``simulator.algorithms.compose`` strings a workload's layers together from these; no algorithm knows
 about workloads beyond its linears. Grids are ``(P,)`` for 1-D and ``(q, q, d)`` otherwise; the default
@@ -24,6 +29,7 @@ from typing import ClassVar
 from simulator.algorithms.grid import ProcessGrid
 from simulator.errors import InputError, NotApplicable
 from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import AllReduce, Broadcast, Reduce
 from simulator.workloads.layers import Linear
 from simulator.workloads.workload import Workload
 
@@ -127,7 +133,11 @@ class Algorithm(ABC):
 
     @abstractmethod
     def groups(self) -> dict[str, tuple[int, ...]]:
-        """Every process group the schedule uses, members in group-local order."""
+        """Every process group the products use, members in group-local order."""
+
+    def block_groups(self) -> dict[str, tuple[int, ...]]:
+        """The groups the transformer block's vectors and row statistics use besides ``groups()``."""
+        return {}
 
     @abstractmethod
     def check(self, workload: Workload) -> None:
@@ -157,6 +167,26 @@ class Algorithm(ABC):
     def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
         """Emit dW = X^T dY on every rank."""
 
+    # -- the transformer block: parameter vectors and row statistics -------------------------------
+    @abstractmethod
+    def vector_blocks(self, layout: Blocks) -> Blocks:
+        """Where a [1, n] parameter added to (or scaling) an activation of ``layout`` is kept, and its gradient."""
+
+    @abstractmethod
+    def fetch_vector(self, b: ScheduleBuilder, name: str, layout: Blocks) -> dict[int, str]:
+        """Emit what brings every rank of ``layout`` its columns of vector ``name``; return the buffer
+        holding them on each rank."""
+
+    @abstractmethod
+    def reduce_vector_grad(self, b: ScheduleBuilder, layout: Blocks, out: str, compute) -> None:
+        """Emit the gradient ``out`` of a vector applied to ``layout``: ``compute(rank, buffer)`` emits a
+        rank's partial sum over its rows into ``buffer``; the algorithm sums the partials to where the
+        vector is kept."""
+
+    @abstractmethod
+    def all_reduce_rows(self, b: ScheduleBuilder, buf: str, layout: Blocks) -> None:
+        """Emit the sum of per-row statistics ``buf`` over the ranks holding other columns of the same rows."""
+
     # -- helpers for subclasses --------------------------------------------------------------------
     def _require_divisible(self, where: str, extents: dict[str, int], by: int, by_label: str) -> None:
         """NotApplicable for the first extent that ``by`` does not divide."""
@@ -164,9 +194,32 @@ class Algorithm(ABC):
             if value % by:
                 raise NotApplicable(f"{where}: {label}={value} must be divisible by {by_label} = {by}")
 
+    @staticmethod
+    def _require_block_split(where: str, workload: Workload, sequences: int, sequences_label: str, heads: int,
+                             heads_label: str) -> None:
+        """NotApplicable unless the transformer's sequences split ``sequences`` ways and its heads
+        ``heads`` ways: the attention core is local only on whole sequences and whole heads."""
+        if workload.name != "transformer":
+            return
+        if workload.batch % sequences:
+            raise NotApplicable(f"{where}: batch={workload.batch} must be divisible by {sequences_label} = "
+                                f"{sequences} (the attention core needs whole sequences on each rank)")
+        if workload.heads % heads:
+            raise NotApplicable(f"{where}: heads={workload.heads} must be divisible by {heads_label} = {heads}")
+
 
 class GridAlgorithm(Algorithm):
-    """An algorithm on a [q, q, d] ``ProcessGrid``, which subclasses hold as their ``grid`` field."""
+    """An algorithm on a [q, q, d] ``ProcessGrid``, which subclasses hold as their ``grid`` field.
+
+    The transformer block's vectors follow Tesseract (Colossal-AI's ``add_bias_2p5d`` and 2.5-D
+    LayerNorm): a bias or LayerNorm parameter's columns i live on row 0 of column group (i, k), on every
+    layer k that holds activations; the forward broadcasts them over the column group, the backward
+    reduces the per-rank partial sums to row 0 over the column group and, where the weights are
+    replicated over depth (``depth_replicated``), all-reduces them over the depth group, as every
+    weight gradient is. Holding them on one row (rather than split q^2 ways and all-gathered, as
+    Colossal-AI's 2-D layers do) keeps one owner per element with the same per-rank bytes, and needs no
+    divisibility of n by q^2. LayerNorm's row moments are all-reduced over the row group.
+    """
 
     grid: ProcessGrid
 
@@ -177,6 +230,45 @@ class GridAlgorithm(Algorithm):
     @property
     def world_size(self) -> int:
         return self.grid.world_size
+
+    @property
+    def depth_replicated(self) -> bool:
+        """Whether weights (and vectors) are replicated over the depth layers, so their gradients are
+        all-reduced over depth."""
+        return False
+
+    def vector_blocks(self, layout: Blocks) -> Blocks:
+        return [(rank, (0, 1), cols) for rank, _, cols in layout if self.grid.coords(rank)[0] == 0]
+
+    def fetch_vector(self, b: ScheduleBuilder, name: str, layout: Blocks) -> dict[int, str]:
+        held = {}
+        for rank, _, cols in layout:
+            j, i, k = self.grid.coords(rank)
+            held[rank] = b.buffer(rank, name if j == 0 else f"{name}_ws", (1, cols[1] - cols[0]))
+            if self.grid.q > 1:
+                b.emit(rank, Broadcast(group=self.grid.col_name(i, k), root=0, buf=held[rank]))
+        return held
+
+    def reduce_vector_grad(self, b: ScheduleBuilder, layout: Blocks, out: str, compute) -> None:
+        for rank, _, cols in layout:
+            j, i, k = self.grid.coords(rank)
+            shape = (1, cols[1] - cols[0])
+            b.buffer(rank, out, shape)
+            if self.grid.q == 1:
+                compute(rank, out)
+            else:
+                part = b.buffer(rank, f"{out}_part", shape)
+                compute(rank, part)
+                b.emit(rank, Reduce(group=self.grid.col_name(i, k), root=0, buf=part, out=out))
+            if j == 0 and self.depth_replicated:
+                b.emit(rank, AllReduce(group=self.grid.depth_name(j, i), buf=out))
+
+    def all_reduce_rows(self, b: ScheduleBuilder, buf: str, layout: Blocks) -> None:
+        if self.grid.q == 1:
+            return
+        for rank, _, _ in layout:
+            j, _, k = self.grid.coords(rank)
+            b.emit(rank, AllReduce(group=self.grid.row_name(j, k), buf=buf))
 
 
 def linear_extents(workload: Workload) -> dict[str, int]:

@@ -25,6 +25,12 @@ both 3; mlp fwd 4 (X, W1, Z, W2), bwd and both 6 (adding dY, dH). Depth reduces:
 1 / 2 / 3, mlp 2 / 4 / 6 for fwd / bwd / both. Per-rank skew + shift traffic is at most s blocks of each
 factor, q/c where 2-D Cannon (c = 1) moves q: the 1/c of the paper, paid for by the broadcast and reduce.
 With c = 1 there are no depth ops and this is plain 2-D Cannon (Cannon 1969).
+
+The transformer block: every activation on layer 0, q x q, so each rank of layer 0 holds b/q whole
+sequences and a/q whole heads and the attention core is local; LayerNorm's moments are all-reduced
+over layer 0's row groups and the vectors kept on its row 0 as in Tesseract (``GridAlgorithm``). The
+other layers take part in the products only; every gradient is already whole on layer 0 after a
+product's depth reduce, so no vector needs a depth all-reduce.
 """
 
 from __future__ import annotations
@@ -58,10 +64,15 @@ class Cannon25D(GridAlgorithm):
         return cls(ProcessGrid(shape[0], shape[2]))
 
     def groups(self) -> dict[str, tuple[int, ...]]:
-        """The depth groups, the only ones the schedule uses (none when c = 1: shifts are point to point)."""
+        """The depth groups, the only ones a product uses (none when c = 1: shifts are point to point)."""
         if self.grid.d == 1:
             return {}
         return {name: ranks for name, ranks in self.grid.groups().items() if name.startswith("depth_")}
+
+    def block_groups(self) -> dict[str, tuple[int, ...]]:
+        """Layer 0's row and column groups: where the transformer's LayerNorm moments and vectors go."""
+        return {name: ranks for name, ranks in self.grid.groups().items()
+                if name.startswith(("row_", "col_")) and name.endswith("_k0")}
 
     def check(self, workload: Workload) -> None:
         """NotApplicable unless c divides q and q divides M and every weight extent."""
@@ -69,6 +80,7 @@ class Cannon25D(GridAlgorithm):
         where = f"{self.name} on [{q},{q},{c}]"
         if q % c:
             raise NotApplicable(f"{where}: the depth c={c} must divide q={q}")
+        self._require_block_split(where, workload, q, "q", q, "q")
         self._require_divisible(where, {"M": workload.m, **linear_extents(workload)}, q, "q")
 
     def _layer0(self, rows: int, cols: int) -> Blocks:

@@ -12,6 +12,14 @@ fourth, ...), so the activation between a pair never moves:
 row-parallel, with GELU on each rank's columns: one [M, h] all-reduce each way, as Megatron. In each
 backward the input gradient comes first (and its all-reduce), then the weight gradient, in the order
 Megatron-LM's ColumnParallelLinear computes them.
+
+The transformer block (Shoeybi et al., Fig. 3): QKV and FC1 column-parallel, the out-projection and
+FC2 row-parallel, so each rank holds a/p whole heads and the attention core is local; LayerNorm,
+dropout, the residuals and the row-parallel biases run replicated on the whole [b s, h] (every rank
+computes the same values, and the same dropout masks); a column-parallel bias is split with its
+columns. Per layer: 4 all-reduces of [b s, h], two forward (after proj and FC2) and two backward (the
+input gradients of QKV and FC1). Every vector gradient is complete on every rank (replicated rows), so
+none is communicated.
 """
 
 from __future__ import annotations
@@ -49,9 +57,9 @@ class Megatron1D(Algorithm):
     @classmethod
     def resolve_grid(cls, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
         if grid is not None:
-            raise InputError("1d takes --gpus P, not --grid")
+            raise InputError(f"{cls.name} takes --gpus P, not --grid")
         if gpus is None or gpus < 1:
-            raise InputError(f"1d needs --gpus P with P >= 1, got {gpus}")
+            raise InputError(f"{cls.name} needs --gpus P with P >= 1, got {gpus}")
         return (gpus,)
 
     @classmethod
@@ -70,12 +78,34 @@ class Megatron1D(Algorithm):
         return {WORLD: tuple(range(self.p))}
 
     def check(self, workload: Workload) -> None:
-        """NotApplicable unless p divides every split extent: a column linear's N, a row linear's K."""
+        """NotApplicable unless p divides every split extent (a column linear's N, a row linear's K) and,
+        for the transformer, the heads."""
         split = {}
         for linear in workload.linears():
             label, value = (linear.n_label, linear.n) if _column(linear) else (linear.k_label, linear.k)
             split.setdefault(label, value)
-        self._require_divisible(f"1d on {self.p} GPUs", split, self.p, "p")
+        where = f"{self.name} on {self.p} GPUs"
+        self._require_block_split(where, workload, 1, "1", self.p, "p")
+        self._require_divisible(where, split, self.p, "p")
+
+    # -- the transformer's vectors: kept wherever used; partial sums all-reduced where rows are split --
+    def vector_blocks(self, layout: Blocks) -> Blocks:
+        return [(rank, (0, 1), cols) for rank, _, cols in layout]
+
+    def fetch_vector(self, b: ScheduleBuilder, name: str, layout: Blocks) -> dict[int, str]:
+        return {rank: name for rank, _, _ in layout}
+
+    def reduce_vector_grad(self, b: ScheduleBuilder, layout: Blocks, out: str, compute) -> None:
+        rows_split = len({rows for _, rows, _ in layout}) > 1  # sequence-parallel shards
+        for rank, _, cols in layout:
+            b.buffer(rank, out, (1, cols[1] - cols[0]))
+            compute(rank, out)
+            if rows_split:
+                b.emit(rank, AllReduce(group=WORLD, buf=out))
+
+    def all_reduce_rows(self, b: ScheduleBuilder, buf: str, layout: Blocks) -> None:
+        if len({cols for _, _, cols in layout}) > 1:
+            raise AssertionError(f"{self.name}: row statistics of column-split blocks")  # 1-D keeps whole rows
 
     # -- layouts: whole, or split by columns or rows over the p ranks ------------------------------
     def _whole(self, rows: int, cols: int) -> Blocks:

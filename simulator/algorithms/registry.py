@@ -4,12 +4,14 @@
 algorithm        grid                        class (module)
 ===============  ==========================  ===================================================
 ``1d``           ``--gpus P``                ``Megatron1D`` (``megatron_1d``: Megatron-LM)
+``1d-sp``        ``--gpus P``                ``Megatron1DSP`` (``megatron_1d_sp``: with sequence
+                                             parallelism, Korthikanti et al.)
 ``2d``           ``[q, q, 1]``               ``Summa2D`` (``summa2d``: SUMMA / Optimus)
 ``cannon25d``    ``[q, q, c]``, c divides q  ``Cannon25D`` (``cannon25d``: Solomonik & Demmel)
 ``summa25d``     ``[q, q, d]``               ``Summa25D`` (``summa25d``: SUMMA2.5 / Tesseract)
 ===============  ==========================  ===================================================
 
-``tesseract`` is an alias of ``summa25d``. The command line's ``--algo`` choices, ``predict --algos``,
+``tesseract`` is an alias of ``summa25d``, ``megatron-sp`` of ``1d-sp``. The command line's ``--algo`` choices, ``predict --algos``,
 the help texts and the error messages all read ``ALGORITHMS`` and ``ALIASES`` from here.
 
 To add an algorithm: write one module in ``simulator/algorithms/`` with a subclass of
@@ -27,6 +29,7 @@ from simulator.algorithms.base import Algorithm
 from simulator.algorithms.cannon25d import Cannon25D
 from simulator.algorithms.compose import compose
 from simulator.algorithms.megatron_1d import Megatron1D
+from simulator.algorithms.megatron_1d_sp import Megatron1DSP
 from simulator.algorithms.summa2d import Summa2D
 from simulator.algorithms.summa25d import Summa25D
 from simulator.errors import InputError
@@ -36,7 +39,7 @@ from simulator.workloads.workload import Workload
 __all__ = ["ALGORITHMS", "ALIASES", "DTYPES", "OVERLAP_ALGORITHMS", "REGISTRY", "SQUARE_GRID_ALGORITHMS",
            "algorithm_class", "build_schedule", "canonical_algorithm", "legal_grids"]
 
-_CLASSES: tuple[type[Algorithm], ...] = (Megatron1D, Summa2D, Cannon25D, Summa25D)
+_CLASSES: tuple[type[Algorithm], ...] = (Megatron1D, Megatron1DSP, Summa2D, Cannon25D, Summa25D)
 
 REGISTRY: dict[str, type[Algorithm]] = {cls.name: cls for cls in _CLASSES}
 """Canonical name -> algorithm class."""

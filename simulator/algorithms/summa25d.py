@@ -4,6 +4,11 @@ Activations are split into d*q x q blocks (layer k owns row blocks kq .. kq+q-1)
 q x q and replicated on every layer; dW is all-reduced over each depth group when d > 1. The steps live
 in ``simulator.algorithms.summa_steps``. A widely used open-source implementation omits the depth
 all-reduce of dW; this one does not, and ``tests/simulator/test_generators.py`` fails if it goes missing.
+
+The transformer block (Optimus / Tesseract): each rank holds b/(dq) whole sequences and a/q whole
+heads, so the attention core is local; LayerNorm's moments are all-reduced over the row group; biases
+and LayerNorm parameters live on row 0 and are broadcast and reduced over the column group, with the
+depth all-reduce of their gradients when d > 1 (``GridAlgorithm``).
 """
 
 from __future__ import annotations
@@ -42,9 +47,14 @@ class Summa25D(GridAlgorithm):
         """NotApplicable unless M divides by d*q and every weight extent by q."""
         q, d = self.grid.q, self.grid.d
         where = f"{self.name} on [{q},{q},{d}]"
+        self._require_block_split(where, workload, d * q, "d*q", q, "q")
         if workload.m % (d * q):
             raise NotApplicable(f"{where}: M={workload.m} must be divisible by d*q = {d * q}")
         self._require_divisible(where, linear_extents(workload), q, "q")
+
+    @property
+    def depth_replicated(self) -> bool:
+        return self.grid.d > 1
 
     def _activation_blocks(self, rows: int, cols: int) -> Blocks:
         return [(r, *summa_steps.activation_block(self.grid, r, rows, cols)) for r in range(self.grid.world_size)]

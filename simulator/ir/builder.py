@@ -28,6 +28,12 @@ class ScheduleBuilder:
         self.inputs: list[TensorBlock] = []
         self.outputs: list[TensorBlock] = []
         self._specs: dict[tuple[int, ...], BufferSpec] = {}
+        self._part = ""
+        self.parts: list[list[tuple[int, str]]] = [[] for _ in range(world_size)]
+
+    def part(self, label: str) -> None:
+        """Label the ops emitted from now on as layer part ``label`` (until the next call)."""
+        self._part = label
 
     def buffer(self, rank: int, name: str, shape: tuple[int, ...]) -> str:
         """Declare ``name`` of ``shape`` on ``rank`` (idempotent); return the name."""
@@ -45,7 +51,10 @@ class ScheduleBuilder:
 
     def emit(self, rank: int, op: Op) -> None:
         """Append ``op`` to ``rank``'s program."""
-        self.programs[rank].append(op)
+        program, runs = self.programs[rank], self.parts[rank]
+        if self._part and (not runs or runs[-1][1] != self._part):
+            runs.append((len(program), self._part))
+        program.append(op)
 
     def block(self, role: str, rank: int, buffer: str, tensor: str, rows: tuple[int, int],
               cols: tuple[int, int]) -> str:
@@ -63,4 +72,5 @@ class ScheduleBuilder:
             algorithm=self.algorithm, grid=tuple(self.grid), workload=self.workload.to_dict(),
             passes=self.passes, dtype=self.dtype, groups=self.groups, buffers=self.buffers,
             programs=self.programs, inputs=self.inputs, outputs=self.outputs,
-            tensors={name: shapes[name] for name in shapes if name in used})
+            tensors={name: shapes[name] for name in shapes if name in used},
+            parts=self.parts if any(self.parts) else [])

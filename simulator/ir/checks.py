@@ -12,7 +12,8 @@ from simulator.gcpause import paused_gc
 from simulator.ir.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
                               Wait)
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
-from simulator.workloads.workload import FIELDS, PASSES, Workload
+from simulator.workloads.functions import FUNCTIONS
+from simulator.workloads.workload import EXAMPLES, FIELDS, PASSES, Workload
 
 
 def check_static(schedule: Schedule) -> None:
@@ -42,7 +43,8 @@ def check_workload(schedule: Schedule) -> Workload:
     shapes = workload.shapes()
     for name, shape in schedule.tensors.items():
         if name not in shapes:
-            owners = [other for other in FIELDS if set(schedule.tensors) <= set(Workload(other, 1, 1, 1).shapes())]
+            owners = [other for other in FIELDS
+                      if set(schedule.tensors) <= set(Workload.from_fields(other, **EXAMPLES[other]).shapes())]
             hint = f"; the tensors are {owners[0]}'s" if owners else ""
             raise ScheduleError(f"tensor {name!r} is not one of workload {workload.name}'s ({', '.join(shapes)}){hint}")
         if tuple(shape) != shapes[name]:
@@ -148,9 +150,15 @@ def _check_compute(declared: dict, op: Op) -> None:
         if k != k2 or out != (m, n):
             raise ScheduleError(f"shapes do not multiply: {op.a}{a} x {op.b}{b} -> {op.out}{out}")
     elif isinstance(op, Local):
-        shapes = {name: declared[name].shape for name in op.inputs + (op.out,)}
-        if len(set(shapes.values())) > 1:
-            raise ScheduleError(f"elementwise operands differ in shape: {shapes}")
+        inputs = [tuple(declared[name].shape) for name in op.inputs]
+        out = tuple(declared[op.out].shape)
+        try:
+            expected = FUNCTIONS[op.fn].shape(inputs, op.param_dict()) if inputs else out
+        except ValueError as error:
+            raise ScheduleError(f"{op.fn}: {error}") from None
+        if tuple(expected) != out:
+            raise ScheduleError(f"{op.fn} of {', '.join(f'{n}{list(s)}' for n, s in zip(op.inputs, inputs))} makes "
+                                f"{list(expected)}, but {op.out} is {list(out)}")
     elif isinstance(op, Slice):
         src, out = declared[op.src].shape, declared[op.out].shape
         if len(src) != 2 or len(out) != 2:

@@ -43,15 +43,16 @@ class InterpretResult:
         return all(error <= tolerance for error in self.errors.values())
 
 
-def run_schedule(schedule: Schedule, inputs: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
-    """Execute ``schedule`` from global ``inputs`` (name -> array); return every rank's final buffers."""
+def run_schedule(schedule: Schedule, inputs: dict[str, np.ndarray], seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """Execute ``schedule`` from global ``inputs`` (name -> array); return every rank's final buffers.
+    ``seed`` draws the dropout masks (the seed the inputs came from)."""
     check_static(schedule)
     memory = [{name: np.full(spec.shape, np.nan) for name, spec in declared.items()}
               for declared in schedule.buffers]
     for block in schedule.inputs:
         source = inputs[block.tensor]
         memory[block.rank][block.buffer][...] = source[block.rows[0]:block.rows[1], block.cols[0]:block.cols[1]]
-    Walker(schedule, on_compute=lambda rank, op: _compute(memory[rank], op),
+    Walker(schedule, on_compute=lambda rank, op: _compute(memory[rank], op, seed),
            on_complete=lambda instance: _communicate(schedule, memory, instance)).run()
     return memory
 
@@ -62,7 +63,7 @@ def interpret(schedule: Schedule, seed: int = 0) -> InterpretResult:
     shapes = workload.shapes()
     inputs = {name: workload.input_block(seed, name, (0, shapes[name][0]), (0, shapes[name][1]))
               for name in workload.input_names(schedule.passes)}
-    memory = run_schedule(schedule, inputs)
+    memory = run_schedule(schedule, inputs, seed)
     reference = workload.reference(seed, schedule.passes)
     outputs = {name: np.full(shapes[name], np.nan) for name in reference}
     worst = {name: 0.0 for name in reference}
@@ -92,7 +93,7 @@ def _operand(memory: dict[str, np.ndarray], name: str, transpose: bool) -> np.nd
     return memory[name].T if transpose else memory[name]
 
 
-def _compute(memory: dict[str, np.ndarray], op: Op) -> None:
+def _compute(memory: dict[str, np.ndarray], op: Op, seed: int) -> None:
     if isinstance(op, Gemm):
         product = _operand(memory, op.a, op.trans_a) @ _operand(memory, op.b, op.trans_b)
         if op.accumulate:
@@ -100,7 +101,9 @@ def _compute(memory: dict[str, np.ndarray], op: Op) -> None:
         else:
             memory[op.out][...] = product
     elif isinstance(op, Local):
-        memory[op.out][...] = FUNCTIONS[op.fn].numpy(*(memory[name] for name in op.inputs))
+        function = FUNCTIONS[op.fn]
+        params = {**op.param_dict(), **({"seed": seed} if function.seeded else {})}
+        memory[op.out][...] = function.numpy(*(memory[name] for name in op.inputs), **params)
     elif isinstance(op, Slice):
         src, out = memory[op.src], memory[op.out]
         rows_in, cols_in = _index(op.src_rows), _index(op.src_cols)

@@ -16,7 +16,8 @@ Kinds (the ``kind`` string is the JSON tag):
 
 ===============  =================================================================================
 ``gemm``         ``out (+)= op(a) @ op(b)``, op = transpose where ``trans_a`` / ``trans_b``
-``local``        elementwise ``fn`` over ``inputs`` into ``out``: gelu, gelu_backward, add, copy, zero
+``local``        function ``fn`` of ``inputs`` into ``out``, with scalar ``params`` (elementwise, LayerNorm,
+                 attention, dropout: ``simulator.workloads.functions``)
 ``slice``        ``out[out region] = src[src region]`` (a region ``None`` is the whole extent)
 ``broadcast``    root's ``buf`` to every member's ``buf``
 ``reduce``       sum of every member's ``buf`` into the root's ``out``
@@ -39,6 +40,8 @@ from simulator.workloads.functions import FUNCTIONS
 
 Region = tuple[int, int] | None
 """A half-open index range ``(start, stop)`` along one axis, or None for the whole axis."""
+Params = tuple[tuple[str, int | float], ...]
+"""A ``local`` op's scalar parameters as (name, value) pairs, sorted by name (a JSON object in files)."""
 
 LOCAL_FUNCTIONS = {name: (f.arity, f.meaning) for name, f in FUNCTIONS.items()}
 """name -> (number of inputs, what it computes), from ``simulator.workloads.functions``."""
@@ -90,12 +93,17 @@ class Gemm(Op):
 
 @dataclass(frozen=True, slots=True)
 class Local(Op):
-    """An elementwise function of ``LOCAL_FUNCTIONS`` over same-shaped buffers."""
+    """A function of ``LOCAL_FUNCTIONS`` over buffers of this rank, with the scalar ``params`` it takes.
+
+    Most are elementwise over same-shaped buffers; the transformer's kernels (LayerNorm pieces,
+    attention, dropout) have their own shape rules and parameters (``simulator.workloads.functions``).
+    """
 
     kind: ClassVar[str] = "local"
     fn: str
     out: str
     inputs: tuple[str, ...] = ()
+    params: Params = ()
 
     def __post_init__(self) -> None:
         if self.fn not in LOCAL_FUNCTIONS:
@@ -103,6 +111,19 @@ class Local(Op):
         arity = LOCAL_FUNCTIONS[self.fn][0]
         if len(self.inputs) != arity:
             raise InputError(f"local op {self.fn}: takes {arity} inputs, got {len(self.inputs)}")
+        params = tuple(sorted((str(name), value) for name, value in dict(self.params).items()))
+        expected = sorted(FUNCTIONS[self.fn].params)
+        if [name for name, _ in params] != expected:
+            raise InputError(f"local op {self.fn}: takes parameters {', '.join(expected) or 'none'}, got "
+                             f"{', '.join(name for name, _ in params) or 'none'}")
+        for name, value in params:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise InputError(f"local op {self.fn}: parameter {name} must be a number, got {value!r}")
+        object.__setattr__(self, "params", params)
+
+    def param_dict(self) -> dict[str, int | float]:
+        """The parameters as keyword arguments of the function."""
+        return dict(self.params)
 
     def reads(self) -> tuple[str, ...]:
         return self.inputs

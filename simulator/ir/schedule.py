@@ -7,7 +7,9 @@ A Schedule records
 - declared buffers per rank: name -> ``BufferSpec(shape, dtype)``;
 - one ordered op list per rank (``simulator.ir.ops``);
 - where the global tensors' blocks live: ``inputs`` (scattered in before the run) and ``outputs``
-  (gathered after it), as ``TensorBlock`` records.
+  (gathered after it), as ``TensorBlock`` records;
+- optionally, which layer part (``qkv``, ``attn``, ``fc1``, ...) each run of ops lowers, for traces
+  and time per part.
 
 The interpreter (numpy), the simulator (simpy) and the executor (torch.distributed) all read this one
 object. ``simulator.ir.serialize`` saves and loads it as JSON; ``simulator.ir.validate`` dry-runs it.
@@ -90,6 +92,19 @@ class Schedule:
     """Global tensor name -> shape, for every tensor named by ``inputs`` and ``outputs``."""
     options: dict = field(default_factory=dict)
     """Generator options that shaped the ops, e.g. ``{"overlap": True}``; informational."""
+    parts: list[list[tuple[int, str]]] = field(default_factory=list)
+    """Per rank, (first step, label) of each run of ops lowering one layer part (``qkv``, ``attn``,
+    ``fc1``, ...), in step order; empty when the schedule carries no labels (``part_of``)."""
+
+    def part_of(self, rank: int, step: int) -> str:
+        """The layer part step ``step`` of ``rank`` belongs to; "" when unlabelled."""
+        runs = self.parts[rank] if rank < len(self.parts) else ()
+        label = ""
+        for first, name in runs:  # a handful of runs per rank: a scan is as fast as bisect here
+            if first > step:
+                break
+            label = name
+        return label
 
     @property
     def world_size(self) -> int:

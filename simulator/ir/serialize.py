@@ -32,7 +32,10 @@ def op_to_dict(op: Op) -> dict[str, Any]:
         value = getattr(op, f.name)
         if f.default is not dataclasses.MISSING and value == f.default:
             continue
-        record[f.name] = list(value) if isinstance(value, tuple) else value
+        if f.name == "params":
+            record[f.name] = dict(value)
+        else:
+            record[f.name] = list(value) if isinstance(value, tuple) else value
     return record
 
 
@@ -68,6 +71,11 @@ def _convert(annotation: str, value: Any, where: str) -> Any:
                 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
             raise bad("null or [start, stop]")
         return (value[0], value[1])
+    if annotation == "Params":
+        if not isinstance(value, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+            raise bad("an object of numbers")
+        return tuple(value.items())
     raise AssertionError(f"op field annotation {annotation!r} has no converter")
 
 
@@ -110,6 +118,7 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
         "buffers": [{name: {"shape": list(spec.shape), "dtype": spec.dtype} for name, spec in rank.items()}
                     for rank in schedule.buffers],
         "programs": [[op_to_dict(op) for op in program] for program in schedule.programs],
+        **({"parts": [[[first, label] for first, label in runs] for runs in schedule.parts]} if schedule.parts else {}),
         "inputs": blocks(schedule.inputs),
         "outputs": blocks(schedule.outputs),
         "options": schedule.options,
@@ -143,6 +152,23 @@ def _blocks(items: Any, where: str) -> list[TensorBlock]:
         if len(rows) != 2 or len(cols) != 2:
             raise InputError(f"{where}[{n}]: rows and cols must be [start, stop]")
         out.append(TensorBlock(item[0], item[1], item[2], rows, cols))
+    return out
+
+
+def _parts(items: Any, ranks: int, where: str) -> list[list[tuple[int, str]]]:
+    """The optional per-rank layer-part runs: [[first step, label], ...] for each rank, or none."""
+    if items == []:
+        return []
+    if not isinstance(items, list) or len(items) != ranks:
+        raise InputError(f"{where}: parts must be one list of [first step, label] per rank ({ranks})")
+    out = []
+    for rank, runs in enumerate(items):
+        ok = isinstance(runs, list) and all(
+            isinstance(run, list) and len(run) == 2 and isinstance(run[0], int) and not isinstance(run[0], bool)
+            and isinstance(run[1], str) for run in runs)
+        if not ok or [run[0] for run in runs] != sorted(run[0] for run in runs):
+            raise InputError(f"{where}: parts[{rank}] must be [[first step, label], ...] in step order")
+        out.append([(run[0], run[1]) for run in runs])
     return out
 
 
@@ -192,6 +218,7 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         outputs=_blocks(data.get("outputs", []), f"{where}: outputs"),
         tensors=tensors,
         options=_require(data, "options", dict, where) if "options" in data else {},
+        parts=_parts(data.get("parts", []), len(programs), where),
     )
     try:
         check_workload(schedule)

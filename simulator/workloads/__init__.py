@@ -1,15 +1,22 @@
-"""Workloads as data: each a chain of layer records, with everything else derived from that list.
+"""Workloads as data: each a list of layer records, with everything else derived from that list.
 
 ==================  ===============================================================================
 module              what it holds
 ==================  ===============================================================================
-``workload``        ``Workload``: the kinds (gemm, mlp) as layer lists; shapes, passes, input blocks
-``layers/``         one module per layer kind (``Linear``, ``Elementwise``), with every rule it needs
-``functions``       the table of elementwise functions, numpy and torch versions side by side
-``blocks``          any block of any tensor from the seed, by the layers' rules; the dense reference
+``workload``        ``Workload``: the kinds (gemm, mlp, transformer) as layer lists; shapes, passes,
+                    input blocks, the float64 reference
+``layers/``         one module per layer kind (``Linear``, ``LayerNorm``, ``Attention``, ...), with every
+                    rule it needs
+``functions``       the table of ``local`` functions, numpy and torch versions side by side, with shapes
+                    and costs
+``kernels/``        the transformer's kernels (LayerNorm pieces, attention, seeded dropout), numpy and torch
+``graph``           dense forward and backward of any layer list, by token chunks (the transformer's
+                    reference)
+``blocks``          any block of a chain workload's tensors from the seed, by the layers' rules; their
+                    dense reference
 ``tensors``         seeded tensor values, generated block by block
 ``models``          published transformer models (GPT-3, Megatron-LM) as presets, with their sources
 ==================  ===============================================================================
 """
 
-__all__ = ["blocks", "functions", "layers", "models", "tensors", "workload"]
+__all__ = ["blocks", "functions", "graph", "kernels", "layers", "models", "tensors", "workload"]

@@ -1,9 +1,16 @@
-"""The elementwise functions of the IR's ``local`` op: one table with the numpy and the torch version of each.
+"""The functions of the IR's ``local`` op: one table with the numpy and the torch version of each.
 
-Every consumer reads this table: ``simulator.ir.ops`` (which names a ``local`` op may use, and their
-arity), the numpy interpreter and dense reference (``numpy``), and the executor and its float64
-reference (``torch``). ``tests/simulator/test_functions.py`` holds the two versions of every entry to
-each other, so a new function is one entry here plus its test row.
+Every consumer reads this table: ``simulator.ir.ops`` (which names a ``local`` op may use, their arity
+and parameters), the validator (``shape``: the output shape from the inputs'), the numpy interpreter
+and dense references (``numpy``), the executor and its float64 reference (``torch``), and the compute
+model (``work``: products and memory passes). ``tests/simulator/test_functions.py`` holds the two
+versions of every entry to each other, so a new function is one entry here plus its test row.
+
+Most entries are elementwise over same-shaped blocks. The transformer's need more: a bias row added to
+every row, LayerNorm in pieces (``kernels.layernorm``: row moments that an algorithm all-reduces before
+normalising), the attention core on whole sequences and heads (``kernels.attention``), and dropout
+whose mask comes from the seed and the global element index (``kernels.dropout``); these carry scalar
+``params`` (sizes, offsets, a probability), and the seeded ones also take the run's seed.
 
 GELU is the tanh approximation, as ``torch.nn.functional.gelu(x, approximate="tanh")``:
 gelu(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -19,7 +26,9 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["FUNCTIONS", "ElementwiseFunction", "gelu", "gelu_grad"]
+from simulator.workloads.kernels import attention, dropout, layernorm
+
+__all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
 
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
 _CUBIC = 0.044715
@@ -54,31 +63,185 @@ def _torch_add(out, a, b) -> None:
     torch.add(a, b, out=out)
 
 
+Shape = tuple[int, ...]
+
+
 @dataclass(frozen=True)
-class ElementwiseFunction:
-    """One elementwise function: its arity, what it computes, and its numpy and torch versions."""
+class Work:
+    """What one call costs, for the compute model: its products, and its memory-bound passes."""
+
+    gemms: tuple[tuple[int, int, int, int], ...] = ()
+    """(count, m, k, n) for each batch of ``count`` (m x k) @ (k x n) products it runs."""
+    elements: int = 0
+    """Elements its memory-bound passes read plus write (times the dtype's size: bytes)."""
+    flops: int = 0
+    """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
+
+
+def _same_shape(shapes: list[Shape], params: dict) -> Shape:
+    """The output shape of an elementwise function: that of its inputs, which must agree."""
+    if len(set(shapes)) > 1:
+        raise ValueError(f"operands differ in shape: {', '.join(map(str, shapes))}")
+    return shapes[0] if shapes else None
+
+
+def _streaming(shapes: list[Shape], out: Shape, params: dict) -> Work:
+    """One pass: every input read once, the output written once, one operation per input element."""
+    numel = lambda s: s[0] * s[1]  # noqa: E731
+    return Work(elements=sum(map(numel, shapes)) + numel(out), flops=numel(out) * max(1, len(shapes)))
+
+
+@dataclass(frozen=True)
+class LocalFunction:
+    """One function a ``local`` op may name: arity, parameters, shapes, cost, and numpy and torch versions."""
 
     arity: int
-    """How many same-shaped inputs it reads."""
+    """How many input buffers it reads."""
     meaning: str
     """What it computes, in terms of ``in0``, ``in1``, ... (shown in docs and errors)."""
     numpy: Callable[..., np.ndarray | float]
-    """``numpy(*inputs)``: the result (a float where it is a constant, broadcast by the caller)."""
+    """``numpy(*inputs, **params)``: the result (a float where it is a constant, broadcast by the caller)."""
     torch: Callable[..., None]
-    """``torch(out, *inputs)``: writes the result into the tensor ``out``."""
+    """``torch(out, *inputs, **params)``: writes the result into the tensor ``out``."""
     backward: str | None = None
-    """The entry that takes (gradient of the output, input) to the gradient of the input, if any."""
+    """For a one-input elementwise function: the entry taking (gradient of the output, input) to the
+    gradient of the input."""
+    params: tuple[str, ...] = ()
+    """The scalar parameters a ``local`` op of it carries (sizes, probabilities, global offsets)."""
+    seeded: bool = False
+    """Whether it also takes the run's ``seed`` (dropout masks); whoever runs the op passes it."""
+    shape: Callable[[list[Shape], dict], Shape] = _same_shape
+    """``shape(input shapes, params)``: the output shape, or ValueError saying what does not fit."""
+    work: Callable[[list[Shape], Shape, dict], Work] = _streaming
+    """``work(input shapes, output shape, params)``: its cost (``Work``)."""
 
 
-FUNCTIONS: dict[str, ElementwiseFunction] = {
-    "gelu": ElementwiseFunction(
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+def _bias_shape(shapes: list[Shape], params: dict) -> Shape:
+    (rows, cols), bias = shapes
+    _require(bias == (1, cols), f"bias must be [1, {cols}] for a [{rows}, {cols}] input, got {list(bias)}")
+    return (rows, cols)
+
+
+def _moments_shape(shapes: list[Shape], params: dict) -> Shape:
+    _require(len(set(shapes)) == 1, f"operands differ in shape: {', '.join(map(str, shapes))}")
+    return (shapes[0][0], 2)
+
+
+def _layernorm_shape(shapes: list[Shape], params: dict) -> Shape:
+    x, *rest = shapes
+    rows, cols = x
+    expected = {"moments": (rows, 2), "gamma": (1, cols), "beta": (1, cols), "dy": x, "x": x, "grad_moments": (rows, 2)}
+    return x if all(shape in expected.values() for shape in rest) else _mismatch(shapes)
+
+
+def _mismatch(shapes: list[Shape]) -> Shape:
+    raise ValueError(f"operand shapes do not fit a LayerNorm block: {', '.join(map(str, shapes))}")
+
+
+def _ln_backward_moments_shape(shapes: list[Shape], params: dict) -> Shape:
+    _layernorm_shape(shapes, params)
+    return (shapes[0][0], 2)
+
+
+def _gamma_grad_shape(shapes: list[Shape], params: dict) -> Shape:
+    _layernorm_shape(shapes, params)
+    return (1, shapes[0][1])
+
+
+def _column_sum_shape(shapes: list[Shape], params: dict) -> Shape:
+    return (1, shapes[0][1])
+
+
+def _attention_width(params: dict) -> int:
+    return params["heads"] * params["head_dim"]
+
+
+def _attention_shape(shapes: list[Shape], params: dict) -> Shape:
+    (rows, cols), = shapes
+    _require(cols == 3 * _attention_width(params),
+             f"QKV block has {cols} columns, not 3 * heads * head_dim = {3 * _attention_width(params)}")
+    _require(rows % params["seq"] == 0, f"QKV block has {rows} rows, not whole sequences of {params['seq']}")
+    return (rows, _attention_width(params))
+
+
+def _attention_backward_shape(shapes: list[Shape], params: dict) -> Shape:
+    dctx, qkv = shapes
+    _require(_attention_shape([qkv], params) == dctx, f"context gradient {list(dctx)} does not fit QKV {list(qkv)}")
+    return qkv
+
+
+def _attention_work(shapes: list[Shape], out: Shape, params: dict, backward: bool = False) -> Work:
+    """Per sequence and head: S = Q K^T and O = P V, [s, d] x [d, s] and [s, s] x [s, d], and the
+    softmax (and dropout) passes over the [s, s] scores; the backward recomputes S and P, then runs
+    four products (dV, dP, dQ, dK) and two more passes over [s, s]."""
+    s, d = params["seq"], params["head_dim"]
+    count = (shapes[-1][0] // s) * params["heads"]
+    products = ((count, s, d, s), (count, s, s, d))
+    scores = count * s * s
+    if not backward:
+        return Work(gemms=products, elements=3 * scores + sum(r * c for r, c in shapes) + out[0] * out[1],
+                    flops=5 * scores)
+    grads = ((count, s, s, d), (count, s, d, s), (count, s, s, d), (count, s, s, d))
+    return Work(gemms=(products[0],) + grads, elements=6 * scores + sum(r * c for r, c in shapes) + out[0] * out[1],
+                flops=10 * scores)
+
+
+_LN_PARAMS = ("n", "eps")
+_DROPOUT_PARAMS = ("p", "stream", "row0", "col0", "width")
+_ATTENTION_PARAMS = ("p", "stream", "seq", "heads", "head_dim", "batch0", "head0", "heads_total")
+
+FUNCTIONS: dict[str, LocalFunction] = {
+    "gelu": LocalFunction(
         1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))",
         numpy=gelu, torch=_torch_gelu, backward="gelu_backward"),
-    "gelu_backward": ElementwiseFunction(
+    "gelu_backward": LocalFunction(
         2, "out = in0 * gelu'(in1): the gradient through GELU, in1 the pre-activation",
         numpy=lambda dy, x: dy * gelu_grad(x), torch=_torch_gelu_backward),
-    "add": ElementwiseFunction(2, "out = in0 + in1", numpy=lambda a, b: a + b, torch=_torch_add),
-    "copy": ElementwiseFunction(1, "out = in0", numpy=lambda a: a, torch=lambda out, a: out.copy_(a)),
-    "zero": ElementwiseFunction(0, "out = 0", numpy=lambda: 0.0, torch=lambda out: out.zero_()),
+    "add": LocalFunction(2, "out = in0 + in1", numpy=lambda a, b: a + b, torch=_torch_add),
+    "copy": LocalFunction(1, "out = in0", numpy=lambda a: a, torch=lambda out, a: out.copy_(a)),
+    "zero": LocalFunction(0, "out = 0", numpy=lambda: 0.0, torch=lambda out: out.zero_()),
+    "bias_add": LocalFunction(
+        2, "out = in0 + in1, in1 a [1, cols] row added to every row", numpy=lambda x, b: x + b, torch=_torch_add,
+        shape=_bias_shape),
+    "col_sum": LocalFunction(
+        1, "out [1, cols] = sum of in0 over its rows (a bias gradient's part)",
+        numpy=lambda dy: dy.sum(axis=0, keepdims=True),
+        torch=lambda out, dy: out.copy_(dy.sum(dim=0, keepdim=True)), shape=_column_sum_shape),
+    "dropout": LocalFunction(
+        1, "out = in0 * keep / (1 - p), keep from (seed, stream, global index row0.., col0.. of width)",
+        numpy=dropout.dropout, torch=dropout.dropout_torch, params=_DROPOUT_PARAMS, seeded=True),
+    "row_moments": LocalFunction(
+        1, "out [rows, 2] = [sum of in0 over its columns, sum of in0^2]", numpy=layernorm.row_moments,
+        torch=layernorm.TORCH["row_moments"], shape=_moments_shape),
+    "layernorm": LocalFunction(
+        4, "out = (in0 - mu) rstd in2 + in3, mu and rstd of n columns from the row moments in1",
+        numpy=layernorm.layernorm, torch=layernorm.TORCH["layernorm"], params=_LN_PARAMS, shape=_layernorm_shape),
+    "layernorm_backward_moments": LocalFunction(
+        4, "out [rows, 2] = this block's [sum g, sum g xhat], g = in0 * in3, xhat from in1 and its moments in2",
+        numpy=layernorm.layernorm_backward_moments, torch=layernorm.TORCH["layernorm_backward_moments"],
+        params=_LN_PARAMS, shape=_ln_backward_moments_shape),
+    "layernorm_backward": LocalFunction(
+        5, "out = rstd (g - sum g / n - xhat sum(g xhat) / n), the row sums in4 (dy in0, x in1, moments in2, "
+           "gamma in3)",
+        numpy=layernorm.layernorm_backward, torch=layernorm.TORCH["layernorm_backward"], params=_LN_PARAMS,
+        shape=_layernorm_shape),
+    "layernorm_gamma_grad": LocalFunction(
+        3, "out [1, cols] = sum over rows of in0 * xhat (x in1, its moments in2)",
+        numpy=layernorm.layernorm_gamma_grad, torch=layernorm.TORCH["layernorm_gamma_grad"], params=_LN_PARAMS,
+        shape=_gamma_grad_shape),
+    "attention": LocalFunction(
+        1, "out = causal softmax(Q K^T / sqrt(d)) V per sequence and head of the QKV block in0, with dropout p",
+        numpy=attention.attention, torch=attention.TORCH["attention"], params=_ATTENTION_PARAMS, seeded=True,
+        shape=_attention_shape, work=_attention_work),
+    "attention_backward": LocalFunction(
+        2, "out = dQKV from the context gradient in0 and the QKV block in1 (recomputing the probabilities)",
+        numpy=attention.attention_backward, torch=attention.TORCH["attention_backward"], params=_ATTENTION_PARAMS,
+        seeded=True, shape=_attention_backward_shape,
+        work=lambda shapes, out, params: _attention_work(shapes, out, params, backward=True)),
 }
 """Every function a ``local`` op may name, by name."""

@@ -1,32 +1,51 @@
 """The workloads tpsim plans, as data: each is a chain of layer records (``simulator.workloads.layers``).
 
-===========  ====================  ==========================================================================
-workload     sizes                 layers (tensor names; rows x columns)
-===========  ====================  ==========================================================================
-``gemm``     ``m``, ``k``, ``n``   Linear C = A B, A [M, K], B [K, N]
-``mlp``      ``m``, ``hidden``     Linear H = X W1 (W1 [h, 4h]); Elementwise Z = gelu(H); Linear Y = Z W2
-===========  ====================  ==========================================================================
+===============  ==========================  ==================================================================
+workload         sizes                       layers (tensor names; rows x columns)
+===============  ==========================  ==================================================================
+``gemm``         ``m``, ``k``, ``n``         Linear C = A B, A [M, K], B [K, N]
+``mlp``          ``m``, ``hidden``           Linear H = X W1 (W1 [h, 4h]); Elementwise Z = gelu(H); Linear
+                                             Y = Z W2
+``transformer``  ``batch``, ``seq``,         one pre-LayerNorm GPT block on M = b s tokens (below)
+                 ``hidden``, ``heads``,
+                 ``ffn``, ``dropout``
+===============  ==========================  ==================================================================
+
+The transformer block (``_transformer_layers``), rows token-major (row = sequence * s + position)::
+
+    A1 = LN1(X)                     ln1_g, ln1_b [1, h]; moments S1 [M, 2]
+    QKV = A1 Wqkv + bqkv            Wqkv [h, 3h], each head's Q, K, V side by side
+    CTX = attention(QKV)            causal, a heads of h/a, scores / sqrt(h/a), attention dropout
+    P = CTX Wproj + bproj           Wproj [h, h]
+    X2 = X + dropout(P)             (PD = dropout(P))
+    A2 = LN2(X2)                    ln2_g, ln2_b; S2
+    H = A2 W1 + b1; Z = gelu(H)     W1 [h, f]
+    F = Z W2 + b2                   W2 [f, h]
+    Y = X2 + dropout(F)             (FD = dropout(F))
 
 Everything else is derived from the layer list: tensor shapes, the inputs and outputs of each pass,
 the backward (``gemm``: dA = dC B^T, dB = A^T dC; ``mlp``: dZ = dY W2^T, dW2 = Z^T dY,
-dH = dZ * gelu'(H), dX = dH W1^T, dW1 = X^T dH), and the values of any input block.
+dH = dZ * gelu'(H), dX = dH W1^T, dW1 = X^T dH; the block: every layer's rule, the contributions to X
+and X2 summed), and the values of any input block.
 
-A backward-only schedule takes the forward's saved activations (every layer output but the last: H and
-Z for the MLP) as inputs, in the layout the forward leaves them in. To add a workload: one entry in
-``_KINDS`` (its sizes, its layer list, its label) and its CLI arguments.
+A backward-only schedule takes the forward's saved activations (what some layer's backward reads:
+H and Z for the MLP) as inputs, in the layout the forward leaves them in. To add a workload: one
+entry in ``_KINDS`` (its sizes, its layer list, its label) and its CLI arguments.
 """
 
 from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
 
 from simulator.errors import InputError
 from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
-from simulator.workloads.layers import Elementwise, Layer, Linear, grad
+from simulator.workloads.graph import Context, numpy_call, run_chunk
+from simulator.workloads.layers import Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, grad
 from simulator.workloads.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
@@ -52,22 +71,57 @@ def _mlp_layers(w: "Workload") -> tuple[Layer, ...]:
             Linear("Z", "W2", "Y", f, h, "4*hidden", "hidden", index=1))
 
 
+def _transformer_layers(w: "Workload") -> tuple[Layer, ...]:
+    h, f, p = w.hidden, w.ffn, w.dropout
+    return (LayerNorm("X", "ln1_g", "ln1_b", "S1", "A1", h, part="ln1"),
+            Linear("A1", "Wqkv", "QKV", h, 3 * h, "hidden", "3*hidden", index=0, bias="bqkv", part="qkv"),
+            Attention("QKV", "CTX", w.heads, h // w.heads, w.seq, p, stream=0),
+            Linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", index=1, bias="bproj", part="proj"),
+            Dropout("P", "PD", h, p, stream=1, part="drop1"),
+            Residual("X", "PD", "X2", h, part="res1"),
+            LayerNorm("X2", "ln2_g", "ln2_b", "S2", "A2", h, part="ln2"),
+            Linear("A2", "W1", "H", h, f, "hidden", "ffn", index=2, bias="b1", part="fc1"),
+            Elementwise("gelu", "H", "Z", f, part="gelu"),
+            Linear("Z", "W2", "F", f, h, "ffn", "hidden", index=3, bias="b2", part="fc2"),
+            Dropout("F", "FD", h, p, stream=2, part="drop2"),
+            Residual("X2", "FD", "Y", h, part="res2"))
+
+
+def _transformer_label(w: "Workload") -> str:
+    dropout = f" dropout={w.dropout:g}" if w.dropout else ""
+    return f"transformer B={w.batch} S={w.seq} H={w.hidden} A={w.heads} F={w.ffn}{dropout}"
+
+
 _KINDS = {
     "gemm": _Kind(("m", "k", "n"), _gemm_layers, lambda w: f"gemm M={w.m} K={w.k} N={w.n}"),
     "mlp": _Kind(("m", "hidden"), _mlp_layers, lambda w: f"mlp M={w.m} H={w.k}"),
+    "transformer": _Kind(("batch", "seq", "hidden", "heads", "ffn", "dropout"), _transformer_layers,
+                         _transformer_label),
 }
+CHAIN_KINDS = ("gemm", "mlp")
+"""The workloads whose layers form a chain of bias-free linears and elementwise layers: the executor's
+block-wise reference (``simulator.workloads.blocks``) walks them; the others go by token chunks."""
+EXAMPLES = {"gemm": dict(m=1, k=1, n=1), "mlp": dict(m=1, hidden=1),
+            "transformer": dict(batch=1, seq=1, hidden=1, heads=1, ffn=1, dropout=0.0)}
+"""The smallest sizes of each workload, as ``to_dict`` fields (for messages that list a kind's tensors)."""
 FIELDS = {name: kind.fields for name, kind in _KINDS.items()}
 """The sizes each workload's ``to_dict`` form stores."""
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A workload and its sizes: ``gemm`` uses m, k, n; ``mlp`` uses m and hidden (k = n = hidden)."""
+    """A workload and its sizes: ``gemm`` uses m, k, n; ``mlp`` m and hidden (k = n = hidden); the
+    ``transformer`` batch, seq, heads, ffn, dropout and hidden (m = batch * seq, k = n = hidden)."""
 
     name: str
     m: int
     k: int
     n: int
+    batch: int = 0
+    seq: int = 0
+    heads: int = 0
+    ffn: int = 0
+    dropout: float = 0.0
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:
@@ -75,8 +129,22 @@ class Workload:
         for label, value in (("M", self.m), ("K", self.k), ("N", self.n)):
             if value < 1:
                 raise InputError(f"workload size {label} must be >= 1, got {value}")
-        if self.name == "mlp" and self.k != self.n:
-            raise InputError(f"mlp has one hidden size: k = n = hidden, got k={self.k}, n={self.n}")
+        if self.name != "gemm" and self.k != self.n:
+            raise InputError(f"{self.name} has one hidden size: k = n = hidden, got k={self.k}, n={self.n}")
+        if self.name == "transformer":
+            self._check_transformer()
+
+    def _check_transformer(self) -> None:
+        for label, value in (("batch", self.batch), ("seq", self.seq), ("heads", self.heads), ("ffn", self.ffn)):
+            if value < 1:
+                raise InputError(f"transformer {label} must be >= 1, got {value}")
+        if self.m != self.batch * self.seq:
+            raise InputError(f"transformer tokens M = batch * seq = {self.batch * self.seq}, got {self.m}")
+        if self.hidden % self.heads:
+            raise InputError(f"transformer hidden={self.hidden} must be divisible by heads={self.heads} "
+                             f"(head width h/a)")
+        if not 0 <= self.dropout < 1:
+            raise InputError(f"transformer dropout must be a probability in [0, 1), got {self.dropout}")
 
     @classmethod
     def gemm(cls, m: int, k: int, n: int) -> "Workload":
@@ -87,8 +155,15 @@ class Workload:
         return cls("mlp", m, hidden, hidden)
 
     @classmethod
+    def transformer(cls, batch: int, seq: int, hidden: int, heads: int, ffn: int | None = None,
+                    dropout: float = 0.0) -> "Workload":
+        """One GPT block on ``batch`` sequences of ``seq`` tokens; ``ffn`` defaults to 4 * hidden."""
+        return cls("transformer", batch * seq, hidden, hidden, batch=batch, seq=seq, heads=heads,
+                   ffn=4 * hidden if ffn is None else ffn, dropout=float(dropout))
+
+    @classmethod
     def from_dict(cls, data: dict) -> "Workload":
-        """Inverse of ``to_dict``; ValueError naming a missing, unknown or non-integer field."""
+        """Inverse of ``to_dict``; InputError naming a missing, unknown or ill-typed field."""
         name = data.get("name") if isinstance(data, dict) else None
         if not isinstance(name, str) or name not in FIELDS:
             valid = "; ".join(f"{n} ({', '.join(fields)})" for n, fields in FIELDS.items())
@@ -101,21 +176,41 @@ class Workload:
         if unknown:
             raise InputError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
         for f in fields:
-            if not isinstance(data[f], numbers.Integral) or isinstance(data[f], bool):  # numpy ints are sizes too
-                raise InputError(f"workload {name} field {f!r} must be an integer, got {data[f]!r}")
+            value = data[f]
+            if f == "dropout":
+                if not isinstance(value, numbers.Real) or isinstance(value, bool):
+                    raise InputError(f"workload {name} field 'dropout' must be a number, got {value!r}")
+            elif not isinstance(value, numbers.Integral) or isinstance(value, bool):  # numpy ints are sizes too
+                raise InputError(f"workload {name} field {f!r} must be an integer, got {value!r}")
+        return cls.from_fields(name, **{f: data[f] for f in fields})
+
+    @classmethod
+    def from_fields(cls, name: str, **fields) -> "Workload":
+        """The workload of ``name`` from its ``to_dict`` fields."""
         if name == "mlp":
-            return cls.mlp(int(data["m"]), int(data["hidden"]))
-        return cls(name, int(data["m"]), int(data["k"]), int(data["n"]))
+            return cls.mlp(int(fields["m"]), int(fields["hidden"]))
+        if name == "transformer":
+            return cls.transformer(int(fields["batch"]), int(fields["seq"]), int(fields["hidden"]),
+                                   int(fields["heads"]), int(fields["ffn"]), float(fields["dropout"]))
+        return cls(name, int(fields["m"]), int(fields["k"]), int(fields["n"]))
 
     def to_dict(self) -> dict:
         """The form stored in a Schedule's ``workload`` field."""
         if self.name == "mlp":
             return {"name": "mlp", "m": self.m, "hidden": self.k}
+        if self.name == "transformer":
+            return {"name": "transformer", "batch": self.batch, "seq": self.seq, "hidden": self.k,
+                    "heads": self.heads, "ffn": self.ffn, "dropout": self.dropout}
         return {"name": "gemm", "m": self.m, "k": self.k, "n": self.n}
 
     @property
     def hidden(self) -> int:
         return self.k
+
+    @property
+    def is_chain(self) -> bool:
+        """Whether the layers are a chain of bias-free linears and elementwise layers (``CHAIN_KINDS``)."""
+        return self.name in CHAIN_KINDS
 
     def label(self) -> str:
         """``gemm M=16 K=8 N=4`` or ``mlp M=16 H=8``: the workload as its command-line sizes."""
@@ -137,43 +232,71 @@ class Workload:
         """Global shape of every tensor the workload names: inputs, weights, activations, then gradients."""
         layers, m = self.layers(), self.m
         weights = self.weights()
-        acts = {layers[0].x: (m, layers[0].in_cols), **{layer.y: (m, layer.out_cols) for layer in layers}}
-        shapes = {layers[0].x: acts[layers[0].x], **weights, **acts}
-        shapes[grad(layers[-1].y)] = acts[layers[-1].y]
+        first = layers[0].inputs[0]
+        acts = {first: (m, layers[0].in_cols)}
+        for layer in layers:
+            acts.update({name: (m, cols) for name, cols in layer.outputs.items()})
+        shapes = {first: acts[first], **weights, **acts}
+        last = self._last()
+        shapes[grad(last)] = acts[last]
         for layer in reversed(layers):
-            shapes[grad(layer.x)] = acts[layer.x]
+            for name in layer.inputs:
+                shapes.setdefault(grad(name), acts[name])
         shapes.update({grad(name): shape for name, shape in weights.items()})
         return shapes
 
+    def _last(self) -> str:
+        """The block's output: the last layer's (differentiable) output."""
+        last = self.layers()[-1]
+        return getattr(last, "differentiable", tuple(last.outputs))[-1]
+
     def saved_activations(self) -> tuple[str, ...]:
-        """What the backward reads of the forward: every layer's output but the last."""
-        return tuple(layer.y for layer in self.layers()[:-1])
+        """What the backward reads of the forward: each layer's ``saved`` tensors that a layer made."""
+        made = [name for layer in self.layers() for name in layer.outputs]
+        wanted = {name for layer in self.layers() for name in layer.saved}
+        return tuple(name for name in made if name in wanted)
 
     def input_names(self, passes: str) -> tuple[str, ...]:
         """Tensors a schedule of ``passes`` starts from."""
         _check_pass(passes)
         layers = self.layers()
-        start = (layers[0].x, *self.weights())
-        d_out = grad(layers[-1].y)
+        start = (layers[0].inputs[0], *self.weights())
+        d_out = grad(self._last())
         return {"fwd": start, "bwd": (*start, *self.saved_activations(), d_out), "both": (*start, d_out)}[passes]
 
     def output_names(self, passes: str) -> tuple[str, ...]:
         """Tensors a schedule of ``passes`` produces."""
         _check_pass(passes)
         layers = self.layers()
-        fwd = (layers[-1].y,)
-        bwd = (grad(layers[0].x), *(grad(name) for name in self.weights()))
+        fwd = (self._last(),)
+        bwd = (grad(layers[0].inputs[0]), *(grad(name) for name in self.weights()))
         return {"fwd": fwd, "bwd": bwd, "both": fwd + bwd}[passes]
 
     def input_block(self, seed: int, name: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
         """Block of an input tensor from the seed alone; a saved activation from row and column panels."""
         if name in self.saved_activations():
+            if self.name not in CHAIN_KINDS:
+                return dense_graph_values(self, seed)[name][rows[0]:rows[1], cols[0]:cols[1]]
             return BlockEvaluator(self, NumpyBackend(self, seed)).activation(name, tuple(rows), tuple(cols))
         return random_block(seed, name, self.shapes()[name], rows, cols)
 
     def reference(self, seed: int, passes: str) -> dict[str, np.ndarray]:
         """Every output of ``passes`` computed densely in float64 (cached per seed)."""
-        return {name: dense_reference(self, seed)[name] for name in self.output_names(passes)}
+        dense = dense_reference(self, seed) if self.name in CHAIN_KINDS else dense_graph_values(self, seed)
+        return {name: dense[name] for name in self.output_names(passes)}
+
+
+@lru_cache(maxsize=4)
+def dense_graph_values(workload: Workload, seed: int) -> dict[str, np.ndarray]:
+    """Every activation and gradient of ``workload`` under ``seed``, whole, in numpy float64 (one chunk)."""
+    def block(name, rows, cols):
+        return random_block(seed, name, workload.shapes()[name], rows, cols)
+
+    ctx = Context(numpy_call(seed), 0)
+    shapes = workload.shapes()
+    x, dy = workload.input_names("fwd")[0], grad(workload.output_names("fwd")[0])
+    inputs = {name: block(name, (0, shapes[name][0]), (0, shapes[name][1])) for name in (x, dy, *workload.weights())}
+    return run_chunk(workload, ctx, inputs, backward=True)
 
 
 def _check_pass(passes: str) -> None:

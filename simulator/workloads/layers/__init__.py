@@ -1,31 +1,42 @@
-"""The layer kinds a workload chains, one module each: every rule a layer kind needs lives in its module.
+"""The layer kinds a workload lists, one module each: every rule a layer kind needs lives in its module.
 
 ==================  ===============================================================================
 module              layer kind
 ==================  ===============================================================================
-``linear``          ``Linear``: y = x w; dx = dy w^T, dw = x^T dy
+``linear``          ``Linear``: y = x w (+ b); dx = dy w^T, dw = x^T dy, db = sum of dy over rows
 ``elementwise``     ``Elementwise``: y = f(x); dx = f_backward(dy, x)
+``layernorm``       ``LayerNorm``: y = LN(x) gamma + beta, with the row moments as a tensor
+``attention``       ``Attention``: the causal multi-head attention core on whole sequences and heads
+``dropout``         ``Dropout``: y = dropout(x) with a mask from the seed and the global index
+``residual``        ``Residual``: y = a + b, the gradient passed to both
 ``common``          what every kind shares: gradient names (``grad``), the ``Sum`` record
 ==================  ===============================================================================
 
-A workload is a chain of layers on activations of M rows (tokens): each layer reads the previous
-layer's output; a tensor's gradient is named ``grad(name)``. Three walkers read the chain, and ask each
-layer for its own rule, so a new layer kind is one module here (plus its tests):
+A workload is a list of layers in order on activations of M rows (tokens); each layer reads tensors
+that the workload's input or earlier layers made (a chain for ``gemm`` and ``mlp``; the transformer
+block's residuals read a tensor twice); a tensor's gradient is named ``grad(name)``. Every kind gives:
 
-- sizes: ``in_cols`` / ``out_cols`` (columns of its input and output), ``weights`` (name -> shape);
-- values, on any array type (``simulator.workloads.blocks``, for numpy and for the executor's torch):
-  ``output_block(ev, rows, cols)`` and ``input_grad_block(ev, rows, cols)`` compute a block of its
-  output and of its input's gradient from blocks that ``ev`` supplies; ``sums(m)`` lists the tensors it
-  computes as a sum over a contracted dimension, with the term of one chunk (the executor chunks them);
-- lowering onto an algorithm (``simulator.algorithms.compose``): ``input_layout`` / ``output_layout``
+- sizes: ``inputs`` (activation names), ``outputs`` (name -> columns), ``weights`` (name -> shape), and
+  ``saved`` (what its backward reads of the forward);
+- dense values (``simulator.workloads.graph``): ``forward(ctx, values)`` and ``backward(ctx, values,
+  grads)`` on whole arrays through the ``local`` function table, numpy or torch alike;
+- lowering onto an algorithm (``simulator.algorithms.compose``): ``input_layout`` / ``output_layouts``
   / ``weight_layout`` say where its blocks live, ``lower_forward`` / ``lower_backward`` emit its ops.
+
+The chain kinds (``Linear`` without a bias, ``Elementwise``) also give block rules for
+``simulator.workloads.blocks`` (``in_cols`` / ``out_cols``, ``output_block``, ``input_grad_block``,
+``sums``), which the executor's chunked reference of ``gemm`` and ``mlp`` walks.
 """
 
-from simulator.workloads.layers.elementwise import Elementwise
+from simulator.workloads.layers.attention import Attention
 from simulator.workloads.layers.common import Sum, grad
+from simulator.workloads.layers.dropout import Dropout
+from simulator.workloads.layers.elementwise import Elementwise
+from simulator.workloads.layers.layernorm import LayerNorm
 from simulator.workloads.layers.linear import Linear
+from simulator.workloads.layers.residual import Residual
 
-Layer = Linear | Elementwise
+Layer = Linear | Elementwise | LayerNorm | Attention | Dropout | Residual
 """Every layer kind."""
 
-__all__ = ["Elementwise", "Layer", "Linear", "Sum", "grad"]
+__all__ = ["Attention", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear", "Residual", "Sum", "grad"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.workloads.functions import FUNCTIONS
-from simulator.workloads.layers.common import Sum, grad
+from simulator.workloads.layers.common import Sum
 
 __all__ = ["Elementwise"]
 
@@ -22,6 +22,21 @@ class Elementwise:
     x: str
     y: str
     cols: int
+    part: str = ""
+    """The layer part its ops are labelled with; empty: the function's name."""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    @property
+    def outputs(self) -> dict[str, int]:
+        return {self.y: self.cols}
+
+    @property
+    def saved(self) -> tuple[str, ...]:
+        """What the backward reads of the forward: the input (f'(x))."""
+        return (self.x,)
 
     def __post_init__(self) -> None:
         entry = FUNCTIONS.get(self.fn)
@@ -59,12 +74,19 @@ class Elementwise:
     def sums(self, m: int) -> dict[str, Sum]:
         return {}  # no product: a block goes by chunks of its rows
 
+    # -- dense values (``simulator.workloads.graph``) -----------------------------------------------
+    def forward(self, ctx, values: dict) -> dict:
+        return {self.y: ctx.call(self.fn, values[self.x])}
+
+    def backward(self, ctx, values: dict, grads: dict) -> dict:
+        return {self.x: ctx.call(self.backward_fn, grads[self.y], values[self.x])}
+
     # -- lowering onto an algorithm ----------------------------------------------------------------
     def input_layout(self, low):
         return None  # wherever the layer before leaves it
 
-    def output_layout(self, low, input_layout):
-        return input_layout
+    def output_layouts(self, low, input_layouts):
+        return {self.y: input_layouts[0]}
 
     def weight_layout(self, low, name: str):
         raise KeyError(name)  # no weights
@@ -73,4 +95,5 @@ class Elementwise:
         low.local(self.fn, self.y, (self.x,), low.layout[self.x])
 
     def lower_backward(self, low) -> None:
-        low.local(self.backward_fn, grad(self.x), (grad(self.y), self.x), low.layout[self.x])
+        low.local(self.backward_fn, low.grad_target(self.x), (low.grad_of(self.y), self.x), low.layout[self.x])
+        low.grad_written(self.x)

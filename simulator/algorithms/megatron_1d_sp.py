@@ -1,0 +1,99 @@
+"""Megatron-LM with sequence parallelism (Korthikanti et al. 2022, arXiv 2205.05198) on p ranks.
+
+As 1-D Megatron (``megatron_1d``), but what 1-D keeps replicated (LayerNorm, dropout, the residuals:
+the [M, h] activations between the tensor-parallel linears) is split by rows into p sequence shards
+of [M/p, h], each rank computing only its shard. The all-reduce of a row-parallel linear becomes a
+reduce-scatter onto the shards, and a column-parallel linear all-gathers its input first (Figure 5 of
+the paper: g = all-gather forward / reduce-scatter backward, g-bar its conjugate):
+
+- column-parallel Y_r = all_gather(X) W_r. Backward: dX = reduce_scatter(dY_r W_r^T) onto the shards;
+  dW_r = all_gather(X)^T dY_r, gathering X **again** in the backward (Megatron-LM keeps only the shard
+  between the passes to save activation memory, and re-gathers it, overlapped with the dX product).
+- row-parallel Y = reduce_scatter(X_r W_r), a shard. Backward: dY_full = all_gather(dY), then
+  dX_r = dY_full W_r^T and dW_r = X_r^T dY_full (the one gather serves both).
+
+So per transformer layer: forward 2 all-gathers and 2 reduce-scatters of [b s, h] (the same bytes as
+1-D's 2 all-reduces), backward 2 all-gathers (dY of proj and FC2), 2 reduce-scatters (dX of QKV and
+FC1) and the 2 re-gathers of the QKV and FC1 inputs. The shards' vector gradients (both LayerNorms'
+gamma and beta, the row-parallel biases of proj and FC2) are partial sums over a shard's rows, so each
+is all-reduced over the p ranks (Megatron-LM's all-reduce of its sequence-parallel parameters' grads).
+Needs M = b s divisible by p besides 1-D's constraints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from simulator.algorithms.base import Blocks, LinearNames
+from simulator.algorithms.megatron_1d import WORLD, Megatron1D, _column, _split
+from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import AllGather, Gemm, ReduceScatter
+from simulator.workloads.workload import Workload
+
+
+@dataclass(frozen=True)
+class Megatron1DSP(Megatron1D):
+    """Megatron-LM 1-D with sequence parallelism on ``p`` ranks: the replicated region split by rows."""
+
+    name: ClassVar[str] = "1d-sp"
+    aliases: ClassVar[tuple[str, ...]] = ("megatron-sp",)
+    summary: ClassVar[str] = ("Megatron-LM with sequence parallelism (Korthikanti et al. 2022): all-gather and "
+                              "reduce-scatter around the 1-D linears, --gpus P")
+
+    def check(self, workload: Workload) -> None:
+        """1-D's constraints, and M divisible by p (the sequence shards)."""
+        super().check(workload)
+        self._require_divisible(f"{self.name} on {self.p} GPUs", {"M": workload.m}, self.p, "p")
+
+    def _shards(self, rows: int, cols: int) -> Blocks:
+        return [(r, _split(rows, self.p, r), (0, cols)) for r in range(self.p)]
+
+    def input_blocks(self, lin: LinearNames) -> Blocks:
+        return self._shards(lin.m, lin.k) if _column(lin) else self._columns(lin.m, lin.k)
+
+    def output_blocks(self, lin: LinearNames) -> Blocks:
+        return self._columns(lin.m, lin.n) if _column(lin) else self._shards(lin.m, lin.n)
+
+    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int) -> str:
+        """All-gather the shards of ``shard`` into ``<shard>_full`` [rows, cols] on rank r."""
+        full = b.buffer(r, f"{shard}_full", (rows, cols))
+        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0))
+        return full
+
+    def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
+        """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row)."""
+        for r, rows, cols in self.output_blocks(lin):
+            if _column(lin):
+                x = self._gather(b, r, lin.x, lin.m, lin.k)
+                b.buffer(r, lin.y, (lin.m, cols[1] - cols[0]))
+                b.emit(r, Gemm(out=lin.y, a=x, b=lin.w))
+            else:
+                part = b.buffer(r, f"{lin.y}_part", (lin.m, lin.n))
+                b.emit(r, Gemm(out=part, a=lin.x, b=lin.w))
+                b.buffer(r, lin.y, (rows[1] - rows[0], lin.n))
+                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=lin.y, axis=0))
+
+    def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
+        """dX = reduce_scatter(dY_r W_r^T) (column), or dX_r = all_gather(dY) W_r^T (row)."""
+        for r, rows, cols in self.input_blocks(lin):
+            if _column(lin):
+                part = b.buffer(r, f"{dx}_part", (lin.m, lin.k))
+                b.emit(r, Gemm(out=part, a=dy, b=lin.w, trans_b=True))
+                b.buffer(r, dx, (rows[1] - rows[0], lin.k))
+                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0))
+            else:
+                full = self._gather(b, r, dy, lin.m, lin.n)
+                b.buffer(r, dx, (lin.m, cols[1] - cols[0]))
+                b.emit(r, Gemm(out=dx, a=full, b=lin.w, trans_b=True))
+
+    def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
+        """dW_r = all_gather(X)^T dY_r, X gathered again (column), or X_r^T all_gather(dY) (row, the
+        gather ``backward_input`` made)."""
+        for r, rows, cols in self.weight_blocks(lin):
+            b.buffer(r, dw, (rows[1] - rows[0], cols[1] - cols[0]))
+            if _column(lin):
+                x = self._gather(b, r, lin.x, lin.m, lin.k)
+                b.emit(r, Gemm(out=dw, a=x, b=dy, trans_a=True))
+            else:
+                b.emit(r, Gemm(out=dw, a=lin.x, b=f"{dy}_full", trans_a=True))

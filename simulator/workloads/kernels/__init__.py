@@ -1,0 +1,15 @@
+"""The numerical kernels of the transformer block, each in numpy and in torch, for the ``local`` op table.
+
+==============  ===================================================================================
+module          kernels
+==============  ===================================================================================
+``dropout``     inverted dropout whose mask is a hash of (seed, stream, global element index)
+``layernorm``   LayerNorm in pieces: row moments, normalise, and the backward's moments and gradients
+``attention``   causal softmax attention per sequence and head, and its backward (recomputing P)
+==============  ===================================================================================
+
+``simulator.workloads.functions`` lists each kernel as an entry of the ``local`` op's table, with its
+parameters, shape rule and cost.
+"""
+
+__all__ = ["attention", "dropout", "layernorm"]

@@ -1,0 +1,89 @@
+"""The attention core of a GPT block: context = causal softmax(Q K^T / sqrt(d)) V per sequence and head.
+
+Input: the QKV activation [M, 3h], each head's Q, K and V side by side (``kernels.attention``); output:
+the context [M, h]. It needs whole sequences and whole heads in each block, so it lowers as one
+``local`` op on every block of its input, wherever the algorithm left it: an algorithm must split the
+tokens by whole sequences and the columns by whole heads (its ``check`` says so as NotApplicable).
+The attention dropout's mask is drawn from the seed and the global [b, a, s, s] index, so every
+split drops the same probabilities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+__all__ = ["Attention"]
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Causal multi-head attention of ``heads`` heads of width ``head_dim`` on sequences of ``seq`` tokens."""
+
+    qkv: str
+    y: str
+    heads: int
+    head_dim: int
+    seq: int
+    dropout: float
+    stream: int
+    part: str = "attn"
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.qkv,)
+
+    @property
+    def outputs(self) -> dict[str, int]:
+        return {self.y: self.heads * self.head_dim}
+
+    @property
+    def saved(self) -> tuple[str, ...]:
+        return (self.qkv,)  # the backward recomputes the probabilities
+
+    @property
+    def weights(self) -> dict[str, tuple[int, int]]:
+        return {}
+
+    def params(self, rows: tuple[int, int], cols: tuple[int, int]) -> dict:
+        """The ``attention`` op's parameters for the QKV block [rows, cols] (whole sequences and heads)."""
+        width = 3 * self.head_dim
+        if rows[0] % self.seq or (rows[1] - rows[0]) % self.seq or cols[0] % width or (cols[1] - cols[0]) % width:
+            raise AssertionError(f"attention block rows {rows} cols {cols} is not whole sequences of {self.seq} "
+                                 f"and whole heads of {width} columns")
+        return {"p": self.dropout, "stream": self.stream, "seq": self.seq, "heads": (cols[1] - cols[0]) // width,
+                "head_dim": self.head_dim, "batch0": rows[0] // self.seq, "head0": cols[0] // width,
+                "heads_total": self.heads}
+
+    # -- dense values (``simulator.workloads.graph``) -----------------------------------------------
+    def forward(self, ctx, values: dict) -> dict:
+        qkv = values[self.qkv]
+        rows = (ctx.row0, ctx.row0 + qkv.shape[0])
+        return {self.y: ctx.call("attention", qkv, **self.params(rows, (0, qkv.shape[1])))}
+
+    def backward(self, ctx, values: dict, grads: dict) -> dict:
+        qkv = values[self.qkv]
+        rows = (ctx.row0, ctx.row0 + qkv.shape[0])
+        return {self.qkv: ctx.call("attention_backward", grads[self.y], qkv, **self.params(rows, (0, qkv.shape[1])))}
+
+    # -- lowering onto an algorithm ----------------------------------------------------------------
+    def input_layout(self, low):
+        return None
+
+    def output_layouts(self, low, input_layouts):
+        return {self.y: [(rank, rows, (cols[0] // 3, cols[1] // 3)) for rank, rows, cols in input_layouts[0]]}
+
+    def weight_layout(self, low, name: str):
+        raise KeyError(name)
+
+    def lower_forward(self, low) -> None:
+        for rank, rows, cols in low.layout[self.qkv]:
+            low.b.buffer(rank, self.y, (rows[1] - rows[0], (cols[1] - cols[0]) // 3))
+            low.emit(rank, "attention", self.y, (self.qkv,), self.params(rows, cols))
+
+    def lower_backward(self, low) -> None:
+        dy, target = low.grad_of(self.y), low.grad_target(self.qkv)
+        for rank, rows, cols in low.layout[self.qkv]:
+            low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
+            low.emit(rank, "attention_backward", target, (dy, self.qkv), self.params(rows, cols))
+        low.grad_written(self.qkv)

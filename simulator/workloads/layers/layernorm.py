@@ -1,0 +1,112 @@
+"""The LayerNorm layer y = LN(x) gamma + beta over the hidden columns, with its row moments as a tensor.
+
+Forward: the moments S = [sum x, sum x^2] of every row (a [M, 2] tensor: the one thing the backward
+needs besides x), then y from x, S, gamma and beta (``simulator.workloads.kernels.layernorm``). Where an
+algorithm splits the columns, each rank computes its columns' part of S and the algorithm sums S over
+the ranks sharing the rows (``all_reduce_rows``: the row group of a [q, q, d] grid; nothing where a
+rank holds whole rows). Backward: the two row sums of the input gradient likewise, then dx; dgamma and
+dbeta are sums over rows, reduced by the algorithm where the rows are split (``reduce_vector_grad``).
+gamma and beta live where the algorithm keeps vectors (``vector_blocks``, ``fetch_vector``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.workloads.kernels.layernorm import EPS
+from simulator.workloads.layers.common import grad
+
+__all__ = ["LayerNorm"]
+
+
+@dataclass(frozen=True)
+class LayerNorm:
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta per row of [M, cols]; ``stats`` names the moments."""
+
+    x: str
+    gamma: str
+    beta: str
+    stats: str
+    y: str
+    cols: int
+    part: str = "ln"
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    @property
+    def in_cols(self) -> int:
+        return self.cols
+
+    @property
+    def outputs(self) -> dict[str, int]:
+        return {self.stats: 2, self.y: self.cols}
+
+    @property
+    def differentiable(self) -> tuple[str, ...]:
+        """The outputs that carry a gradient (not the moments)."""
+        return (self.y,)
+
+    @property
+    def saved(self) -> tuple[str, ...]:
+        return (self.x, self.stats)
+
+    @property
+    def weights(self) -> dict[str, tuple[int, int]]:
+        return {self.gamma: (1, self.cols), self.beta: (1, self.cols)}
+
+    def _params(self) -> dict:
+        return {"n": self.cols, "eps": EPS}
+
+    # -- dense values (``simulator.workloads.graph``) -----------------------------------------------
+    def forward(self, ctx, values: dict) -> dict:
+        x = values[self.x]
+        stats = ctx.call("row_moments", x)
+        y = ctx.call("layernorm", x, stats, values[self.gamma], values[self.beta], **self._params())
+        return {self.stats: stats, self.y: y}
+
+    def backward(self, ctx, values: dict, grads: dict) -> dict:
+        dy, x, stats, gamma = grads[self.y], values[self.x], values[self.stats], values[self.gamma]
+        sums = ctx.call("layernorm_backward_moments", dy, x, stats, gamma, **self._params())
+        return {self.x: ctx.call("layernorm_backward", dy, x, stats, gamma, sums, **self._params()),
+                self.gamma: ctx.call("layernorm_gamma_grad", dy, x, stats, **self._params()),
+                self.beta: ctx.call("col_sum", dy)}
+
+    # -- lowering onto an algorithm ----------------------------------------------------------------
+    def input_layout(self, low):
+        return None  # wherever the layer before leaves it
+
+    def output_layouts(self, low, input_layouts):
+        layout = input_layouts[0]
+        return {self.stats: [(rank, rows, (0, 2)) for rank, rows, _ in layout], self.y: layout}
+
+    def weight_layout(self, low, name: str):
+        return low.alg.vector_blocks(low.layout[self.x])
+
+    def lower_forward(self, low) -> None:
+        layout = low.layout[self.x]
+        low.local("row_moments", self.stats, (self.x,), low.layout[self.stats])
+        low.alg.all_reduce_rows(low.b, self.stats, layout)
+        gamma, beta = low.vector(self.gamma, layout), low.vector(self.beta, layout)
+        for rank, rows, cols in layout:
+            low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
+            low.emit(rank, "layernorm", self.y, (self.x, self.stats, gamma[rank], beta[rank]), self._params())
+
+    def lower_backward(self, low) -> None:
+        layout, dy = low.layout[self.x], low.grad_of(self.y)
+        gamma = low.vector(self.gamma, layout)
+        sums = grad(self.stats)
+        for rank, rows, _ in layout:
+            low.b.buffer(rank, sums, (rows[1] - rows[0], 2))
+            low.emit(rank, "layernorm_backward_moments", sums, (dy, self.x, self.stats, gamma[rank]), self._params())
+        low.alg.all_reduce_rows(low.b, sums, layout)
+        target = low.grad_target(self.x)
+        for rank, rows, cols in layout:
+            low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
+            low.emit(rank, "layernorm_backward", target, (dy, self.x, self.stats, gamma[rank], sums), self._params())
+        low.grad_written(self.x)
+        low.alg.reduce_vector_grad(low.b, layout, grad(self.gamma), lambda rank, out: low.emit(
+            rank, "layernorm_gamma_grad", out, (dy, self.x, self.stats), self._params()))
+        low.alg.reduce_vector_grad(low.b, layout, grad(self.beta),
+                                   lambda rank, out: low.emit(rank, "col_sum", out, (dy,)))
