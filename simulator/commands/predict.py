@@ -1,6 +1,8 @@
 """`tpsim predict`: which arrangement of P GPUs runs a workload fastest on a topology (the main job).
 
-    tpsim predict --gpus P --topology T --workload {gemm,mlp} (--m M --k K --n N | --m M --hidden H)
+    tpsim predict --gpus P --topology T --workload {gemm,mlp,transformer} (--m M --k K --n N | --m M --hidden H
+                  | --batch B --seq S --hidden H --heads A [--ffn F] [--dropout P] | --model NAME --batch B)
+                  [--layers L]
                   [--pass both] [--dtype bfloat16] [--placement P|all] [--algos 1d,2d,...] [--overlap]
                   [--algo-override KIND=ALGO ...] [--json] [--csv FILE] [--png FILE]
 
@@ -9,7 +11,8 @@ with the critical rank's compute / communication / wait split, the contention-fr
 block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
 A progress bar goes to stderr when it is a terminal. ``--json`` prints a list of objects (every row of
 the table, then the skipped ones with ``status: "skipped"`` and ``reason``); ``--csv`` writes the same
-rows; ``--png`` draws a bar chart.
+rows; ``--png`` draws a bar chart. For a transformer, ``--layers L`` (or ``--model``'s count) adds
+the whole model's time, L x one block's (``layers``, ``model_time_s``): one block is simulated, not L.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import json
 import sys
 
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
-from simulator.commands.schedule_args import add_workload_arguments, workload_from_args
+from simulator.commands.schedule_args import add_workload_arguments, layers_of, workload_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
 from simulator.errors import InputError
 from simulator.files import replacing
@@ -30,6 +33,8 @@ from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
               "wait_s", "analytic_s", "memory_bytes", "collectives", "reason")
+MODEL_FIELDS = ("layers", "model_time_s")
+"""Added to every row for a transformer: the model's block count, and its time (layers x one block's)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -87,6 +92,11 @@ def predict_command(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
+    layers = layers_of(args, workload)
+    if workload.name == "transformer":
+        for record in records:
+            record["layers"] = layers
+            record["model_time_s"] = None if record["time_s"] is None else layers * record["time_s"]
     if args.csv:
         _write_csv(args.csv, records)
     if args.png:
@@ -95,7 +105,7 @@ def predict_command(args: argparse.Namespace) -> int:
         json.dump(records, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    for line in table_lines(rows, _title(args, G, workload), G):
+    for line in table_lines(rows, _title(args, G, workload), G, layers):
         print(line)
     for label, path in (("csv", args.csv), ("png", args.png)):
         if path:
@@ -120,14 +130,16 @@ def _title(args, G, workload) -> str:
 
 def _write_csv(path: str, records: list[dict]) -> None:
     with replacing(path) as tmp, open(tmp, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
+        fields = CSV_FIELDS + tuple(f for f in MODEL_FIELDS if records and f in records[0])
+        writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         for record in records:
-            writer.writerow({k: ("x".join(map(str, record[k])) if k == "grid" else record[k]) for k in CSV_FIELDS})
+            writer.writerow({k: ("x".join(map(str, record[k])) if k == "grid" else record[k]) for k in fields})
 
 
-def table_lines(rows, title: str, G=None) -> list[str]:
-    """The ranked table, then the skipped arrangements with their reasons."""
+def table_lines(rows, title: str, G=None, layers: int = 1) -> list[str]:
+    """The ranked table, then the skipped arrangements with their reasons; with ``layers`` > 1 a column of
+    the whole model's time (layers x one block's)."""
     ok = [r for r in rows if not r.skipped]
     skipped = [r for r in rows if r.skipped]
     lines = [f"tpsim predict: {title}"]
@@ -138,15 +150,20 @@ def table_lines(rows, title: str, G=None) -> list[str]:
         memory_GB = _device_memory_GB(G)
         width = max(len(r.arrangement.label) for r in ok)
         lines.append(f"  {'#':>2}  {'arrangement':<{width}}  {'time':>10}  {'compute':>10}  {'comm':>10}  "
-                     f"{'wait':>10}  {'bound':>10}  {'mem/GPU':>8}  {'vs best':>7}")
+                     f"{'wait':>10}  {'bound':>10}  {'mem/GPU':>8}  {'vs best':>7}"
+                     + (f"  {'model':>10}" if layers > 1 else ""))
         for i, r in enumerate(ok, 1):
             fits = "" if memory_GB is None or r.memory_bytes <= memory_GB * 1e9 else " (over GPU memory)"
             lines.append(f"  {i:>2}  {r.arrangement.label:<{width}}  {format_time(r.time_s):>10}  "
                          f"{format_time(r.compute_s):>10}  {format_time(r.comm_s):>10}  "
                          f"{format_time(r.wait_s):>10}  {format_time(r.analytic_s):>10}  "
-                         f"{format_bytes(r.memory_bytes):>8}  {r.time_s / best:>6.2f}x{fits}")
+                         f"{format_bytes(r.memory_bytes):>8}  {r.time_s / best:>6.2f}x"
+                         + (f"  {format_time(layers * r.time_s):>10}" if layers > 1 else "") + fits)
         lines.append("  time: simulated makespan (contention); compute/comm/wait: the critical rank's split; "
                      "bound: contention-free analytic")
+        if layers > 1:
+            lines.append(f"  model: {layers} identical blocks, {layers} x the time of the one block simulated; "
+                         f"mem/GPU is one block's")
     if skipped:
         lines.append(f"  skipped {len(skipped)}:")
         for r in skipped:

@@ -1,7 +1,14 @@
 """The ``<schedule args>`` shared by `tpsim schedule`, `verify`, `simulate` and `run`.
 
-Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm,mlp}
-(--m M --k K --n N | --m M --hidden H) [--pass fwd|bwd|both] [--dtype D] [--overlap]`` or ``--schedule FILE.json``.
+Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm,mlp,transformer}
+(--m M --k K --n N | --m M --hidden H | --batch B --seq S --hidden H --heads A [--ffn F] [--dropout P])
+[--pass fwd|bwd|both] [--dtype D] [--overlap]`` or ``--schedule FILE.json``.
+
+``--model NAME`` (``tpsim model list``) fills the transformer's hidden, heads, ffn, sequence length
+and dropout from a published configuration (any of them given too overrides the preset) and implies
+``--workload transformer``; ``--batch`` is still the user's. ``--layers L`` says how many identical
+blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
+that time it report the whole model as L times the block, derived rather than simulated L times.
 """
 
 from __future__ import annotations
@@ -13,13 +20,17 @@ from simulator.algorithms.registry import (ALGORITHMS, ALIASES, DTYPES, OVERLAP_
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
-from simulator.workloads.workload import PASSES, Workload
+from simulator.workloads.models import preset
+from simulator.workloads.workload import FIELDS, PASSES, Workload
+
+WORKLOADS = tuple(FIELDS)
 
 DEFAULT_PASS = "both"
 
 GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--workload": "workload", "--m": "m",
-                   "--k": "k", "--n": "n", "--hidden": "hidden", "--pass": "passes", "--dtype": "dtype",
-                   "--overlap": "overlap"}
+                   "--k": "k", "--n": "n", "--hidden": "hidden", "--batch": "batch", "--seq": "seq",
+                   "--heads": "heads", "--ffn": "ffn", "--dropout": "dropout", "--model": "model",
+                   "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
 
 
@@ -48,12 +59,22 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -> None:
-    """Add ``--workload --m --k --n --hidden --pass --dtype`` (read back by ``workload_from_args``)."""
-    group.add_argument("--workload", choices=("gemm", "mlp"), help="one linear (gemm) or a transformer MLP")
-    group.add_argument("--m", type=int, metavar="M", help="rows of A / tokens (batch x sequence)")
+    """Add the workload's sizes, ``--model --layers --pass --dtype`` (read back by ``workload_from_args``)."""
+    group.add_argument("--workload", choices=WORKLOADS, help="one linear (gemm), a transformer MLP (mlp), or one "
+                                                            "GPT block (transformer)")
+    group.add_argument("--m", type=int, metavar="M", help="gemm/mlp: rows of A / tokens (batch x sequence)")
     group.add_argument("--k", type=int, metavar="K", help="gemm: columns of A, rows of B")
     group.add_argument("--n", type=int, metavar="N", help="gemm: columns of B")
-    group.add_argument("--hidden", type=int, metavar="H", help="mlp: hidden size h (FC1 h->4h, FC2 4h->h)")
+    group.add_argument("--hidden", type=int, metavar="H", help="mlp/transformer: hidden size h")
+    group.add_argument("--batch", type=int, metavar="B", help="transformer: sequences per step")
+    group.add_argument("--seq", type=int, metavar="S", help="transformer: tokens per sequence")
+    group.add_argument("--heads", type=int, metavar="A", help="transformer: attention heads (h divisible by A)")
+    group.add_argument("--ffn", type=int, metavar="F", help="transformer: MLP width (default 4h)")
+    group.add_argument("--dropout", type=float, metavar="P", help="transformer: dropout probability (default 0, or "
+                                                                  "the model's)")
+    group.add_argument("--model", metavar="NAME", help="transformer sizes of a published model (`tpsim model list`)")
+    group.add_argument("--layers", type=int, metavar="L", help="transformer: identical blocks in the model (default "
+                                                               "1, or the model's); time is L x one block")
     # Defaults None, filled in by workload_from_args: a value given together with --schedule FILE
     # (which carries its own pass and dtype) must be told apart from a default, and refused.
     group.add_argument("--pass", dest="passes", choices=PASSES, help=f"default: {DEFAULT_PASS}")
@@ -61,28 +82,60 @@ def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -
     group.set_defaults(default_dtype=default_dtype)
 
 
+_SIZES = {"gemm": ("m", "k", "n"), "mlp": ("m", "hidden"),
+          "transformer": ("batch", "seq", "hidden", "heads", "ffn", "dropout")}
+"""The size options each workload takes (the transformer's ffn and dropout are optional)."""
+_HINTS = {"gemm": "--m --k --n (A is [M, K], B is [K, N])", "mlp": "--m --hidden (tokens M, hidden size H)",
+          "transformer": "--batch --seq --hidden --heads [--ffn --dropout], or --model NAME --batch"}
+
+
 def workload_from_args(args: argparse.Namespace) -> Workload:
     """The Workload the arguments describe; InputError naming what is missing or extra.
 
-    Also fills ``args.passes`` and ``args.dtype`` with their defaults where they were not given.
+    Also fills ``args.passes`` and ``args.dtype`` with their defaults where they were not given, and
+    ``args.layers`` with the model's block count (1 without ``--model``).
     """
     args.passes = args.passes or DEFAULT_PASS
     args.dtype = args.dtype or args.default_dtype
+    model = preset(args.model) if args.model is not None else None
+    if model is not None:
+        if args.workload not in (None, "transformer"):
+            raise InputError(f"--model {args.model} is a transformer; drop --workload {args.workload}")
+        args.workload = "transformer"
+        for name in ("hidden", "heads", "ffn", "seq", "dropout"):
+            if getattr(args, name) is None:
+                setattr(args, name, getattr(model, name))
+    layers = args.layers if args.layers is not None else (model.layers if model is not None else 1)
     if args.workload is None:
-        raise InputError("--workload is required: gemm (with --m --k --n) or mlp (with --m --hidden)")
-    if args.workload == "gemm":
-        if args.hidden is not None:
-            raise InputError("--hidden belongs to --workload mlp; gemm takes --m --k --n")
-        missing = [f"--{name}" for name in ("m", "k", "n") if getattr(args, name) is None]
-        if missing:
-            raise InputError(f"--workload gemm needs {' '.join(missing)} (A is [M, K], B is [K, N])")
-        return Workload.gemm(args.m, args.k, args.n)
-    if args.k is not None or args.n is not None:
-        raise InputError("--k/--n belong to --workload gemm; mlp takes --m --hidden")
-    missing = [f"--{name}" for name in ("m", "hidden") if getattr(args, name) is None]
+        raise InputError("--workload is required: gemm (with --m --k --n), mlp (with --m --hidden) or transformer "
+                         "(with --batch --seq --hidden --heads), or give --model NAME")
+    if args.layers is not None and args.workload != "transformer":
+        raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
+    if layers < 1:
+        raise InputError(f"--layers must be >= 1, got {layers}")
+    args.layers = layers
+    wanted = _SIZES[args.workload]
+    extra = [f"--{name}" for names in _SIZES.values() for name in names
+             if name not in wanted and getattr(args, name) is not None]
+    if extra:
+        raise InputError(f"{' '.join(dict.fromkeys(extra))} not for --workload {args.workload}, which takes "
+                         f"{_HINTS[args.workload]}")
+    optional = ("ffn", "dropout")
+    missing = [f"--{name}" for name in wanted if getattr(args, name) is None and name not in optional]
     if missing:
-        raise InputError(f"--workload mlp needs {' '.join(missing)} (tokens M, hidden size H)")
-    return Workload.mlp(args.m, args.hidden)
+        raise InputError(f"--workload {args.workload} needs {' '.join(missing)}: {_HINTS[args.workload]}")
+    if args.workload == "gemm":
+        return Workload.gemm(args.m, args.k, args.n)
+    if args.workload == "mlp":
+        return Workload.mlp(args.m, args.hidden)
+    return Workload.transformer(args.batch, args.seq, args.hidden, args.heads, args.ffn,
+                                0.0 if args.dropout is None else args.dropout)
+
+
+def layers_of(args: argparse.Namespace, workload: Workload) -> int:
+    """How many identical blocks the whole model has: ``--layers``, the model's, or 1."""
+    layers = getattr(args, "layers", None)
+    return layers if layers is not None and workload.name == "transformer" else 1
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
@@ -93,7 +146,12 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
                  if getattr(args, dest) is not None and getattr(args, dest) is not False]
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
-        return load_schedule(args.schedule)
+        schedule = load_schedule(args.schedule)
+        layers = getattr(args, "layers", None)
+        if layers is not None and (schedule.workload.get("name") != "transformer" or layers < 1):
+            raise InputError(f"--layers {layers}: counts the blocks of a transformer schedule (>= 1); "
+                             f"{args.schedule} holds {schedule.workload.get('name')}")
+        return schedule
     if args.algo is None:
         raise InputError(f"--algo is required ({', '.join(ALGORITHMS)}), or give --schedule FILE")
     workload = workload_from_args(args)
