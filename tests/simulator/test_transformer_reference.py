@@ -18,10 +18,11 @@ import math
 import numpy as np
 import pytest
 
+from simulator.workloads.graph import numpy_call, values_by_chunks
 from simulator.workloads.kernels.dropout import block_index, dropout, keep_mask
 from simulator.workloads.layers import grad
 from simulator.workloads.tensors import random_block
-from simulator.workloads.workload import Workload
+from simulator.workloads.workload import Workload, dense_graph_values
 
 STREAM_ATTENTION, STREAM_PROJ, STREAM_FC2 = 0, 1, 2
 
@@ -183,3 +184,18 @@ def test_dropout_changes_every_output() -> None:
     a, b = plain.reference(13, "both"), dropped.reference(13, "both")
     differences = {name: relative_error(b[name], a[name]) for name in a}
     assert min(differences.values()) > 1e-3, differences
+
+
+@pytest.mark.parametrize("sequences_per_chunk", [1, 2, 3])
+def test_the_values_by_token_chunks_equal_the_dense_reference(sequences_per_chunk: int) -> None:
+    """``graph.values_by_chunks`` (whole sequences per chunk, weight gradients summed, dropout masks at
+    the chunk's global rows) gives what one dense pass does, for every output and saved activation."""
+    workload, seed = WORKLOADS[3], 17  # 3 sequences, dropout 0.2
+    shapes = workload.shapes()
+    wanted = (*workload.output_names("both"), *workload.saved_activations())
+    chunks = values_by_chunks(workload, numpy_call(seed),
+                              lambda name, rows, cols: random_block(seed, name, shapes[name], rows, cols),
+                              sequences_per_chunk * workload.seq, wanted, True, np.zeros, np.concatenate)
+    dense = dense_graph_values(workload, seed)
+    errors = {name: relative_error(chunks[name], dense[name]) for name in wanted}
+    assert max(errors.values()) <= 1e-12, errors
