@@ -71,7 +71,7 @@ def test_the_cases_cover_what_the_issue_asks() -> None:
     with_dropout = [case for case in CASES if case[2][5] > 0]
     assert 2 * len(with_dropout) >= len(CASES)
     assert any(sizes[4] != 4 * sizes[2] * sizes[3] for _, _, sizes in CASES)
-    assert {p for algorithm, grid, _ in CASES if algorithm == "1d-sp" for p in [grid["gpus"]]} == set(range(1, 9))
+    assert {grid["gpus"] for algorithm, grid, _ in CASES if algorithm == "1d-sp"} == set(range(1, 9))
 
 
 @pytest.mark.parametrize("passes", PASSES)
