@@ -303,6 +303,19 @@ def test_cannon25d(q: int, c: int, workload: Workload, passes: str) -> None:
     _check(schedule, workload, lambda rank: cannon(workload, q, c, passes, rank))
 
 
+@pytest.mark.parametrize("q, c, workload", [case for case in CANNON_CASES if case[0] > 1],
+                         ids=lambda v: str(v) if isinstance(v, int) else v.label)
+def test_cannon_shift_traffic_closed_form(q: int, c: int, workload: Workload) -> None:
+    """Rank 0 needs no skew, so what it receives point to point is the shifts alone: (s-1)(A + W) forward
+    and (s-1)(A + W + 2Y) backward, A, Y, W the summed input, output and weight blocks."""
+    m, h, f = _sizes(workload)
+    a, y, w = Fraction(m * (3 * h + f), q * q), Fraction(m * (5 * h + f), q * q), Fraction(4 * h * h + 2 * h * f, q * q)
+    for passes in PASSES:
+        schedule = build_schedule("cannon25d", workload, passes, grid=(q, q, c))
+        got = sum(schedule.spec(0, op.buf).numel for op in schedule.programs[0] if op.kind == "recv")
+        assert got == (q // c - 1) * (_fwd(passes) * (a + w) + _bwd(passes) * (a + w + 2 * y))
+
+
 @pytest.mark.parametrize("passes", PASSES)
 @pytest.mark.parametrize("algo, shape", [("1d", {"gpus": 4}), ("1d-sp", {"gpus": 4}), ("2d", {"grid": (2, 2, 1)}),
                                          ("summa25d", {"grid": (2, 2, 2)}), ("cannon25d", {"grid": (2, 2, 2)})],
