@@ -31,6 +31,38 @@ sequences and a/q whole heads and the attention core is local; LayerNorm's momen
 over layer 0's row groups and the vectors kept on its row 0 as in Tesseract (``GridAlgorithm``). The
 other layers take part in the products only; every gradient is already whole on layer 0 after a
 product's depth reduce, so no vector needs a depth all-reduce.
+
+Per layer, per rank (j, i, k) of [q, q, c], s = q/c, M = b s, FFN width f; with the block's linears
+QKV [h, 3h], proj [h, h], FC1 [h, f], FC2 [f, h], the q x q blocks of each linear's input, output and
+weight, summed over the four, are A = M(3h + f)/q^2, Y = M(5h + f)/q^2 and W = (4h^2 + 2hf)/q^2.
+Payload and received as in ``summa25d``'s docstring (a recv: its buffer).
+
+Linear traffic, every rank (products in program order: forward QKV, proj, FC1, FC2; backward FC2,
+FC1, proj, QKV, each dX = dY W^T then dW = X^T dY):
+
+    depth (c > 1), broadcasts over c from layer 0, one per distinct factor tensor:
+        forward 8 (X, W of each linear), payload A + W; backward alone 12 (dY, W, X), payload A + Y + W;
+        both 12 (the forward's 8 + the 4 dY), payload A + Y + W. Received: the payload on layers k > 0.
+    depth (c > 1), reduces over c onto layer 0, one per product:
+        forward 4, payload Y; backward 8, payload A + W; both 12, payload A + Y + W.
+        Received: (c-1) times the payload on layer 0.
+    point to point, per product and factor: 2(s-1) shift messages (s-1 sent, s-1 received) and 2 skew
+        messages unless the block is already at home (``cannon_steps``), each one block of the factor.
+        Shift traffic received: (s-1)(A + W) forward, (s-1)(A + W + 2Y) backward; the skew adds one
+        block per factor not at home.
+
+LayerNorm and bias traffic: that of ``summa25d`` at d = 1, on layer 0's ranks only (k = 0; the other
+layers take part in the products alone): V = (9h + f)/q, moments [M/q, 2],
+
+    forward    8 broadcasts over layer 0's column group from row 0 (V); 2 all-reduces over its row
+               group of S1, S2                                          payload V + 4M/q
+    backward   8 reduces over the column group onto row 0 (V); 2 all-reduces of dS1, dS2; backward
+               alone, 2 broadcasts of ln1_g, ln2_g (2h/q)                 payload V + 4M/q (+ 2h/q)
+    received   forward [j > 0] V + 8(q-1) M/q^2; backward [j = 0] (q-1) V + 8(q-1) M/q^2
+               + [j > 0, backward alone] 2h/q
+
+and no depth all-reduce. ``tests/simulator/test_transformer_accounting.py`` holds the IR to all of this
+per rank.
 """
 
 from __future__ import annotations

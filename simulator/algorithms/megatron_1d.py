@@ -17,9 +17,18 @@ The transformer block (Shoeybi et al., Fig. 3): QKV and FC1 column-parallel, the
 FC2 row-parallel, so each rank holds a/p whole heads and the attention core is local; LayerNorm,
 dropout, the residuals and the row-parallel biases run replicated on the whole [b s, h] (every rank
 computes the same values, and the same dropout masks); a column-parallel bias is split with its
-columns. Per layer: 4 all-reduces of [b s, h], two forward (after proj and FC2) and two backward (the
-input gradients of QKV and FC1). Every vector gradient is complete on every rank (replicated rows), so
-none is communicated.
+columns. Every vector gradient is complete on every rank (replicated rows), so none is communicated.
+
+Per layer, per rank, M = b s tokens (the FFN width f does not enter). "Payload" is the rank's own
+buffer in each op (``simulator.ir.accounting``); "received" what a ring all-reduce of n elements moves
+into each rank, 2(p-1)/p n (nccl-tests' bus factor):
+
+    forward    2 all-reduces over p of [M, h] (proj, FC2 outputs)      payload 2Mh   received 4(p-1)/p Mh
+    backward   2 all-reduces over p of [M, h] (QKV, FC1 input grads)   payload 2Mh   received 4(p-1)/p Mh
+    both       4 all-reduces of [M, h]                                 payload 4Mh   received 8(p-1)/p Mh
+
+LayerNorm and bias traffic: none, in either pass. At p = 1 the four all-reduces are still emitted (on
+a one-rank group). ``tests/simulator/test_transformer_accounting.py`` holds the IR to these forms.
 """
 
 from __future__ import annotations

@@ -12,12 +12,29 @@ the paper: g = all-gather forward / reduce-scatter backward, g-bar its conjugate
 - row-parallel Y = reduce_scatter(X_r W_r), a shard. Backward: dY_full = all_gather(dY), then
   dX_r = dY_full W_r^T and dW_r = X_r^T dY_full (the one gather serves both).
 
-So per transformer layer: forward 2 all-gathers and 2 reduce-scatters of [b s, h] (the same bytes as
-1-D's 2 all-reduces), backward 2 all-gathers (dY of proj and FC2), 2 reduce-scatters (dX of QKV and
-FC1) and the 2 re-gathers of the QKV and FC1 inputs. The shards' vector gradients (both LayerNorms'
-gamma and beta, the row-parallel biases of proj and FC2) are partial sums over a shard's rows, so each
-is all-reduced over the p ranks (Megatron-LM's all-reduce of its sequence-parallel parameters' grads).
-Needs M = b s divisible by p besides 1-D's constraints.
+The shards' vector gradients (both LayerNorms' gamma and beta, the row-parallel biases of proj and
+FC2) are partial sums over a shard's rows, so each is all-reduced over the p ranks (Megatron-LM's
+all-reduce of its sequence-parallel parameters' grads). The column-parallel biases (QKV's, FC1's) are
+split with their columns, as in 1-D, and need nothing. Needs M = b s divisible by p besides 1-D's
+constraints.
+
+Per layer, per rank, M = b s (f does not enter); payload and received as in ``megatron_1d``, an
+all-gather's payload being its [M, h] output and a reduce-scatter's its [M, h] input, each received
+(p-1)/p of it:
+
+    forward    2 all-gathers (A1, A2) + 2 reduce-scatters (proj, FC2 partials) over p
+                                                          payload 4Mh   received 4(p-1)/p Mh
+    backward   2 all-gathers of dY (proj, FC2) + 2 re-gathers (A1, A2) + 2 reduce-scatters
+               (QKV, FC1 input-grad partials) over p      payload 6Mh   received 6(p-1)/p Mh
+    both       6 all-gathers + 4 reduce-scatters          payload 10Mh  received 10(p-1)/p Mh
+
+Received, the forward equals 1-D's 2 all-reduces (4(p-1)/p Mh) and the backward is 1-D's plus the
+re-gathers' 2(p-1)/p Mh (none if the forward's gathered inputs were kept). The payload convention
+differs: an all-reduce counts its buffer once, its reduce-scatter + all-gather halves twice.
+
+LayerNorm and bias traffic, backward only, p > 1: 6 all-reduces over p of [1, h] (dln1_g, dln1_b,
+dln2_g, dln2_b, dbproj, db2): payload 6h, received 12(p-1)/p h. Nothing in the forward. (At p = 1
+the linears' gathers and scatters are still emitted on a one-rank group; the vector all-reduces not.)
 """
 
 from __future__ import annotations

@@ -9,6 +9,45 @@ The transformer block (Optimus / Tesseract): each rank holds b/(dq) whole sequen
 heads, so the attention core is local; LayerNorm's moments are all-reduced over the row group; biases
 and LayerNorm parameters live on row 0 and are broadcast and reduced over the column group, with the
 depth all-reduce of their gradients when d > 1 (``GridAlgorithm``).
+
+Per layer, per rank (j, i, k) of [q, q, d]. M = b s tokens, FFN width f (GPT: f = 4h); the linears
+QKV [h, 3h], proj [h, h], FC1 [h, f], FC2 [f, h] have sum K = 3h + f and sum K N = 4h^2 + 2hf, so
+one activation block of each linear's input, summed, is A = M(3h + f)/(d q^2), and one weight block
+of each, summed, is W = (4h^2 + 2hf)/q^2. "Payload" is the rank's own buffer in each op
+(``simulator.ir.accounting``); "received" what a bandwidth-optimal implementation moves into it: a
+broadcast's buffer at a non-root, (g-1) buffers at a reduce's root, 2(g-1)/g of an all-reduce's.
+
+Linear traffic (``summa_steps``; per linear q steps in each of forward, dX, dW):
+
+    forward    8q broadcasts over q (X along rows, W along columns)       payload  q(A + W)
+    backward   8q broadcasts + 8q reduces over q                           payload 2q(A + W)
+               d > 1: 4 all-reduces of dW over the depth group             payload W
+    received   (q-1)(A + W) forward, 2(q-1)(A + W) backward, 3(q-1)(A + W) both, i.e.
+
+                   3(q-1) [M(3h + f)/(d q^2) + (4h^2 + 2hf)/q^2],  at f = 4h  3(q-1) [7 b s h/(d q^2) + 12 h^2/q^2]
+
+               (DESIGN.md's form), plus 2(d-1)/d W for the depth all-reduces, which that form leaves out.
+
+Each rank is the root of one of the q broadcasts and one of the q reduces in every SUMMA pass, so it
+receives q-1 of the q blocks whether a reduce is counted at its root or at the senders; the payload
+convention counts all q (3q(A + W) for both passes, as ``tests/simulator/test_accounting.py`` has it).
+
+LayerNorm and bias traffic (q > 1; none at q = 1 but the depth all-reduces). V = (9h + f)/q, a
+rank's columns of the 8 vectors ln1_g, ln1_b, bqkv (3h), bproj, ln2_g, ln2_b, b1 (f), b2, summed:
+
+    forward    8 broadcasts over the column group from row 0 (V); 2 all-reduces over the row group of
+               the moments S1, S2 [M/(dq), 2]                              payload V + 4M/(dq)
+    backward   8 reduces over the column group onto row 0 (V); 2 all-reduces over the row group of
+               dS1, dS2 [M/(dq), 2]                                        payload V + 4M/(dq)
+               row 0 only, d > 1: 8 all-reduces of the vector grads over depth   payload V
+               backward alone: 2 broadcasts of ln1_g, ln2_g again (2h/q); "both" reuses the forward's
+    received   forward  [j > 0] V + 8(q-1) M/(d q^2)
+               backward [j = 0] (q-1) V + 8(q-1) M/(d q^2) + [j = 0] 2(d-1)/d V + [j > 0, backward alone] 2h/q
+
+So the vector traffic is not the same on every rank: row 0 receives every reduce and does every depth
+all-reduce, the other rows receive the broadcasts. At d = 1 this is ``2d`` op for op (the schedules
+differ in the algorithm name only). ``tests/simulator/test_transformer_accounting.py`` holds the IR to
+all of these per rank, for the forward, the backward alone and both.
 """
 
 from __future__ import annotations
