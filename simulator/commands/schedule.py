@@ -117,9 +117,10 @@ def verify_command(args: argparse.Namespace) -> int:
                          f"grid") from None
     print(f"{schedule.algorithm} grid {list(schedule.grid)} {schedule.workload} pass {schedule.passes}: "
           f"max relative error per output (float64 interpreter, seed {args.seed})")
+    width = max(4, *map(len, result.errors))
     for name, error in result.errors.items():
         verdict = "ok" if error <= args.tolerance else "FAIL"
-        print(f"  {name:4s} {error:.2e}  {verdict}")
+        print(f"  {name:{width}s} {error:.2e}  {verdict}")
     ok = result.ok(args.tolerance)
     print("verified" if ok else f"FAILED: an output exceeds the tolerance {args.tolerance:g}")
     return 0 if ok else 1
