@@ -93,7 +93,7 @@ def _bad_file(folder, name: str) -> str:
      "expected three integers Q,Q,D"),
     (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "8"], "needs --k --n"),
     (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "mlp", "--m", "8", "--k", "3"],
-     "--k/--n belong to --workload gemm"),
+     "--k not for --workload mlp, which takes --m --hidden"),
     (["schedule", "--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "7", "--k", "8", "--n", "8"],
      "M=7 must be divisible by d*q = 2"),
     (["schedule", "--algo", "nope"], "invalid choice: 'nope'"),
