@@ -26,8 +26,52 @@ communicating (a collective releases its members apart), so it gets more of the 
 ``gemm_efficiency_after_comm`` is set (``tpsim calibrate`` fits it from ``tpsim bench --form
 interleaved``), such a gemm uses it as its ``cap``; unset (every GPU preset), all gemms use
 ``gemm_efficiency``.
-Elementwise (``local``) and ``slice`` ops are memory bound: the IR's ``memory_bytes`` (reads plus
-writes) over ``mem_bandwidth_GBps * memory_efficiency``. Communication ops take no compute time.
+
+A ``local`` op costs what its function's ``work`` (``simulator.workloads.functions``) says for the
+op's block shapes and parameters: a list of batched products ``(count, m, k, n)`` and the elements
+its memory-bound passes read and write. Its time is
+
+    sum over products of count * gemm_time_s(m, k, n)  +  elements * dtype bytes / (mem_bandwidth * memory_efficiency)
+
+(a batch of products is timed as that many separate gemms: no credit for a batched kernel filling
+more waves); ``Schedule.flops`` is ``sum 2 * count * m * k * n`` plus the work's elementwise FLOPs and
+``Schedule.memory_bytes`` is ``elements * dtype bytes``. ``slice`` ops are one memory pass (read and
+write of the copied region). Communication ops take no compute time.
+
+The functions, on a block [r, c] (the output's shape unless said), with ``sc = nb * a * s * s`` the
+attention scores of a block holding ``nb`` whole sequences of ``s`` tokens and ``a`` heads of width
+``d``, and ``io`` the elements of the block's inputs plus its output:
+
+==========================  ===============================  =========================  =================
+function                    products (count, m, k, n)        elements (reads + writes)  elementwise FLOPs
+==========================  ===============================  =========================  =================
+add, gelu_backward          --                               3rc                        2rc
+gelu, copy                  --                               2rc                        rc
+zero                        --                               rc                         0
+bias_add                    --                               2rc + c                    2rc (as add)
+dropout                     --                               2rc                        rc
+col_sum [r,c] -> [1,c]      --                               rc + c                     rc
+row_moments [r,c] -> [r,2]  --                               rc + 2r                    3rc
+layernorm                   --                               2rc + 2r + 2c              4rc
+layernorm_backward_moments  --                               2rc + 4r + c               6rc
+layernorm_backward          --                               3rc + 4r + c               7rc
+layernorm_gamma_grad        --                               2rc + 2r + c               4rc
+attention                   S: (nb a, s, d, s)               io + (2 + 2[p>0]) sc       (5 + [p>0]) sc
+                            O: (nb a, s, s, d)
+attention_backward          S again: (nb a, s, d, s)         io + (5 + 4[p>0]) sc       (9 + 2[p>0]) sc
+                            dP': (nb a, s, d, s)
+                            dV, dQ, dK: 3 x (nb a, s, s, d)
+==========================  ===============================  =========================  =================
+
+Every non-attention row is one pass: each input read once, the output written once. The attention
+rows follow ``simulator.workloads.kernels.attention`` (unfused, recomputing in the backward as
+FlashAttention does): the forward's two products per sequence and head, S = Q K^T ([s, d] x [d, s]) and
+O = P V ([s, s] x [s, d]); softmax reads S and writes P (2 passes over the scores), dropout (only
+when p > 0) reads P and writes P' (2 more). The backward recomputes S (one product) and P (2 passes),
+runs 4 products (dV = P'^T dO, dP' = dO V^T, dQ = dS K, dK = dS^T Q), drops out P and dP' (4 passes
+when p > 0) and forms dS = P (dP - rowsum(dP P)) (3 passes). The products run over the whole s x s,
+the causal mask's zero half included, as an unfused kernel computes them: the attention products of
+a block of b sequences are ``4 b a s^2 d`` FLOPs forward and ``10 b a s^2 d`` backward.
 
 Example::
 
@@ -44,6 +88,7 @@ from dataclasses import dataclass, fields
 from simulator.errors import InputError
 from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.workloads.functions import Work
 
 __all__ = ["ComputeConfig", "ComputeModel"]
 
@@ -135,7 +180,15 @@ class ComputeModel:
         if isinstance(op, Gemm):
             m, k, n = schedule.gemm_shape(rank, op)
             return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n, after_comm)
-        if isinstance(op, (Local, Slice)):
+        if isinstance(op, Local):
+            dtype = schedule.spec(rank, op.out).dtype
+            return self.work_time_s(device, dtype, schedule.local_work(rank, op), after_comm)
+        if isinstance(op, Slice):
             return self.memory_time_s(device, schedule.memory_bytes(rank, op))
         return 0.0
+
+    def work_time_s(self, device: dict, dtype: str, work: Work, after_comm: bool = False) -> float:
+        """Seconds for a local function's ``work``: its products as gemms plus its memory passes."""
+        products = sum(count * self.gemm_time_s(device, dtype, m, k, n, after_comm) for count, m, k, n in work.gemms)
+        return products + self.memory_time_s(device, work.elements * DTYPE_BYTES[dtype])
 

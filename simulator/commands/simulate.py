@@ -3,8 +3,10 @@
     tpsim simulate <schedule args> --topology NAME|FILE [--placement P] [--algo-override KIND=ALGO ...]
                    [--trace OUT.json] [--json] [--ops] [--analytic]
 
-Human output is a short summary; ``--json`` prints ``simulator.timing.results.SimResult.to_dict`` (makespan,
-the critical rank's compute/comm/wait split, per rank, the busiest links, and per-op records). Per-op
+Human output is a short summary (for a schedule that names layer parts, a table of the critical rank's
+time per part); ``--json`` prints ``simulator.timing.results.SimResult.to_dict`` (makespan, the critical
+rank's compute/comm/wait split and its split per layer part, per rank, the busiest links, and per-op
+records). Per-op
 records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are left out (the
 object says so in ``ops_omitted``) unless ``--ops`` asks for them.
 """
@@ -108,6 +110,7 @@ def summary_lines(result, bound=None, wall_s: float | None = None) -> list[str]:
              f"({100 * critical.comm_s / span:.0f}%), wait {format_time(critical.wait_s)} "
              f"({100 * critical.wait_s / span:.0f}%)",
              f"  per rank        compute {spread('compute_s')}, comm {spread('comm_s')}, wait {spread('wait_s')}"]
+    lines += part_lines(result)
     for i, link in enumerate(result.links[:5]):
         label = "  busiest links   " if i == 0 else "                  "
         lines.append(f"{label}{link.src}->{link.dst} ({link.kind}): {format_bytes(link.bytes)}, "
@@ -118,4 +121,18 @@ def summary_lines(result, bound=None, wall_s: float | None = None) -> list[str]:
     if wall_s is not None:
         run += f" in {wall_s:.2f} s"
     lines.append(run)
+    return lines
+
+
+def part_lines(result) -> list[str]:
+    """The critical rank's time per layer part as a small table; none when the schedule names no parts."""
+    if not result.parts:
+        return []
+    names = [label or "(other)" for label in result.parts]
+    width = max(map(len, names)) + 2
+    lines = [f"  per part        {'':<{width}}{'compute':>11}{'comm':>11}{'wait':>11}   "
+             f"(critical rank {result.critical.rank})"]
+    for name, part in zip(names, result.parts.values()):
+        lines.append(f"                  {name:<{width}}{format_time(part.compute_s):>11}"
+                     f"{format_time(part.comm_s):>11}{format_time(part.wait_s):>11}")
     return lines

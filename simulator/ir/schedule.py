@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from simulator.errors import ScheduleError
 from simulator.ir.ops import CommOp, Gemm, Local, Op, Slice
+from simulator.workloads.functions import FUNCTIONS, Work
 
 DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -144,20 +145,28 @@ class Schedule:
         n = b[0] if op.trans_b else b[1]
         return m, k, n
 
+    def local_work(self, rank: int, op: Local) -> Work:
+        """What local op ``op`` costs on ``rank``: ``FUNCTIONS[op.fn].work`` of its blocks' shapes and
+        its parameters (products, memory-pass elements, elementwise FLOPs)."""
+        shapes = [self.spec(rank, name).shape for name in op.inputs]
+        return FUNCTIONS[op.fn].work(shapes, self.spec(rank, op.out).shape, op.param_dict())
+
     def flops(self, rank: int, op: Op) -> int:
-        """Floating-point operations of ``op``: 2mkn for a gemm, one per output element per input otherwise."""
+        """Floating-point operations of ``op``: 2mkn for a gemm; for a local op, 2mkn per product it runs
+        (attention's) plus its elementwise FLOPs (``local_work``); 0 otherwise."""
         if isinstance(op, Gemm):
             m, k, n = self.gemm_shape(rank, op)
             return 2 * m * k * n
         if isinstance(op, Local):
-            return self.spec(rank, op.out).numel * len(op.inputs)
+            work = self.local_work(rank, op)
+            return sum(2 * count * m * k * n for count, m, k, n in work.gemms) + work.flops
         return 0
 
     def memory_bytes(self, rank: int, op: Op) -> int:
-        """Bytes a local op moves through device memory (reads + writes); 0 for gemm and comm ops."""
+        """Bytes a local or slice op moves through device memory in its memory-bound passes (reads +
+        writes; a local op's from ``local_work``); 0 for gemm and comm ops."""
         if isinstance(op, Local):
-            names = op.inputs + (op.out,)
-            return sum(self.spec(rank, name).nbytes for name in names)
+            return self.local_work(rank, op).elements * DTYPE_BYTES[self.spec(rank, op.out).dtype]
         if isinstance(op, Slice):
             out = self.spec(rank, op.out)
             rows = _extent(op.out_rows, out.shape[0])

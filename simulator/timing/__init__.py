@@ -8,9 +8,10 @@ module              what it holds
 ``simulation``      ``simulate``: a schedule on a topology, the flow network as the backend
 ``critical_path``   the contention-free analytic model (``analyze``): a critical-path walk
 ``results``         ``SimResult``: makespan, per rank, per link and per op
+``parts``           time per layer part (qkv, attn, fc1, ...): a rank's split op by op
 ``trace``           Chrome / Perfetto trace files (the executor writes the same format)
 ``link_sampler``    sampled link utilisation for the trace's counter tracks
 ==================  ===============================================================================
 """
 
-__all__ = ["critical_path", "engine", "link_sampler", "plan", "results", "simulation", "trace"]
+__all__ = ["critical_path", "engine", "link_sampler", "parts", "plan", "results", "simulation", "trace"]

@@ -30,7 +30,8 @@ from simulator.errors import ScheduleError
 from simulator.ir.schedule import Schedule
 from simulator.network.flow_network import FlowNetwork
 from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
-from simulator.timing.results import RankTimes, SimResult, Timeline
+from simulator.timing.parts import part_times
+from simulator.timing.results import RankTimes, SimResult, Timeline, critical_rank
 from simulator.timing.simulation import paused_gc, plan_on_graph, run_meta
 
 __all__ = ["CriticalPath", "critical_path", "ClosedForms", "analyze"]
@@ -159,7 +160,8 @@ def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None
                                walk.finish_s[r]) for r in range(schedule.world_size))
     stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
              "p2p": sum(i.group is None for i in plan.instances)}
+    parts = part_times(plan, walk.starts, walk.ends, walk.waits, critical_rank(per_rank).rank)
     return SimResult("analytic", max(walk.finish_s, default=0.0), per_rank, (),
                      Timeline(schedule, walk.starts, walk.ends, walk.waits) if timeline else None,
                      meta=run_meta(schedule, G, placement, algorithms), stats=stats,
-                     wall_s={"compile": compiled - began, "simulate": time.perf_counter() - compiled})
+                     wall_s={"compile": compiled - began, "simulate": time.perf_counter() - compiled}, parts=parts)

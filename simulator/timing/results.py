@@ -5,11 +5,18 @@ JSON form (``SimResult.to_dict``)::
     {"model": "simulated" | "analytic", "makespan_s": float,
      "critical_rank": int,           # the rank that finishes last (lowest on ties)
      "compute_s": float, "comm_s": float, "wait_s": float,   # the critical rank's split; they sum to makespan_s
+     "parts": {"ln1": {"compute_s", "comm_s", "wait_s"}, "qkv": {...}, ...},   # only for schedules naming parts
      "meta": {...},                  # algorithm, grid, workload, passes, dtype, topology, placement, ...
      "stats": {...},                 # instances, collectives, p2p, events, flows, rate changes, fills
      "per_rank": [{"rank", "gpu", "compute_s", "comm_s", "wait_s", "finish_s"}, ...],
      "links": [{"link", "src", "dst", "kind", "bytes", "busy_s", "busy_fraction"}, ...],  # busiest first
      "ops": [{"rank", "step", "kind", "group", "bytes", "flops", "start_s", "end_s", "duration_s"}, ...]}
+
+``parts`` (``simulator.timing.parts``) is the critical rank's split per layer part, in the order the rank
+first enters each part: it sums to the top-level split, so to the makespan. The critical rank, not a
+per-part maximum over ranks: maxima taken rank by rank would add up to no rank's time, and the
+critical rank is the one whose time is the makespan. Ops a labelled schedule leaves unlabelled would
+come under "". Schedules naming no parts (gemm, mlp) have no ``parts`` key.
 
 ``ops`` is present only when asked for. Its records use exactly the keys the executor writes for a
 measured run (``OP_RECORD_KEYS``), so ``tpsim compare`` can match them key for key. For a communication
@@ -24,7 +31,7 @@ from dataclasses import dataclass, field
 
 from simulator.ir.schedule import Schedule
 
-__all__ = ["OP_RECORD_KEYS", "RankTimes", "LinkUsage", "Timeline", "SimResult"]
+__all__ = ["OP_RECORD_KEYS", "RankTimes", "LinkUsage", "Timeline", "SimResult", "critical_rank"]
 
 OP_RECORD_KEYS = ("rank", "step", "kind", "group", "bytes", "flops", "start_s", "end_s", "duration_s")
 
@@ -48,6 +55,11 @@ class RankTimes:
     def to_dict(self) -> dict:
         return {"rank": self.rank, "gpu": self.gpu, "compute_s": self.compute_s, "comm_s": self.comm_s,
                 "wait_s": self.wait_s, "finish_s": self.finish_s}
+
+
+def critical_rank(per_rank) -> RankTimes:
+    """The rank that finishes last (the lowest such rank on ties)."""
+    return max(per_rank, key=lambda r: (r.finish_s, -r.rank))
 
 
 @dataclass(frozen=True)
@@ -110,11 +122,14 @@ class SimResult:
     same, byte for byte, for the same inputs."""
     link_series: dict = field(default_factory=dict)
     """Sampled utilisation of the busiest links, "src->dst" -> [(time_s, fraction)], for trace counters."""
+    parts: dict = field(default_factory=dict)
+    """The critical rank's time per layer part, label -> ``simulator.timing.parts.PartTime``; empty when
+    the schedule names no parts."""
 
     @property
     def critical(self) -> RankTimes:
         """The rank that finishes last (the lowest such rank on ties)."""
-        return max(self.per_rank, key=lambda r: (r.finish_s, -r.rank))
+        return critical_rank(self.per_rank)
 
     @property
     def compute_s(self) -> float:
@@ -142,10 +157,11 @@ class SimResult:
         critical = self.critical
         links = self.links if top_links is None else self.links[:top_links]
         data = {"model": self.model, "makespan_s": self.makespan_s, "critical_rank": critical.rank,
-                "compute_s": critical.compute_s, "comm_s": critical.comm_s, "wait_s": critical.wait_s,
-                "meta": self.meta, "stats": self.stats,
-                "per_rank": [r.to_dict() for r in self.per_rank],
-                "links": [link.to_dict() for link in links]}
+                "compute_s": critical.compute_s, "comm_s": critical.comm_s, "wait_s": critical.wait_s}
+        if self.parts:
+            data["parts"] = {label: part.to_dict() for label, part in self.parts.items()}
+        data.update({"meta": self.meta, "stats": self.stats, "per_rank": [r.to_dict() for r in self.per_rank],
+                     "links": [link.to_dict() for link in links]})
         if ops:
             data["ops"] = self.op_records()
         return data

@@ -26,7 +26,8 @@ from simulator.network.flow_network import FlowNetwork
 from simulator.timing.engine import Engine
 from simulator.timing.link_sampler import LinkSampler
 from simulator.timing.plan import Instance, Plan, compile_schedule
-from simulator.timing.results import LinkUsage, RankTimes, SimResult, Timeline
+from simulator.timing.parts import part_times
+from simulator.timing.results import LinkUsage, RankTimes, SimResult, Timeline, critical_rank
 from topologies import resolve_placement
 
 __all__ = ["simulate", "plan_on_graph", "NetworkBackend", "paused_gc"]
@@ -108,6 +109,7 @@ def simulate(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | Non
     per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], engine.comm_s[r], engine.wait_s[r],
                                engine.finish_s[r]) for r in range(schedule.world_size))
     links = link_usage(G, backend.net.link_stats(), makespan)
+    parts = part_times(plan, engine.starts, engine.ends, engine.waits, critical_rank(per_rank).rank)
     net = backend.net
     stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
              "p2p": sum(i.group is None for i in plan.instances), "events": engine.events_scheduled(),
@@ -117,7 +119,7 @@ def simulate(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | Non
                        Timeline(schedule, engine.starts, engine.ends, engine.waits) if timeline else None,
                        meta=run_meta(schedule, G, placement, algorithms), stats=stats,
                        wall_s={"compile": compiled - began, "simulate": ran - compiled},
-                       link_series=sampler.series(links[:8]) if sampler is not None else {})
+                       link_series=sampler.series(links[:8]) if sampler is not None else {}, parts=parts)
     log.info("simulated %s %s on %s: %.6g s in %.2f s wall", schedule.algorithm, list(schedule.grid),
              G.graph.get("name"), makespan, time.perf_counter() - began)
     return result

@@ -9,8 +9,9 @@ into ``{"traceEvents": [...]}``:
   handle, in flight while the rank computes) goes to the first of ``tid`` 2, 3, ... ("async comm N")
   where it overlaps nothing, since Perfetto does not draw overlapping slices on one track;
 - complete events ``ph: "X"`` with ``ts`` and ``dur`` in microseconds, named by the record's ``name``
-  if it has one, else its kind and group; ``args`` carry step, group, bytes, flops (and ``wait_us``
-  when the record has ``wait_s``);
+  if it has one, else its kind and group, after the layer part it lowers when the record has a
+  non-empty ``part`` ("qkv: gemm"); ``args`` carry step, group, bytes, flops (and ``wait_us`` when
+  the record has ``wait_s``, ``part`` when it has a part);
 - counters (``ph: "C"``) on an extra process "links" (``pid`` = number of ranks): for each named series,
   a list of (time_s, utilisation) points, e.g. a busy link's used fraction of its capacity.
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 from simulator.files import write_json_atomic
+from simulator.timing.parts import part_labels
 
 __all__ = ["chrome_trace", "write_trace", "COMPUTE_KINDS"]
 
@@ -79,6 +81,10 @@ def chrome_trace(records: Iterable[Mapping], counters: Mapping[str, Sequence[tup
         args = {"step": record["step"], "group": group, "bytes": record["bytes"], "flops": record["flops"]}
         if "wait_s" in record:
             args["wait_us"] = _us(record["wait_s"])
+        part = record.get("part")
+        if part:
+            name = f"{part}: {name}"
+            args["part"] = part
         slices.append({"ph": "X", "name": name, "cat": "compute" if tid == 0 else "comm", "pid": rank,
                        "tid": tid, "ts": _us(start), "dur": _us(end - start), "args": args})
     events: list[dict] = []
@@ -105,17 +111,20 @@ def write_trace(path, trace: dict) -> None:
 
 def simulated_trace(result) -> dict:
     """The trace of a ``simulator.timing.results.SimResult`` that kept its timeline: ops named by their
-    ``short()`` form, asynchronous ops in flight lanes, waits in ``args``, and the sampled utilisation of
-    the busiest links as counters."""
+    layer part (where the schedule names parts) and ``short()`` form, asynchronous ops in flight lanes,
+    waits in ``args``, and the sampled utilisation of the busiest links as counters."""
     timeline = result.timeline
     if timeline is None:
         raise ValueError("the result kept no per-op timeline; simulate with timeline=True to trace it")
     schedule = timeline.schedule
+    labels = [part_labels(schedule, rank) for rank in range(schedule.world_size)] if schedule.parts else None
     rows = []
     for record in timeline.records():
         op = schedule.programs[record["rank"]][record["step"]]
         record["name"] = op.short()
         record["wait_s"] = timeline.waits[record["rank"]][record["step"]]
+        if labels is not None:
+            record["part"] = labels[record["rank"]][record["step"]]
         if getattr(op, "handle", None):
             record["async"] = True
         rows.append(record)

@@ -21,6 +21,7 @@ imported inside them, so the simulator imports this module without torch.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -85,10 +86,26 @@ def _same_shape(shapes: list[Shape], params: dict) -> Shape:
     return shapes[0] if shapes else None
 
 
+def _numel(shape: Shape) -> int:
+    return math.prod(shape)
+
+
 def _streaming(shapes: list[Shape], out: Shape, params: dict) -> Work:
-    """One pass: every input read once, the output written once, one operation per input element."""
-    numel = lambda s: s[0] * s[1]  # noqa: E731
-    return Work(elements=sum(map(numel, shapes)) + numel(out), flops=numel(out) * max(1, len(shapes)))
+    """One pass: every input read once, the output written once, one operation per output element per
+    input (the IR's long-standing count: ``add`` is 2 per element, ``copy`` 1, ``zero`` 0)."""
+    return Work(elements=sum(map(_numel, shapes)) + _numel(out), flops=_numel(out) * len(shapes))
+
+
+def _one_pass(flops_per_element: int) -> Callable[[list[Shape], Shape, dict], Work]:
+    """One pass like ``_streaming``, with ``flops_per_element`` operations per element of the first input.
+
+    For the row and column reductions and LayerNorm pieces, whose output ([rows, 2], [1, cols]) is far
+    smaller than the block they read: counting per output element would say a col_sum over a [rows,
+    cols] block does cols operations, not rows * cols.
+    """
+    def work(shapes: list[Shape], out: Shape, params: dict) -> Work:
+        return Work(elements=sum(map(_numel, shapes)) + _numel(out), flops=flops_per_element * _numel(shapes[0]))
+    return work
 
 
 @dataclass(frozen=True)
@@ -176,19 +193,34 @@ def _attention_backward_shape(shapes: list[Shape], params: dict) -> Shape:
 
 
 def _attention_work(shapes: list[Shape], out: Shape, params: dict, backward: bool = False) -> Work:
-    """Per sequence and head: S = Q K^T and O = P V, [s, d] x [d, s] and [s, s] x [s, d], and the
-    softmax (and dropout) passes over the [s, s] scores; the backward recomputes S and P, then runs
-    four products (dV, dP, dQ, dK) and two more passes over [s, s]."""
+    """The attention core's products and passes, over whole sequences and heads (``kernels.attention``).
+
+    With ``count`` = sequences x heads in the block and ``scores`` = count * s * s elements:
+
+    - forward: S = Q K^T and O = P' V, ``count`` products each of [s, d] x [d, s] and [s, s] x [s, d];
+      softmax (scale, causal mask, max, exp, sum, divide) reads S and writes P: 2 passes over the
+      scores, 5 FLOPs per score; dropout reads P and writes P': 2 passes, 1 FLOP, only when p > 0;
+    - backward: recompute S (one [s, d] x [d, s] product) and P (softmax: 2 passes, 5 FLOPs), then
+      dV = P'^T dO and dQ = dS K, dK = dS^T Q ([s, s] x [s, d]) and dP' = dO V^T ([s, d] x [d, s]);
+      dropout of P and of dP' (2 + 2 passes, 2 FLOPs, when p > 0); dS = P (dP - rowsum(dP P)) reads P
+      and dP and writes dS (3 passes, 4 FLOPs);
+    - both: the block's inputs read and its output written once (splitting heads out of the QKV
+      layout, merging the context back).
+
+    The products run over the whole s x s, masked half included (an unfused kernel's cost). An earlier
+    version charged 3 and 6 passes and 5 and 10 FLOPs per score whatever p was; the kernels skip
+    dropout when p = 0, and the count now follows them pass by pass.
+    """
     s, d = params["seq"], params["head_dim"]
     count = (shapes[-1][0] // s) * params["heads"]
-    products = ((count, s, d, s), (count, s, s, d))
     scores = count * s * s
+    dropped = params["p"] > 0
+    io = sum(map(_numel, shapes)) + _numel(out)
+    qk, pv = (count, s, d, s), (count, s, s, d)
     if not backward:
-        return Work(gemms=products, elements=3 * scores + sum(r * c for r, c in shapes) + out[0] * out[1],
-                    flops=5 * scores)
-    grads = ((count, s, s, d), (count, s, d, s), (count, s, s, d), (count, s, s, d))
-    return Work(gemms=(products[0],) + grads, elements=6 * scores + sum(r * c for r, c in shapes) + out[0] * out[1],
-                flops=10 * scores)
+        return Work(gemms=(qk, pv), elements=(2 + 2 * dropped) * scores + io, flops=(5 + dropped) * scores)
+    return Work(gemms=(qk, pv, qk, pv, pv), elements=(5 + 4 * dropped) * scores + io,
+                flops=(9 + 2 * dropped) * scores)
 
 
 _LN_PARAMS = ("n", "eps")
@@ -211,29 +243,31 @@ FUNCTIONS: dict[str, LocalFunction] = {
     "col_sum": LocalFunction(
         1, "out [1, cols] = sum of in0 over its rows (a bias gradient's part)",
         numpy=lambda dy: dy.sum(axis=0, keepdims=True),
-        torch=lambda out, dy: out.copy_(dy.sum(dim=0, keepdim=True)), shape=_column_sum_shape),
+        torch=lambda out, dy: out.copy_(dy.sum(dim=0, keepdim=True)), shape=_column_sum_shape,
+        work=_one_pass(1)),
     "dropout": LocalFunction(
         1, "out = in0 * keep / (1 - p), keep from (seed, stream, global index row0.., col0.. of width)",
         numpy=dropout.dropout, torch=dropout.dropout_torch, params=_DROPOUT_PARAMS, seeded=True),
     "row_moments": LocalFunction(
         1, "out [rows, 2] = [sum of in0 over its columns, sum of in0^2]", numpy=layernorm.row_moments,
-        torch=layernorm.TORCH["row_moments"], shape=_moments_shape),
+        torch=layernorm.TORCH["row_moments"], shape=_moments_shape, work=_one_pass(3)),
     "layernorm": LocalFunction(
         4, "out = (in0 - mu) rstd in2 + in3, mu and rstd of n columns from the row moments in1",
-        numpy=layernorm.layernorm, torch=layernorm.TORCH["layernorm"], params=_LN_PARAMS, shape=_layernorm_shape),
+        numpy=layernorm.layernorm, torch=layernorm.TORCH["layernorm"], params=_LN_PARAMS, shape=_layernorm_shape,
+        work=_one_pass(4)),
     "layernorm_backward_moments": LocalFunction(
         4, "out [rows, 2] = this block's [sum g, sum g xhat], g = in0 * in3, xhat from in1 and its moments in2",
         numpy=layernorm.layernorm_backward_moments, torch=layernorm.TORCH["layernorm_backward_moments"],
-        params=_LN_PARAMS, shape=_ln_backward_moments_shape),
+        params=_LN_PARAMS, shape=_ln_backward_moments_shape, work=_one_pass(6)),
     "layernorm_backward": LocalFunction(
         5, "out = rstd (g - sum g / n - xhat sum(g xhat) / n), the row sums in4 (dy in0, x in1, moments in2, "
            "gamma in3)",
         numpy=layernorm.layernorm_backward, torch=layernorm.TORCH["layernorm_backward"], params=_LN_PARAMS,
-        shape=_layernorm_shape),
+        shape=_layernorm_shape, work=_one_pass(7)),
     "layernorm_gamma_grad": LocalFunction(
         3, "out [1, cols] = sum over rows of in0 * xhat (x in1, its moments in2)",
         numpy=layernorm.layernorm_gamma_grad, torch=layernorm.TORCH["layernorm_gamma_grad"], params=_LN_PARAMS,
-        shape=_gamma_grad_shape),
+        shape=_gamma_grad_shape, work=_one_pass(4)),
     "attention": LocalFunction(
         1, "out = causal softmax(Q K^T / sqrt(d)) V per sequence and head of the QKV block in0, with dropout p",
         numpy=attention.attention, torch=attention.TORCH["attention"], params=_ATTENTION_PARAMS, seeded=True,
