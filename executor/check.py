@@ -64,7 +64,8 @@ def check_rank(schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor], 
         if block.rank != rank:
             continue
         value = buffers[block.buffer]
-        reference = reference_block(workload, seed, block.tensor, block.rows, block.cols, value.device)
+        reference = reference_block(workload, seed, block.tensor, block.rows, block.cols, value.device,
+                                    passes=schedule.passes)
         ref_max_abs = _max_abs(reference)
         error = _max_abs(reference.sub_(value))  # in place: no second block-sized float64 array
         records.append({"rank": rank, "tensor": block.tensor, "buffer": block.buffer,
