@@ -22,6 +22,20 @@ GRIDS = {"1d": {"gpus": 4}, "2d": {"grid": (2, 2, 1)}, "summa25d": {"grid": (2, 
 WORLD = {"1d": 4, "2d": 4, "summa25d": 8, "cannon25d": 8}
 OVERLAP = ("2d", "summa25d")
 
+TRANSFORMER = Workload.transformer(batch=4, seq=3, hidden=12, heads=6, ffn=18, dropout=0.1)
+"""A transformer block every grid below divides: heads % 2 and % 3, batch % (d q) = 4 (summa25d), M % 2
+(1d-sp); h/a = 2, and ffn != hidden so that a swapped dimension does not fit."""
+TRANSFORMER_GRIDS = {"1d-2": ("1d", {"gpus": 2}), "1d-3": ("1d", {"gpus": 3}), "1d-sp": ("1d-sp", {"gpus": 2}),
+                     "2d": ("2d", {"grid": (2, 2, 1)}), "summa25d": ("summa25d", {"grid": (2, 2, 2)}),
+                     "cannon25d": ("cannon25d", {"grid": (2, 2, 2)})}
+"""Case -> (algorithm, grid): every algorithm, 1d on an even and an odd number of ranks."""
+
+
+def make_transformer(case: str, passes: str = "both", dtype: str = "float64"):
+    """The transformer block's schedule of ``case`` (a ``TRANSFORMER_GRIDS`` key)."""
+    algo, grid = TRANSFORMER_GRIDS[case]
+    return build_schedule(algo, TRANSFORMER, passes, dtype, **grid)
+
 
 def gpu_count() -> int:
     """CUDA GPUs visible, for skip conditions: counted in a forked probe (``executor.launch.visible_gpus``).
