@@ -9,8 +9,9 @@ generated once per block; ``executor.reference.peak_bytes`` bounds the memory pe
 ``executor.reference``). The arithmetic is torch float64 on the run's device; the comparison is made in
 place in the reference block, so the check adds nothing block-sized beyond it. Its results equal
 ``Workload.reference`` (tests hold them together). The transformer block is not a chain of
-products: its reference runs the whole block by token chunks of whole sequences, once per process, and
-each block is cut from the whole outputs (``executor.reference``'s docstring says what that holds).
+products: its reference runs the whole block by token chunks of whole sequences, once per check of a
+rank (released when ``check_rank`` returns), and each block is cut from the whole outputs
+(``executor.reference``'s docstring says what that holds).
 
 Error measure, as ``simulator.ir.interpret`` defines it: per output tensor, ``max |x - ref| / max |ref|``
 over every block the schedule leaves (replicas included, each checked); a non-finite value is an
@@ -50,7 +51,7 @@ import math
 import numpy as np
 import torch
 
-from executor.reference import reference_block
+from executor.reference import graph_outputs, reference_block
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
@@ -68,19 +69,22 @@ def check_rank(schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor], 
     """One record per output block on ``rank``: its max absolute error and the max |ref| of the block."""
     workload = Workload.from_dict(schedule.workload)
     records = []
-    for block in schedule.outputs:
-        if block.rank != rank:
-            continue
-        value = buffers[block.buffer]
-        reference = reference_block(workload, seed, block.tensor, block.rows, block.cols, value.device,
-                                    passes=schedule.passes)
-        ref_max_abs = _max_abs(reference)
-        error = _max_abs(reference.sub_(value))  # in place: no second block-sized float64 array
-        records.append({"rank": rank, "tensor": block.tensor, "buffer": block.buffer,
-                        "rows": list(block.rows), "cols": list(block.cols),
-                        "max_abs_error": error if math.isfinite(error) else math.inf,
-                        "ref_max_abs": ref_max_abs})
-        del reference
+    try:
+        for block in schedule.outputs:
+            if block.rank != rank:
+                continue
+            value = buffers[block.buffer]
+            reference = reference_block(workload, seed, block.tensor, block.rows, block.cols, value.device,
+                                        passes=schedule.passes)
+            ref_max_abs = _max_abs(reference)
+            error = _max_abs(reference.sub_(value))  # in place: no second block-sized float64 array
+            records.append({"rank": rank, "tensor": block.tensor, "buffer": block.buffer,
+                            "rows": list(block.rows), "cols": list(block.cols),
+                            "max_abs_error": error if math.isfinite(error) else math.inf,
+                            "ref_max_abs": ref_max_abs})
+            del reference
+    finally:
+        graph_outputs.cache_clear()  # a transformer's whole outputs: not kept while the job's next schedule runs
     return records
 
 

@@ -40,8 +40,10 @@ and backward through the function table's torch versions (``simulator.workloads.
 the very walk whose numpy version is ``Workload.reference``) by **token chunks of whole sequences**
 (attention mixes the tokens of one sequence only), with the seeded dropout masks and attention offsets
 taken at the chunk's first row, so the chunking changes nothing but rounding. Every output tensor of
-the pass is computed whole, once per process (cached by workload, seed, passes and device), and each
-output block is cut from it. What is alive at once, all float64 (``peak_bytes``):
+the pass is computed whole, once per process (cached by workload, seed, passes and device; the cache
+keeps only the last, and ``executor.check.check_rank`` empties it when a rank's blocks are checked, so
+that no whole output stays in memory while a job's next schedule runs), and each output block is cut
+from it. What is alive at once, all float64 (``peak_bytes``):
 
 - the whole weights (read by every chunk), the weight gradients summed over chunks, and one chunk's
   contribution to them: three times the weights' elements;
@@ -170,8 +172,8 @@ def _weights_and_grads(workload: Workload) -> set[str]:
 def graph_outputs(workload: Workload, seed: int, passes: str, device: torch.device,
                   piece_elements: int = PIECE_ELEMENTS) -> dict[str, torch.Tensor]:
     """Every output tensor of ``passes``, whole, in float64 on ``device``, by token chunks of
-    ``sequences_per_chunk`` whole sequences (module doc). Cached: one process checks one schedule's
-    blocks at a time, and keeps only the last outputs (they are the biggest thing it holds)."""
+    ``sequences_per_chunk`` whole sequences (module doc). Cached, the last outputs only: a rank checks
+    one schedule's blocks at a time."""
     def call(fn: str, *arrays: torch.Tensor, **params) -> torch.Tensor:
         function = FUNCTIONS[fn]
         shape = function.shape([tuple(a.shape) for a in arrays], params)
