@@ -11,7 +11,7 @@ module               what it does
 ``buffers``          allocates buffers from the declarations; fills inputs from the seed
 ``ops_torch``        the one module that turns IR ops into torch / torch.distributed calls
 ``clock``            perf_counter (CPU) and CUDA-event (GPU) clocks for per-op timing
-``reference``        the float64 reference of one output block, from panels and chunks
+``reference``        float64 reference of an output block: panels and chunks, or token chunks
 ``check``            per-rank errors against the reference, tolerances per dtype
 ``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
 ``faults``           the ``--inject-fault`` test hook

@@ -3,9 +3,10 @@
 Every buffer starts each iteration as NaN, as in the interpreter: a schedule that reads a block it never
 received, or accumulates into a buffer it never zeroed, produces NaN and fails the check instead of
 passing by luck. Input blocks are generated once per rank from the seed alone
-(``Workload.input_block``: this rank's blocks only, never the full matrices), kept as pristine copies,
-and copied back before every iteration, because some schedules move their inputs in place (Cannon's
-shifts leave A and B rotated).
+(``Workload.input_block``: this rank's blocks only, never the full matrices; but a backward-only
+transformer's saved activations are cut from the whole block's dense numpy values, computed once per
+process), kept as pristine copies, and copied back before every iteration, because some schedules move
+their inputs in place (Cannon's shifts leave A and B rotated).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Every op of ``simulator.ir.ops`` has one rule here. Semantics follow ``simulator
 
 - ``gemm``: ``torch.mm(a, b, out=out)``, or ``out.addmm_(a, b)`` when accumulating; transposes are views.
 - ``local``: the torch version of its function in ``simulator.workloads.functions`` (gelu and
-  gelu_backward by ``aten.gelu`` / ``aten.gelu_backward``, tanh approximation), written into ``out``.
+  gelu_backward by ``aten.gelu`` / ``aten.gelu_backward``, tanh approximation), written into ``out``,
+  with the op's ``params`` and, for the seeded functions (dropout masks), the run's seed: the one the
+  inputs came from, as the interpreter passes it.
   ``slice``: a sub-block ``copy_``.
 - ``broadcast`` / ``reduce``: roots are group-local in the IR and passed to torch as global ranks.
   ``reduce`` sums into the root's ``out``: when ``out`` is not ``buf`` the root first copies ``buf`` into
@@ -120,8 +122,10 @@ class TorchOps:
     """Runs the ops of one rank's program on that rank's tensors."""
 
     def __init__(self, schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor],
-                 groups: dict[str, GroupInfo], reduce_clobbers_input: bool):
+                 groups: dict[str, GroupInfo], reduce_clobbers_input: bool, *, seed: int):
         self.schedule = schedule
+        self.seed = seed
+        """The run's seed, for the seeded local functions (``RunOptions.seed``: the inputs' seed)."""
         self.rank = rank
         self.mem = buffers
         self.groups = groups
@@ -171,7 +175,9 @@ class TorchOps:
             else:
                 torch.mm(a, b, out=mem[op.out])
         elif isinstance(op, Local):
-            FUNCTIONS[op.fn].torch(mem[op.out], *(mem[name] for name in op.inputs))
+            function = FUNCTIONS[op.fn]
+            function.torch(mem[op.out], *(mem[name] for name in op.inputs), **op.param_dict(),
+                           **({"seed": self.seed} if function.seeded else {}))
         elif isinstance(op, Slice):
             src = mem[op.src][_index(op.src_rows), _index(op.src_cols)]
             mem[op.out][_index(op.out_rows), _index(op.out_cols)].copy_(src)

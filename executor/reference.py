@@ -32,16 +32,45 @@ on summa25d [2,2,2]'s blocks: Y 84, dX 149, dW1 257, dW2 143 MiB, against 144, 1
 by ``peak_bytes`` (glibc keeps a few freed chunks: dW1's resident peak is 1 MiB over), where building
 whole inputs took 551, 925, 1882 and 1049 MiB; tests/executor/test_reference.py holds the memory alive
 at once under ``peak_bytes``.
+
+**The transformer block** (any workload that is not a chain, ``Workload.is_chain``) goes another way:
+its LayerNorms, attention and residuals are not sums of products over one dimension, so there are no
+panels and chunks of a contracted dimension to walk. Its reference runs the block's layer list forward
+and backward through the function table's torch versions (``simulator.workloads.graph.values_by_chunks``,
+the very walk whose numpy version is ``Workload.reference``) by **token chunks of whole sequences**
+(attention mixes the tokens of one sequence only), with the seeded dropout masks and attention offsets
+taken at the chunk's first row, so the chunking changes nothing but rounding. Every output tensor of
+the pass is computed whole, once per process (cached by workload, seed, passes and device; the cache
+keeps only the last, and ``executor.check.check_rank`` empties it when a rank's blocks are checked, so
+that no whole output stays in memory while a job's next schedule runs), and each output block is cut
+from it. What is alive at once, all float64 (``peak_bytes``):
+
+- the whole weights (read by every chunk), the weight gradients summed over chunks, and one chunk's
+  contribution to them: three times the weights' elements;
+- every output tensor whole (Y for the forward, dX for the backward), twice for a moment (the chunks'
+  pieces and the joined tensor);
+- one chunk's values: every activation and activation gradient of its rows (``run_chunk`` keeps them
+  all), and the attention kernel's [s, s] arrays per sequence and head (``_SCORE_ARRAYS``); a chunk
+  holds as many whole sequences as keep this within ``piece_elements``, and at least one;
+- the block being checked, and the input generator's slabs (a fraction of ``piece_elements``).
+
+So a rank's reference of the transformer holds whole outputs and weights where the chain path holds
+one block and its panels: the per-rank bound of the chain path does not hold here. For a backward-only
+schedule, the saved activations a rank starts from come from ``Workload.input_block``, which computes
+the whole dense block (every activation and gradient) in numpy once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
 from simulator.workloads.blocks import BlockEvaluator, ShapeBackend, chunks
 from simulator.workloads.functions import FUNCTIONS
+from simulator.workloads.graph import values_by_chunks
+from simulator.workloads.layers import grad
 from simulator.workloads.workload import Workload
 
 PIECE_ELEMENTS = 1 << 20
@@ -50,6 +79,9 @@ CHUNKS_ALIVE = 12
 """Chunk-sized arrays alive at once, at most: inputs, hidden activations, GELU temporaries, generator."""
 _SLABS = 8
 """An input chunk is generated in this many slabs of rows (at least one row each)."""
+_SCORE_ARRAYS = 8
+"""[s, s] arrays per sequence and head the attention kernels hold at once, at most: scores, probabilities,
+the mask's indices, hash and values, the dropped probabilities, dP and dS."""
 
 
 def _width(piece: int, *lengths: int) -> int:
@@ -101,18 +133,77 @@ def _dry_run(workload: Workload, tensor: str, rows: tuple[int, int], cols: tuple
 
 
 def reference_block(workload: Workload, seed: int, tensor: str, rows: tuple[int, int], cols: tuple[int, int],
-                    device: torch.device | str = "cpu", piece_elements: int = PIECE_ELEMENTS) -> torch.Tensor:
-    """Float64 block [rows, cols] of output ``tensor``, from panels and chunks of the seeded inputs."""
+                    device: torch.device | str = "cpu", piece_elements: int = PIECE_ELEMENTS,
+                    passes: str = "both") -> torch.Tensor:
+    """Float64 block [rows, cols] of output ``tensor``: for a chain, from panels and chunks of the seeded
+    inputs; for the transformer, cut from the whole outputs of ``passes`` (module doc)."""
+    if not workload.is_chain:
+        outputs = graph_outputs(workload, seed, passes, torch.device(device), piece_elements)
+        if tensor not in outputs:
+            raise ValueError(f"no reference for output tensor {tensor!r} of workload {workload.name} {passes}; "
+                             f"valid: {', '.join(outputs)}")
+        return outputs[tensor][rows[0]:rows[1], cols[0]:cols[1]].clone()
     width = _width(piece_elements, _dry_run(workload, tensor, rows, cols).widest)
     evaluator = BlockEvaluator(workload, TorchBackend(workload, seed, device, piece_elements))
     return evaluator.block(tensor, rows, cols, width=width)
 
 
+def sequences_per_chunk(workload: Workload, piece_elements: int = PIECE_ELEMENTS) -> int:
+    """Whole sequences in one token chunk of the transformer reference: as many as keep one chunk's
+    values within ``piece_elements`` (``_chunk_elements``), and at least one."""
+    return max(1, min(workload.batch, piece_elements // _chunk_elements(workload, 1)))
+
+
+def _chunk_elements(workload: Workload, sequences: int) -> int:
+    """Elements of one chunk's values: every activation and activation gradient of its rows, and the
+    attention kernel's [s, s] arrays (its weight-gradient contributions are counted with the weights)."""
+    shapes, weights = workload.shapes(), _weights_and_grads(workload)
+    width = sum(cols for name, (_, cols) in shapes.items() if name not in weights)
+    s = workload.seq
+    return sequences * (s * width + _SCORE_ARRAYS * workload.heads * s * s)
+
+
+def _weights_and_grads(workload: Workload) -> set[str]:
+    """The weights (vectors included) and their gradients: the tensors without a row per token."""
+    return {*workload.weights(), *map(grad, workload.weights())}
+
+
+@functools.lru_cache(maxsize=1)
+def graph_outputs(workload: Workload, seed: int, passes: str, device: torch.device,
+                  piece_elements: int = PIECE_ELEMENTS) -> dict[str, torch.Tensor]:
+    """Every output tensor of ``passes``, whole, in float64 on ``device``, by token chunks of
+    ``sequences_per_chunk`` whole sequences (module doc). Cached, the last outputs only: a rank checks
+    one schedule's blocks at a time."""
+    def call(fn: str, *arrays: torch.Tensor, **params) -> torch.Tensor:
+        function = FUNCTIONS[fn]
+        shape = function.shape([tuple(a.shape) for a in arrays], params)
+        out = torch.empty(shape, dtype=torch.float64, device=device)
+        function.torch(out, *arrays, **params, **({"seed": seed} if function.seeded else {}))
+        return out
+
+    def block(name: str, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        return input_block(workload, seed, name, rows, cols, device, piece_elements)
+
+    return values_by_chunks(
+        workload, call, block, workload.seq * sequences_per_chunk(workload, piece_elements),
+        workload.output_names(passes), backward=passes != "fwd",
+        zeros=lambda shape: torch.zeros(shape, dtype=torch.float64, device=device),
+        concat=lambda parts: parts[0] if len(parts) == 1 else torch.cat(parts))
+
+
 def peak_bytes(workload: Workload, tensor: str, rows: tuple[int, int], cols: tuple[int, int],
-               piece_elements: int = PIECE_ELEMENTS) -> int:
+               piece_elements: int = PIECE_ELEMENTS, passes: str = "both") -> int:
     """The memory ``reference_block`` holds at once for this block, in bytes, as counted in the module
-    docstring: the block, its panels and ``CHUNKS_ALIVE`` chunks, all float64."""
+    docstring: for a chain, the block, its panels and ``CHUNKS_ALIVE`` chunks; for the transformer,
+    three times the weights, twice the whole outputs of ``passes``, one chunk's values, the block and a
+    piece for the generator; all float64."""
     nr, nc = rows[1] - rows[0], cols[1] - cols[0]
+    if not workload.is_chain:
+        shapes, weights = workload.shapes(), _weights_and_grads(workload)
+        outputs = [name for name in workload.output_names(passes) if name not in weights]
+        chunk = _chunk_elements(workload, sequences_per_chunk(workload, piece_elements))
+        return 8 * (3 * sum(math.prod(shape) for shape in workload.weights().values())
+                    + 2 * sum(math.prod(shapes[name]) for name in outputs) + chunk + nr * nc + piece_elements)
     panels = sum(math.prod(value.shape) for value in _dry_run(workload, tensor, rows, cols).panels.values())
     longest = max(max(shape) for shape in workload.shapes().values())
     chunk = max(piece_elements, longest)  # a chunk is never narrower than one row or column

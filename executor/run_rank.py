@@ -140,7 +140,8 @@ def _run_schedule(index: int, schedule: Schedule, options: RunOptions, rank: int
     groups = cache.create(schedule, rank)
     report("allocating", index)
     memory = allocate(schedule, rank, device, options.seed)
-    ops = TorchOps(schedule, rank, memory.buffers, groups, reduce_clobbers_input=options.backend == "gloo")
+    ops = TorchOps(schedule, rank, memory.buffers, groups, reduce_clobbers_input=options.backend == "gloo",
+                   seed=options.seed)
     clock = clock_for(device)
     rank_times, spans, origins = [], [], []
     for iteration in range(options.warmup + options.iters):

@@ -22,6 +22,20 @@ GRIDS = {"1d": {"gpus": 4}, "2d": {"grid": (2, 2, 1)}, "summa25d": {"grid": (2, 
 WORLD = {"1d": 4, "2d": 4, "summa25d": 8, "cannon25d": 8}
 OVERLAP = ("2d", "summa25d")
 
+TRANSFORMER = Workload.transformer(batch=4, seq=3, hidden=12, heads=6, ffn=18, dropout=0.1)
+"""A transformer block every grid below divides: heads % 2 and % 3, batch % (d q) = 4 (summa25d), M % 2
+(1d-sp); h/a = 2, and ffn != hidden so that a swapped dimension does not fit."""
+TRANSFORMER_GRIDS = {"1d-2": ("1d", {"gpus": 2}), "1d-3": ("1d", {"gpus": 3}), "1d-sp": ("1d-sp", {"gpus": 2}),
+                     "2d": ("2d", {"grid": (2, 2, 1)}), "summa25d": ("summa25d", {"grid": (2, 2, 2)}),
+                     "cannon25d": ("cannon25d", {"grid": (2, 2, 2)})}
+"""Case -> (algorithm, grid): every algorithm, 1d on an even and an odd number of ranks."""
+
+
+def make_transformer(case: str, passes: str = "both", dtype: str = "float64"):
+    """The transformer block's schedule of ``case`` (a ``TRANSFORMER_GRIDS`` key)."""
+    algo, grid = TRANSFORMER_GRIDS[case]
+    return build_schedule(algo, TRANSFORMER, passes, dtype, **grid)
+
 
 def gpu_count() -> int:
     """CUDA GPUs visible, for skip conditions: counted in a forked probe (``executor.launch.visible_gpus``).
@@ -46,7 +60,8 @@ def every_variant(algo: str, dtype: str = "float32") -> list:
 
 
 def mixed_schedule():
-    """C = A B on 3 ranks through every collective kind, both axes, and one send/recv pair.
+    """C = A B on 3 ranks through every collective kind, both axes, one send/recv pair, and every local
+    function (``function_chain``).
 
     Group ``ring`` is declared (2, 0, 1): IR index g is global rank ring[g], so torch's sorted group
     order differs from the IR's and every order mapping is exercised. Group ``all`` = (0, 1, 2) takes
@@ -72,6 +87,7 @@ def mixed_schedule():
         b.emit(rank, Gemm(out="P", a="A_cols", b="B_rows"))  # this rank's partial sum of C
         b.block("output", rank, "C_rows", "C", rows, (0, 6))
         b.emit(rank, ReduceScatter(group="ring", inp="P", out="C_rows", axis=0))
+        function_chain(b, rank, g)
         b.block("output", rank, "C_cols", "C", (0, 6), (2 * g, 2 * g + 2))
         b.emit(rank, ReduceScatter(group="ring", inp="P", out="C_cols", axis=1, handle="rs"))
         b.emit(rank, Wait(handle="rs"))
@@ -96,3 +112,43 @@ def mixed_schedule():
     b.emit(1, Recv(peer=0, buf="C_recv"))
     b.emit(1, Slice(out="C_peer", src="C_recv", src_rows=(0, 2)))
     return b.build()
+
+
+LN = {"n": 6, "eps": 1e-5}
+
+
+def function_chain(b: ScheduleBuilder, rank: int, g: int) -> None:
+    """Every function of ``FUNCTIONS`` on ``rank``, each feeding the next, parameterised and seeded ones
+    with their parameters, ending in output ``C_fn`` = C_rows + gelu_backward(0, ...) = C_rows exactly.
+
+    The chain starts from the input A_blk [2, 6] (ring index ``g``, rows 2g .. 2g+1 of A): LayerNorm's
+    pieces over its 6 columns, dropout of its global elements, attention with it as one sequence of 2
+    tokens and one head of width 2 (Q, K, V side by side), and back. Its values reach C only through a
+    product with zero, so every output still equals A B; but every buffer starts as NaN, so a function
+    that is skipped, or leaves part of its output unwritten, makes C_fn NaN and fails the check.
+    ``test_op_kinds`` compares each step's value with the interpreter's, seed included.
+    """
+    attention = {"p": 0.5, "stream": 1, "seq": 2, "heads": 1, "head_dim": 2, "batch0": g, "head0": 0,
+                 "heads_total": 1}
+    dropout = {"p": 0.5, "stream": 0, "row0": 2 * g, "col0": 0, "width": 6}
+    steps = (("F_mom", (2, 2), "row_moments", ("A_blk",), {}),
+             ("F_g", (1, 6), "col_sum", ("A_blk",), {}),
+             ("F_b", (1, 6), "copy", ("F_g",), {}),
+             ("F_ln", (2, 6), "layernorm", ("A_blk", "F_mom", "F_g", "F_b"), LN),
+             ("F_drop", (2, 6), "dropout", ("F_ln",), dropout),
+             ("F_qkv", (2, 6), "bias_add", ("F_drop", "F_b"), {}),
+             ("F_ctx", (2, 2), "attention", ("F_qkv",), attention),
+             ("F_dqkv", (2, 6), "attention_backward", ("F_ctx", "F_qkv"), attention),
+             ("F_sums", (2, 2), "layernorm_backward_moments", ("F_dqkv", "A_blk", "F_mom", "F_g"), LN),
+             ("F_dx", (2, 6), "layernorm_backward", ("F_dqkv", "A_blk", "F_mom", "F_g", "F_sums"), LN),
+             ("F_dg", (1, 6), "layernorm_gamma_grad", ("F_dx", "A_blk", "F_mom"), LN),
+             ("F_h", (2, 6), "add", ("F_dx", "F_qkv"), {}),
+             ("F_hb", (2, 6), "bias_add", ("F_h", "F_dg"), {}),
+             ("F_z", (2, 6), "gelu", ("F_hb",), {}),
+             ("F_0", (2, 6), "zero", (), {}),
+             ("F_nil", (2, 6), "gelu_backward", ("F_0", "F_z"), {}))
+    for out, shape, fn, inputs, params in steps:
+        b.buffer(rank, out, shape)
+        b.emit(rank, Local(fn=fn, out=out, inputs=inputs, params=tuple(params.items())))
+    b.block("output", rank, "C_fn", "C", (2 * g, 2 * g + 2), (0, 6))
+    b.emit(rank, Local(fn="add", out="C_fn", inputs=("C_rows", "F_nil")))

@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-from executor_cases import make  # noqa: E402
+from executor_cases import make, make_transformer  # noqa: E402
 
 from executor.launch import run_local  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
@@ -143,6 +143,15 @@ def test_issued_collectives_equal_the_ir_on_8_ranks(issued):
         assert [o for o in order if o[0] == "batch"] == _ir_batches(schedules[1], rank), f"rank {rank}"
         assert order[0] == ("barrier", ()), f"rank {rank}"
     assert ("batch", ("send", "recv", "send", "recv")) in batches and len(batches) == 18
+
+
+@pytest.mark.parametrize("cases, world", [(("1d-2", "1d-sp"), 2), (("1d-3",), 3), (("2d",), 4),
+                                          (("summa25d", "cannon25d"), 8)], ids=["2", "3", "4", "8"])
+def test_issued_collectives_equal_the_ir_for_the_transformer_block(issued, cases, world):
+    # its vectors (biases, LayerNorm's gamma and beta) and row moments add collectives of their own
+    schedules = [make_transformer(case, "both") for case in cases]
+    run_local(schedules, RunOptions(warmup=0, iters=1), world)
+    _check(schedules, issued, world)
 
 
 def test_issued_collectives_equal_the_ir_for_every_kind(issued, mixed):

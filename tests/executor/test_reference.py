@@ -1,4 +1,5 @@
-"""The float64 reference of an output block: equal to the dense one, and built from panels and chunks only."""
+"""The float64 reference of an output block: equal to the dense one, and built from panels and chunks only
+(the chain workloads), or from token chunks of whole sequences (the transformer block)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from executor_cases import GEMM, MLP  # noqa: E402
+from executor_cases import GEMM, MLP, TRANSFORMER, make_transformer  # noqa: E402
 
 import executor.reference as reference  # noqa: E402
+from executor.check import TOLERANCES, check_rank, combine  # noqa: E402
 from executor.reference import reference_block  # noqa: E402
+from simulator.ir.interpret import run_schedule  # noqa: E402
 from simulator.workloads.tensors import random_block  # noqa: E402
 from simulator.workloads.functions import gelu, gelu_grad  # noqa: E402
 from simulator.workloads.workload import Workload  # noqa: E402
@@ -100,7 +103,7 @@ _MEASURE = r"""
 import ctypes, sys
 import torch
 torch.set_num_threads(1)
-from executor.reference import peak_bytes, reference_block
+from executor.reference import graph_outputs, peak_bytes, reference_block
 from simulator.workloads.workload import Workload
 
 # A fixed mmap threshold: every array above 128 KiB gets its own mapping, returned to the system when
@@ -120,6 +123,18 @@ for tensor, rows, cols in (("Y", (0, 1024), (0, 512)), ("dX", (0, 1024), (0, 512
     base = status("VmRSS:")
     reference_block(w, 0, tensor, rows, cols)
     print(tensor, status("VmHWM:") - base, peak_bytes(w, tensor, rows, cols))
+
+# The transformer: whole weights and outputs, one chunk of whole sequences (11 of 16 tokens here).
+t = Workload.transformer(64, 16, 128, 4, dropout=0.1)
+reference_block(Workload.transformer(2, 4, 8, 2, dropout=0.1), 0, "dX", (0, 4), (0, 4))  # loads torch's kernels
+for passes, tensor, rows, cols in (("fwd", "Y", (0, 1024), (0, 64)), ("both", "dX", (0, 1024), (0, 64)),
+                                   ("bwd", "dW1", (0, 64), (0, 256))):
+    graph_outputs.cache_clear()
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+    base = status("VmRSS:")
+    reference_block(t, 0, tensor, rows, cols, passes=passes)
+    print(passes + ":" + tensor, status("VmHWM:") - base, peak_bytes(t, tensor, rows, cols, passes=passes))
 """
 
 
@@ -133,3 +148,72 @@ def test_the_memory_a_reference_holds_stays_under_its_stated_peak():
         tensor, measured, stated = line.split()
         # whole inputs would be 32 MiB each in float64, and the old dW1 reference held 480 MiB
         assert int(measured) <= int(stated) <= 140 * 2**20, line
+    assert len(out.stdout.splitlines()) == 7
+
+
+# -- the transformer block: token chunks of whole sequences ------------------------------------------
+def _rel(value: np.ndarray, expected: np.ndarray) -> float:
+    return float(np.abs(value - expected).max() / (np.abs(expected).max() or 1.0))
+
+
+@pytest.mark.parametrize("sequences", [1, 3, 4], ids=["one-sequence", "uneven", "whole"])
+@pytest.mark.parametrize("passes", ["fwd", "bwd", "both"])
+def test_the_transformer_reference_equals_the_numpy_one_whatever_the_chunks(sequences, passes):
+    seed, per_sequence = 7, reference._chunk_elements(TRANSFORMER, 1)
+    piece = sequences * per_sequence + per_sequence // 2
+    assert reference.sequences_per_chunk(TRANSFORMER, piece) == sequences
+    expected = TRANSFORMER.reference(seed, passes)
+    outputs = reference.graph_outputs(TRANSFORMER, seed, passes, torch.device("cpu"), piece)
+    assert set(outputs) == set(expected)
+    for name, full in expected.items():
+        assert _rel(outputs[name].numpy(), full) <= 1e-12, name
+        rows, cols = full.shape
+        block = reference_block(TRANSFORMER, seed, name, (rows // 2, rows), (0, cols // 2 + 1), piece_elements=piece,
+                                passes=passes)
+        assert _rel(block.numpy(), full[rows // 2:, :cols // 2 + 1]) <= 1e-12, name
+
+
+def test_a_transformer_chunk_is_never_less_than_one_sequence():
+    assert reference.sequences_per_chunk(TRANSFORMER, 1) == 1
+    assert reference.sequences_per_chunk(TRANSFORMER, 10**9) == TRANSFORMER.batch
+
+
+def test_the_transformer_reference_is_computed_once_per_process(monkeypatch):
+    reference.graph_outputs.cache_clear()
+    calls = []
+    real = reference.values_by_chunks
+    monkeypatch.setattr(reference, "values_by_chunks", lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    for rows in ((0, 6), (6, 12)):
+        reference_block(TRANSFORMER, 2, "dX", rows, (0, 12), passes="both")
+        reference_block(TRANSFORMER, 2, "dW1", (0, 12), (0, 9), passes="both")
+    assert len(calls) == 1
+    block = reference_block(TRANSFORMER, 2, "dX", (0, 6), (0, 12), passes="both")
+    block.fill_(0.0)  # a block is a copy: checking in place leaves the cached outputs alone
+    assert reference_block(TRANSFORMER, 2, "dX", (0, 6), (0, 12), passes="both").abs().max() > 0
+
+
+def test_a_transformer_tensor_outside_the_pass_is_a_clear_error():
+    with pytest.raises(ValueError, match="no reference for output tensor 'dX' of workload transformer fwd"):
+        reference_block(TRANSFORMER, 0, "dX", (0, 1), (0, 1), passes="fwd")
+
+
+def test_check_rank_passes_the_interpreters_transformer_buffers_and_flags_one_wrong_element():
+    schedule = make_transformer("summa25d", "both")
+    workload = Workload.from_dict(schedule.workload)
+    shapes = workload.shapes()
+    inputs = {name: workload.input_block(4, name, (0, shapes[name][0]), (0, shapes[name][1]))
+              for name in workload.input_names("both")}
+    memory = run_schedule(schedule, inputs, seed=4)
+    records = []
+    for rank in range(schedule.world_size):
+        buffers = {name: torch.from_numpy(value) for name, value in memory[rank].items()}
+        records += check_rank(schedule, rank, buffers, seed=4)
+    verdict = combine(schedule, records, TOLERANCES["float64"])
+    assert verdict["ok"] and set(verdict["errors"]) == set(workload.output_names("both")), verdict
+    assert verdict["max_rel_error"] < 1e-13
+    block = next(b for b in schedule.outputs if b.rank == 3 and b.tensor == "dWqkv")
+    buffers = {name: torch.from_numpy(value.copy()) for name, value in memory[3].items()}
+    buffers[block.buffer][0, 0] += 1e-9  # one element of one rank's block
+    wrong = [r for r in records if r["rank"] != 3] + check_rank(schedule, 3, buffers, seed=4)
+    verdict = combine(schedule, wrong, TOLERANCES["float64"])
+    assert not verdict["ok"] and [b["tensor"] for b in wrong if not b["ok"]] == ["dWqkv"]
