@@ -37,9 +37,12 @@ float16    5e-3        (no generator emits  10x one fp16 rounding (2^-11)
 
 The transformer block (tests/executor/test_transformer_runs.py: b = 4, s = 3, h = 12, a = 6, f = 18, dropout
 0.1, every algorithm, seed 3) measures 2e-16 .. 1.7e-15 in float64 and 2.7e-7 .. 8.8e-7 in float32: the
-table holds. Not in bfloat16: 1.9e-2 .. 5.8e-2, over the table's 2e-2. That is rounding, not a fault: about
-14 unit roundoffs in both float32 (2^-24) and bfloat16 (2^-8), where the MLP's were one or two (a longer
-chain: two LayerNorms, the softmax, two residuals, three dropouts); such runs need ``--tolerance``.
+table holds. In bfloat16 it measures 6.7e-3 .. 1.3e-2 (1d on 2 and summa25d [2,2,1], h = 12 .. 256 with
+s up to 128, seed 3; float32 2e-7 .. 6.8e-7 on the same runs), flat in the sizes: a longer chain than the
+MLP's (two LayerNorms, the softmax, two residuals, three dropouts), so its own entry
+``WORKLOAD_TOLERANCES``, 4e-2, 3x over the worst. With its weights scaled by 1/sqrt(fan-in)
+(``Workload.input_scale``); unscaled uniform weights measured 0.2 at h = 128, conditioning that no
+trained model has.
 
 ``tpsim run --tolerance X`` overrides the table for unusual sizes.
 """
@@ -58,11 +61,13 @@ from simulator.workloads.workload import Workload
 __all__ = ["TOLERANCES", "check_rank", "combine", "reference_block", "tolerance_for"]
 
 TOLERANCES = {"float64": 1e-12, "float32": 1e-5, "bfloat16": 2e-2, "float16": 5e-3}
+WORKLOAD_TOLERANCES = {("transformer", "bfloat16"): 4e-2}
+"""Where a workload's longer chain needs more than its dtype's entry (module doc: measured, 3x margin)."""
 
 
-def tolerance_for(dtype: str) -> float:
-    """The documented tolerance of ``dtype``."""
-    return TOLERANCES[dtype]
+def tolerance_for(dtype: str, workload: str | None = None) -> float:
+    """The documented tolerance of ``dtype`` (for ``workload``, where it has its own)."""
+    return WORKLOAD_TOLERANCES.get((workload, dtype), TOLERANCES[dtype])
 
 
 def check_rank(schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor], seed: int) -> list[dict]:

@@ -60,7 +60,8 @@ def _clock_origins(ranks: list[dict], clock: str, hosts: list[str]) -> list[floa
 def measured_record(schedule: Schedule, result: dict, options: RunOptions) -> dict:
     """The measured JSON of one schedule's run (``result``: one entry of ``run_local``'s list)."""
     ranks = result["ranks"]
-    tolerance = options.tolerance if options.tolerance is not None else tolerance_for(schedule.dtype)
+    tolerance = (options.tolerance if options.tolerance is not None
+                 else tolerance_for(schedule.dtype, schedule.workload.get("name")))
     blocks = [block for rank in ranks for block in rank["blocks"]]
     verdict = combine(schedule, blocks, tolerance)
     for block in blocks:

@@ -99,7 +99,7 @@ def torch_block(w: Workload, seed: int) -> dict[str, np.ndarray]:
 
     def seeded(name: str, requires_grad: bool = True):
         rows, cols = shapes[name]
-        value = random_block(seed, name, (rows, cols), (0, rows), (0, cols))
+        value = w.input_block(seed, name, (0, rows), (0, cols))
         return torch.tensor(value, dtype=torch.float64, requires_grad=requires_grad)
 
     params = {name: seeded(name) for name in ("ln1_g", "ln1_b", "Wqkv", "bqkv", "Wproj", "bproj",
@@ -194,7 +194,7 @@ def test_the_values_by_token_chunks_equal_the_dense_reference(sequences_per_chun
     shapes = workload.shapes()
     wanted = (*workload.output_names("both"), *workload.saved_activations())
     chunks = values_by_chunks(workload, numpy_call(seed),
-                              lambda name, rows, cols: random_block(seed, name, shapes[name], rows, cols),
+                              lambda name, rows, cols: workload.input_block(seed, name, rows, cols),
                               sequences_per_chunk * workload.seq, wanted, True, np.zeros, np.concatenate)
     dense = dense_graph_values(workload, seed)
     errors = {name: relative_error(chunks[name], dense[name]) for name in wanted}
