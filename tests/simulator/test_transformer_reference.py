@@ -191,7 +191,6 @@ def test_the_values_by_token_chunks_equal_the_dense_reference(sequences_per_chun
     """``graph.values_by_chunks`` (whole sequences per chunk, weight gradients summed, dropout masks at
     the chunk's global rows) gives what one dense pass does, for every output and saved activation."""
     workload, seed = WORKLOADS[3], 17  # 3 sequences, dropout 0.2
-    shapes = workload.shapes()
     wanted = (*workload.output_names("both"), *workload.saved_activations())
     chunks = values_by_chunks(workload, numpy_call(seed),
                               lambda name, rows, cols: workload.input_block(seed, name, rows, cols),
