@@ -17,7 +17,7 @@ import signal
 import sys
 
 from executor.faults import Fault
-from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
 
@@ -79,6 +79,10 @@ def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) 
     if args.trace:
         write_json_atomic(args.trace, chrome_trace(schedule, record))
     lines = summary(record)
+    layers = layers_of(args, schedule.workload)
+    if layers > 1:
+        lines.append(f"model: {layers} blocks, {layers * record['time_s'] * 1e3:.3f} ms ({layers} x the measured "
+                     f"block; one block ran)")
     written = [f"{label} {path}" for label, path in (("measured JSON", args.json), ("trace", args.trace)) if path]
     if written:
         lines.append("wrote " + ", ".join(written))

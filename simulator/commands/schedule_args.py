@@ -132,10 +132,12 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
                                 0.0 if args.dropout is None else args.dropout)
 
 
-def layers_of(args: argparse.Namespace, workload: Workload) -> int:
-    """How many identical blocks the whole model has: ``--layers``, the model's, or 1."""
+def layers_of(args: argparse.Namespace, workload: Workload | dict) -> int:
+    """How many identical blocks the whole model has: ``--layers``, the model's, or 1 (a workload or a
+    schedule's workload record)."""
+    name = workload.get("name") if isinstance(workload, dict) else workload.name
     layers = getattr(args, "layers", None)
-    return layers if layers is not None and workload.name == "transformer" else 1
+    return layers if layers is not None and name == "transformer" else 1
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:

@@ -6,9 +6,10 @@
 Human output is a short summary (for a schedule that names layer parts, a table of the critical rank's
 time per part); ``--json`` prints ``simulator.timing.results.SimResult.to_dict`` (makespan, the critical
 rank's compute/comm/wait split and its split per layer part, per rank, the busiest links, and per-op
-records). Per-op
-records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are left out (the
-object says so in ``ops_omitted``) unless ``--ops`` asks for them.
+records). Per-op records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are
+left out (the object says so in ``ops_omitted``) unless ``--ops`` asks for them. For a transformer
+block, ``--layers L`` (or ``--model``'s count) adds the whole model, L x the one block's makespan
+(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import sys
 import time
 
-from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, load_graph, parse_overrides
 from simulator.gcpause import paused_gc
 from simulator.ir.validate import validate_schedule
@@ -72,8 +73,11 @@ def _simulate(args: argparse.Namespace) -> int:
     bound = analyze(schedule, G, args.placement, algorithms=overrides, timeline=False) if args.analytic else None
     if args.trace:
         write_trace(args.trace, simulated_trace(result))
+    layers = layers_of(args, schedule.workload)
     if args.json:
         data = result.to_dict(ops=with_ops)
+        if schedule.workload.get("name") == "transformer":
+            data["layers"], data["model_time_s"] = layers, layers * result.makespan_s
         if not with_ops:
             data["ops_omitted"] = f"{n_ops:,} ops > {OPS_INLINE_LIMIT:,}; pass --ops to include them"
         if bound is not None:
@@ -83,6 +87,9 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     for line in summary_lines(result, bound, wall_s):
         print(line)
+    if layers > 1:
+        print(f"  model           {layers} blocks: {format_time(layers * result.makespan_s)} ({layers} x the "
+              f"makespan of the one block simulated)")
     if args.trace:
         print(f"  trace           {args.trace} (open in https://ui.perfetto.dev)")
     return 0

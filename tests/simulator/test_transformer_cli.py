@@ -78,3 +78,14 @@ def test_layers_with_a_schedule_file_must_name_a_transformer(capsys, tmp_path):
     save_schedule(build_schedule("1d", Workload.gemm(4, 4, 4), "fwd", gpus=2), path)
     status, _, err = run(capsys, "simulate", "--schedule", str(path), "--topology", "dgx-a100", "--layers", "2")
     assert status == 2 and "--layers 2: counts the blocks of a transformer schedule" in err
+
+
+def test_simulate_reports_the_model_as_layers_times_the_block(capsys):
+    argv = ("simulate", "--algo", "1d", "--gpus", "2", "--topology", "dgx-a100", *BLOCK, "--layers", "12")
+    status, out, _ = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    assert status == 0 and data["layers"] == 12 and data["model_time_s"] == pytest.approx(12 * data["makespan_s"])
+    assert set(data["parts"]) == {"ln1", "qkv", "attn", "proj", "drop1", "res1", "ln2", "fc1", "gelu", "fc2", "drop2",
+                                  "res2"}
+    status, out, _ = run(capsys, *argv)
+    assert status == 0 and "model           12 blocks:" in out
