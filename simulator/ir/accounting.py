@@ -2,7 +2,10 @@
 
 Payload: for every collective or send/recv a rank takes part in, the bytes of that rank's
 own buffer in the op (for all_gather the output buffer, for reduce_scatter the input buffer), summed.
-FLOPs: 2mkn per gemm, one per output element per input for elementwise ops.
+FLOPs: ``Schedule.flops``: 2mkn per gemm; a ``local`` op's from its function's ``work`` (its batched
+products' 2mkn, the attention core's, plus its elementwise arithmetic). ``gemm_flops`` counts the
+``gemm`` ops only, the linears' products, so for the transformer it leaves out the attention core's
+score and value products (``flops`` has them).
 """
 
 from __future__ import annotations
