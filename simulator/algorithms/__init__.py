@@ -14,8 +14,10 @@ module              what it holds
 ``summa25d``        SUMMA2.5 / Tesseract on [q, q, d]
 ``cannon_steps``    Cannon's broadcast, skew, multiply-and-shift and reduce for one block product
 ``cannon25d``       Cannon 2.5-D (Solomonik & Demmel) on [q, q, c], c | q
+``cube``            ``ProcessCube``: [q, q, q] coordinates and the three families of lines
+``tensor3d``        3-D tensor parallelism (Bian et al.; Colossal-AI 3-D) on [q, q, q]
 ==================  ===============================================================================
 """
 
-__all__ = ["base", "cannon25d", "cannon_steps", "compose", "grid", "megatron_1d", "megatron_1d_sp", "registry", "summa25d", "summa2d",
-           "summa_steps"]
+__all__ = ["base", "cannon25d", "cannon_steps", "compose", "cube", "grid", "megatron_1d", "megatron_1d_sp", "registry",
+           "summa25d", "summa2d", "summa_steps", "tensor3d"]

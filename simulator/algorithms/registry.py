@@ -9,6 +9,7 @@ algorithm        grid                        class (module)
 ``2d``           ``[q, q, 1]``               ``Summa2D`` (``summa2d``: SUMMA / Optimus)
 ``cannon25d``    ``[q, q, c]``, c divides q  ``Cannon25D`` (``cannon25d``: Solomonik & Demmel)
 ``summa25d``     ``[q, q, d]``               ``Summa25D`` (``summa25d``: SUMMA2.5 / Tesseract)
+``3d``           ``[q, q, q]``               ``Tensor3D`` (``tensor3d``: Bian et al., Colossal-AI 3-D)
 ===============  ==========================  ===================================================
 
 ``tesseract`` is an alias of ``summa25d``, ``megatron-sp`` of ``1d-sp``. The command line's ``--algo`` choices, ``predict --algos``,
@@ -32,6 +33,7 @@ from simulator.algorithms.megatron_1d import Megatron1D
 from simulator.algorithms.megatron_1d_sp import Megatron1DSP
 from simulator.algorithms.summa2d import Summa2D
 from simulator.algorithms.summa25d import Summa25D
+from simulator.algorithms.tensor3d import Tensor3D
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
@@ -39,7 +41,7 @@ from simulator.workloads.workload import Workload
 __all__ = ["ALGORITHMS", "ALIASES", "DTYPES", "OVERLAP_ALGORITHMS", "REGISTRY", "SQUARE_GRID_ALGORITHMS",
            "algorithm_class", "build_schedule", "canonical_algorithm", "legal_grids"]
 
-_CLASSES: tuple[type[Algorithm], ...] = (Megatron1D, Megatron1DSP, Summa2D, Cannon25D, Summa25D)
+_CLASSES: tuple[type[Algorithm], ...] = (Megatron1D, Megatron1DSP, Summa2D, Cannon25D, Summa25D, Tensor3D)
 
 REGISTRY: dict[str, type[Algorithm]] = {cls.name: cls for cls in _CLASSES}
 """Canonical name -> algorithm class."""

@@ -121,7 +121,7 @@ def test_random_grids_and_shapes(case, seed: int) -> None:
     ("1d", {"gpus": 3}, Workload.gemm(8, 8, 8), r"N=8 must be divisible by p = 3"),
     ("1d", {"grid": (2, 2, 1)}, Workload.gemm(8, 8, 8), r"1d takes --gpus P"),
     ("summa25d", {"gpus": 64}, Workload.gemm(8, 8, 8), r"grids with q\*q\*d = 64: 8,8,1 4,4,4 2,2,16 1,1,64"),
-    ("3d", {"gpus": 8}, Workload.gemm(8, 8, 8), r"unknown algorithm '3d'"),
+    ("4d", {"gpus": 8}, Workload.gemm(8, 8, 8), r"unknown algorithm '4d'"),
 ])
 def test_bad_arguments_name_the_constraint(algorithm, grid, workload, message) -> None:
     with pytest.raises(ValueError, match=message):

@@ -29,7 +29,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_every_legal_arrangement_of_64_gpus():
     labels = [a.label for a in arrangements(64)]
     assert labels == ["1d [64]", "1d-sp [64]", "2d [8,8,1]", "cannon25d [8,8,1]", "cannon25d [4,4,4]", "summa25d [8,8,1]",
-                      "summa25d [4,4,4]", "summa25d [2,2,16]", "summa25d [1,1,64]"]
+                      "summa25d [4,4,4]", "summa25d [2,2,16]", "summa25d [1,1,64]", "3d [4,4,4]"]
     with_variants = [a.label for a in arrangements(16, ("2d", "1d"), placements=(None, "depth-major"), overlap=True)]
     assert with_variants == ["2d [4,4,1]", "2d+overlap [4,4,1]", "2d [4,4,1] depth-major",
                              "2d+overlap [4,4,1] depth-major", "1d [16]"]
@@ -46,7 +46,8 @@ def test_predictions_are_ranked_and_bounded_and_sizes_that_do_not_divide_are_ski
     assert {r.arrangement.label for r in ok} == {"1d [8]", "1d-sp [8]", "summa25d [1,1,8]"}
     assert [(r.arrangement.label, r.skipped) for r in rows[len(ok):]] == [
         ("cannon25d [2,2,2]", "cannon25d on [2,2,2]: K=21 must be divisible by q = 2"),
-        ("summa25d [2,2,2]", "summa25d on [2,2,2]: K=21 must be divisible by q = 2")]
+        ("summa25d [2,2,2]", "summa25d on [2,2,2]: K=21 must be divisible by q = 2"),
+        ("3d [2,2,2]", "3d on [2,2,2]: K=21 must be divisible by q^2 = 4")]
     for r in ok:
         grid = dict(gpus=8) if r.algorithm.startswith("1d") else dict(grid=r.grid)
         assert r.memory_bytes == memory_bytes(build_schedule(r.algorithm, workload, "both", "bfloat16", **grid))
@@ -118,7 +119,7 @@ def test_cli_table_json_csv_png(capsys, tmp_path):
     (("--gpus", "8", "--topology", "nope"), "preset"),
     (("--gpus", "0", "--topology", "dgx-a100"), "--gpus must be >= 1"),
     (("--gpus", "16", "--topology", "dgx-a100"), "world size 16 needs 16 GPUs"),
-    (("--gpus", "8", "--topology", "dgx-a100", "--algos", "3d"), "unknown algorithm '3d'"),
+    (("--gpus", "8", "--topology", "dgx-a100", "--algos", "4d"), "unknown algorithm '4d'"),
     (("--gpus", "8", "--topology", "dgx-a100", "--placement", "nope"), 'unknown placement "nope"'),
     (("--gpus", "3", "--topology", "dgx-a100", "--algos", "2d", "--png", "never.png"),  # 2d needs a square
      "no arrangement fits this workload: nothing to plot"),
@@ -130,16 +131,17 @@ def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
 
 
 @pytest.mark.parametrize("topology", ["a100-4gpu:16", "dgx-a100:8"])
-def test_the_main_job_ranks_the_9_arrangements_of_64_gpus(capsys, topology):
+def test_the_main_job_ranks_the_10_arrangements_of_64_gpus(capsys, topology):
     status, out, err = run(capsys, "predict", "--gpus", "64", "--topology", topology, "--workload", "mlp",
                            "--m", "32768", "--hidden", "4096", "--json")
     assert status == 0 and err == ""  # not a terminal: no progress bar
     data = json.loads(out)
-    assert len(data) == 9 and all(row["status"] == "ok" for row in data)
+    assert len(data) == 10 and all(row["status"] == "ok" for row in data)
     assert all({"algorithm", "grid", "time_s"} <= set(row) for row in data)
     assert {(row["algorithm"], tuple(row["grid"])) for row in data} == {
         ("1d", (64,)), ("1d-sp", (64,)), ("2d", (8, 8, 1)), ("cannon25d", (8, 8, 1)), ("cannon25d", (4, 4, 4)),
-        ("summa25d", (8, 8, 1)), ("summa25d", (4, 4, 4)), ("summa25d", (2, 2, 16)), ("summa25d", (1, 1, 64))}
+        ("summa25d", (8, 8, 1)), ("summa25d", (4, 4, 4)), ("summa25d", (2, 2, 16)), ("summa25d", (1, 1, 64)),
+        ("3d", (4, 4, 4))}
     times = [row["time_s"] for row in data]
     assert times == sorted(times) and times[0] > 0
 
@@ -159,5 +161,5 @@ def test_the_progress_bar_is_drawn_on_stderr_when_it_is_a_terminal(capsys, monke
     out, _ = capsys.readouterr()
     assert status == 0 and out.startswith("tpsim predict:")
     bar = terminal.getvalue()
-    assert "/5 " in bar and "arrangement" in bar  # tqdm's "n/5 [...]" with our unit
+    assert "/6 " in bar and "arrangement" in bar  # tqdm's "n/6 [...]" with our unit
     assert "tpsim predict" not in bar  # the table stays on stdout

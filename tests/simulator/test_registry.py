@@ -93,7 +93,7 @@ def test_the_command_line_offers_exactly_the_registered_algorithms():
 
 def test_an_unknown_algorithm_names_every_registered_one():
     with pytest.raises(InputError, match="valid: " + ", ".join(ALGORITHMS) + r" \(megatron-sp = 1d-sp, tesseract = summa25d\)"):
-        canonical_algorithm("3d")
+        canonical_algorithm("4d")
 
 
 @pytest.mark.parametrize("gpus", [1, 2, 4, 8, 12, 16, 18, 27, 64])
