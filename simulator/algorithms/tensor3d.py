@@ -38,11 +38,24 @@ each.
 The transformer block: X's rows are split q^2 ways by (z, x), so each rank holds b/q^2 whole sequences
 (and a/q whole heads in QKV's columns): the attention core is local. A vector (bias, LayerNorm gamma
 or beta) of an activation whose columns go by axis C lives on the rank of each column block whose two
-other coordinates are 0; the forward broadcasts it along one of those axes and then the other, the
-backward reduces the partial sums back the same two ways. LayerNorm's moments are all-reduced over the
-C line (the ranks holding the other columns of the same rows). Colossal-AI keeps vectors on the
-cube's diagonal and broadcasts them along one line; holding each on one rank costs one broadcast more
-per vector and keeps a single owner per element.
+other coordinates are 0; taking those two axes in x, y, z order, the forward broadcasts it along the
+first (on the ranks whose second coordinate is 0) and then along the second, and the backward reduces
+the partial sums back the same two ways (the second, then the first). LayerNorm's moments are
+all-reduced over the C line (the ranks holding the other columns of the same rows). Colossal-AI keeps
+vectors on the cube's diagonal and broadcasts them along one line; holding each on one rank costs one
+broadcast more per vector and keeps a single owner per element.
+
+Per rank, per block, the four linears (QKV [h, 3h], proj [h, h], FC1 [h, f], FC2 [f, h]) follow the form
+above, 2 (M (8h + 2f) + 4h^2 + 2hf)/q^2 for both passes. Every activation that carries a vector has its
+rows by z and one of x, y, so the second axis is always z, and a rank (x, y, z) with q > 1 also has,
+with w = 1 + [z = 0] (its lines per vector) and 9h + f the eight vectors' summed width:
+
+- forward: 8 w broadcasts (ln1 gamma, beta, bqkv, bproj, ln2 gamma, beta, b1, b2), payload w (9h + f)/q;
+  2 all-reduces of the moments S1, S2 [M/q^2, 2], payload 4M/q^2;
+- backward: 8 w reduces of the vectors' gradients, payload w (9h + f)/q; 2 all-reduces (dS1, dS2),
+  4M/q^2; and, backward alone, the two gammas fetched again: 2 w broadcasts, payload 2 w h/q.
+
+All on q-rank lines; none of them at q = 1.
 """
 
 from __future__ import annotations
