@@ -96,7 +96,9 @@ class Tensor3D(Algorithm):
     @classmethod
     def resolve_grid(cls, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
         if grid is None:
-            options = cls.legal_grids(gpus) if gpus is not None else []
+            if gpus is None:
+                raise InputError("3d needs --grid Q,Q,Q or --gpus P with P = q^3")
+            options = cls.legal_grids(gpus)
             if not options:
                 raise InputError(f"3d needs --grid Q,Q,Q (P = q^3 GPUs); --gpus {gpus} is not a cube")
             return options[0]

@@ -242,7 +242,6 @@ def test_gpus_that_are_a_cube_pick_the_cube(capsys) -> None:
     assert Tensor3D.legal_grids(1000) == [(10, 10, 10)] and Tensor3D.legal_grids(999) == []
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor3D.resolve_grid(None, None) says '--gpus None is not a cube'")
 def test_neither_grid_nor_gpus_says_what_is_needed(capsys) -> None:
     status, _, err = run(capsys, "verify", "--algo", "3d", "--workload", "gemm", *SIZES["gemm"])
     assert status == 2 and "None" not in err and "--grid Q,Q,Q" in err
