@@ -51,7 +51,8 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--schedule", metavar="FILE", help="a schedule saved by `tpsim schedule --out`")
     group.add_argument("--algo", choices=ALGORITHMS + tuple(ALIASES), help="parallel algorithm")
     group.add_argument("--grid", metavar="Q,Q,D", help=f"process grid [q, q, d] ({', '.join(SQUARE_GRID_ALGORITHMS)})")
-    group.add_argument("--gpus", type=int, metavar="P", help="number of ranks (1d, 1d-sp; or 2d when P = q*q, 3d when P = q^3)")
+    group.add_argument("--gpus", type=int, metavar="P",
+                       help="number of ranks (1d, 1d-sp; or 2d when P = q*q, 3d when P = q^3)")
     add_workload_arguments(group, default_dtype="float32")
     group.add_argument("--overlap", action="store_true",
                        help=f"{'/'.join(OVERLAP_ALGORITHMS)}: prefetch each SUMMA step's broadcasts during the "
