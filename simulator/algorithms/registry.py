@@ -12,8 +12,9 @@ algorithm        grid                        class (module)
 ``3d``           ``[q, q, q]``               ``Tensor3D`` (``tensor3d``: Bian et al., Colossal-AI 3-D)
 ===============  ==========================  ===================================================
 
-``tesseract`` is an alias of ``summa25d``, ``megatron-sp`` of ``1d-sp``. The command line's ``--algo`` choices, ``predict --algos``,
-the help texts and the error messages all read ``ALGORITHMS`` and ``ALIASES`` from here.
+``tesseract`` is an alias of ``summa25d``, ``megatron-sp`` of ``1d-sp``. The command line's ``--algo``
+choices, ``predict --algos``, the help texts and the error messages all read ``ALGORITHMS`` and
+``ALIASES`` from here.
 
 To add an algorithm: write one module in ``simulator/algorithms/`` with a subclass of
 ``simulator.algorithms.base.Algorithm`` (its name, aliases, ``depth_error`` or its own grid methods,

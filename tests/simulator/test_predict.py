@@ -28,7 +28,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_every_legal_arrangement_of_64_gpus():
     labels = [a.label for a in arrangements(64)]
-    assert labels == ["1d [64]", "1d-sp [64]", "2d [8,8,1]", "cannon25d [8,8,1]", "cannon25d [4,4,4]", "summa25d [8,8,1]",
+    assert labels == ["1d [64]", "1d-sp [64]", "2d [8,8,1]", "cannon25d [8,8,1]", "cannon25d [4,4,4]",
+                      "summa25d [8,8,1]",
                       "summa25d [4,4,4]", "summa25d [2,2,16]", "summa25d [1,1,64]", "3d [4,4,4]"]
     with_variants = [a.label for a in arrangements(16, ("2d", "1d"), placements=(None, "depth-major"), overlap=True)]
     assert with_variants == ["2d [4,4,1]", "2d+overlap [4,4,1]", "2d [4,4,1] depth-major",
