@@ -1,8 +1,8 @@
 """The arrangement predictor: every legal way to lay P GPUs out for every algorithm, simulated and ranked.
 
-Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` and ``1d-sp`` on P; ``2d``
-on [q, q, 1] with
-q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on every [q, q, c] with c | q.
+Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` and ``1d-sp`` on P;
+``2d`` on [q, q, 1] with q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on
+every [q, q, c] with c | q; ``3d`` on [q, q, q] with q^3 = P.
 Each arrangement is built for the workload; one that does not apply, because its sizes do not divide
 (``build_schedule`` raises ``NotApplicable``) or its placement does not fit (``PlacementDoesNotFit``, also
 a ``NotApplicable``), is reported as skipped with that reason. Any other exception propagates: a user's
