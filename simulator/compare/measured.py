@@ -198,8 +198,9 @@ def _check_steps(record: dict, schedule, where: str) -> None:
                          f"{schedule.world_size} ranks")
     for n, op in enumerate(record["ops"]):
         rank, step = op.get("rank"), op.get("step")
-        if isinstance(rank, int) and 0 <= rank < schedule.world_size and isinstance(step, int) \
-                and not 0 <= step < len(schedule.programs[rank]):
+        if not (isinstance(rank, int) and 0 <= rank < schedule.world_size and isinstance(step, int)):
+            continue  # (check_measured names these)
+        if not 0 <= step < len(schedule.programs[rank]):
             raise InputError(f"{where}: ops[{n}] is rank {rank} step {step}, but rank {rank}'s program has "
                              f"steps 0..{len(schedule.programs[rank]) - 1}")
 
