@@ -133,6 +133,15 @@ def _terminate(signum, _frame):
     raise SystemExit(128 + signum)
 
 
+def _warn_if_loaded(load: tuple[float, float, float]) -> None:
+    """Warn that timings are noisy when the load average before the job (``load``) was over half the cores;
+    said after the job, so that a failed job's report comes first."""
+    cores = os.cpu_count() or 1
+    if load[0] > 0.5 * cores:
+        log.warning("load average %.2f on %d cores before the bench: other work shares this machine, timings "
+                    "will be noisy", load[0], cores)
+
+
 def bench_command(args: argparse.Namespace) -> int:
     """`tpsim bench`."""
     settings = settings_from_args(args)
@@ -147,19 +156,18 @@ def bench_command(args: argparse.Namespace) -> int:
 
     options = RunOptions(backend=args.backend, timeout_s=args.timeout)
     load = os.getloadavg()
-    cores = os.cpu_count() or 1
-    if load[0] > 0.5 * cores:
-        log.warning("load average %.2f on %d cores: other work shares this machine, timings will be noisy",
-                    load[0], cores)
     log.info("bench: %d measurements on %d ranks (%s)", len(cases), args.nproc, args.backend)
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
     try:
         times = run_local(cases, options, args.nproc, job=bench_rank)
     except JobFailed as failure:
+        # The root cause first: a busy host is context for it, never the headline.
         sys.stderr.write(f"tpsim bench: {failure.report}\n")
+        _warn_if_loaded(load)
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
+    _warn_if_loaded(load)
     record = bench_record(settings, args.nproc, args.backend, bench_rows(cases, times), host_info(args.backend, load))
     print(f"# tpsim bench: {args.nproc} ranks, {args.backend}, {record['host']['hostname']} "
           f"({record['host']['cpu_count']} cores, load average {load[0]:.2f} before, "

@@ -3,7 +3,9 @@
 One sample per row: the out-of-place time (``tpsim collective --compare`` compares the same column),
 the rank count from the log's device list or ``nGpus``, the test from the file name or the log's
 "Collective test starting" line (``simulator.calibrate.nccl_tests``). nccl-tests' size column is already the S
-of ``CollectiveSample``. Example::
+of ``CollectiveSample``. Rows of the same test, rank count and size in different logs are repeats of one
+measurement, merged or refused as conflicting as the parser does within one log (``merge_repeats``).
+Example::
 
     >>> samples = samples_from_nccl_tests(["all_reduce_perf_8gpu.log"])          # doctest: +SKIP
     >>> samples[0]                                                                 # doctest: +SKIP
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from simulator.calibrate.nccl_tests import parse_nccl_tests
+from simulator.calibrate.nccl_tests import merge_repeats, parse_nccl_tests
 from simulator.calibrate.samples import CollectiveSample
 from simulator.errors import InputError
 
@@ -22,8 +24,9 @@ __all__ = ["samples_from_nccl_tests"]
 
 
 def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
-    """Samples of every row of every log in ``paths``; InputError names a file that is missing or unfit."""
-    samples: list[CollectiveSample] = []
+    """Samples of every row of every log in ``paths``; InputError names a file that is missing or unfit,
+    or two logs whose rows of one test, rank count and size conflict."""
+    entries = []
     for path in paths:
         path = str(path)
         name = os.path.basename(path)
@@ -35,10 +38,11 @@ def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
                              f"(all_reduce_perf..., all_gather_perf..., ...) as nccl-tests' binaries are")
         if not log.n_ranks:
             raise InputError(f"{name}: the log lists no ranks (no '# Rank' lines and no nGpus in its header)")
-        for row in log.rows:
-            if row.time_us <= 0:
-                raise InputError(f"{name}: size {row.size_bytes} has time {row.time_us} us; times must be > 0")
-            samples.append(CollectiveSample(log.op, log.n_ranks, row.size_bytes, row.time_us * 1e-6, name))
-    if not samples:
+        entries.extend(((log.op, log.n_ranks, row.size_bytes, row.type, row.redop, row.root), (row, name))
+                       for row in log.rows)
+    if not entries:
         raise InputError("no nccl-tests logs given")
-    return samples
+    sources = {id(row): name for _, (row, name) in entries}
+    merged = merge_repeats((key, row) for key, (row, _) in entries)
+    return [CollectiveSample(op, ranks, row.size_bytes, row.time_us * 1e-6, sources[id(row)])
+            for (op, ranks, *_), row in merged]

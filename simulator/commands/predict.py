@@ -24,7 +24,8 @@ import sys
 
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
 from simulator.commands.schedule_args import add_workload_arguments, layers_of, workload_from_args
-from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
+from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
+                                         parse_overrides)
 from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.predict import arrangements, predict
@@ -83,6 +84,7 @@ def predict_command(args: argparse.Namespace) -> int:
     if args.gpus > available:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "
                          f"{available} GPUs (world size {args.gpus} needs {args.gpus} GPUs)")
+    check_placement(args.placement, G, args.gpus, all_ok=True)
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     bar = _progress(len(candidates))
     try:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from simulator.collectives import ALGORITHMS
 from simulator.errors import InputError
-from topologies import load_topology
+from topologies import gpu_nodes, load_topology
+from topologies.placement import PLACEMENTS, placement_indices
 
-__all__ = ["add_topology_arguments", "parse_overrides", "load_graph", "format_time", "format_bytes"]
+__all__ = ["add_topology_arguments", "parse_overrides", "check_placement", "load_graph", "format_time",
+           "format_bytes"]
 
 
 def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +28,8 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["all_reduce=ring"]`` -> ``{"all_reduce": "ring"}``; InputError naming valid kinds and algorithms."""
+    """``["all_reduce=ring"]`` -> ``{"all_reduce": "ring"}``; InputError naming valid kinds and algorithms,
+    or two algorithms for one kind (the same pair twice is fine)."""
     overrides: dict[str, str] = {}
     for item in items:
         kind, sep, algorithm = item.partition("=")
@@ -37,8 +41,27 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
         if algorithm not in ALGORITHMS[kind]:
             raise InputError(f"--algo-override {item!r}: {kind} has no algorithm {algorithm!r}; valid: "
                              f"{', '.join(ALGORITHMS[kind])}")
+        if overrides.get(kind, algorithm) != algorithm:
+            raise InputError(f"--algo-override {item!r} conflicts with {kind}={overrides[kind]} given before; "
+                             f"give {kind} one algorithm, one of {', '.join(ALGORITHMS[kind])}")
         overrides[kind] = algorithm
     return overrides
+
+
+def check_placement(spec: str | None, G, world_size: int | None, *, all_ok: bool = False) -> None:
+    """Refuse a ``--placement`` that no arrangement can use, before any work: a name that is none of
+    ``PLACEMENTS`` (nor ``all`` where ``all_ok``) and no file, or (once ``world_size`` is known, not None)
+    a file that cannot be read, lists another number of GPUs than ``world_size``, names one twice or one
+    the topology lacks. Whether a named placement fits an arrangement's grid is the arrangement's
+    business (predict skips those that do not)."""
+    if spec is None or spec in PLACEMENTS or (all_ok and spec == "all"):
+        return
+    if not (os.path.isfile(spec) or spec.endswith((".json", ".txt"))):
+        names = ", ".join([*PLACEMENTS, *(["all"] if all_ok else [])])
+        raise InputError(f'--placement {spec}: unknown placement "{spec}"; valid: {names}, or a file of GPU '
+                         f"indices, one per rank")
+    if world_size is not None:
+        placement_indices(spec, len(gpu_nodes(G)), world_size)
 
 
 def load_graph(spec: str):

@@ -20,7 +20,8 @@ import sys
 import time
 
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
-from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, load_graph, parse_overrides
+from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
+                                         load_graph, parse_overrides)
 from simulator.gcpause import paused_gc
 from simulator.ir.validate import validate_schedule
 from simulator.timing.critical_path import analyze
@@ -62,7 +63,9 @@ def simulate_command(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology)
+    check_placement(args.placement, G, None)  # the name now, before the schedule is built
     schedule = schedule_from_args(args)
+    check_placement(args.placement, G, schedule.world_size)  # a file's GPUs, once the ranks are known
     validate_schedule(schedule)
     n_ops = sum(len(program) for program in schedule.programs)
     with_ops = args.json and (args.ops or n_ops <= OPS_INLINE_LIMIT)

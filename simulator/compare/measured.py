@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from simulator.compare.peer_wait import peer_waits
+from simulator.compare.record_checks import check_measured
 from simulator.errors import InputError
 from simulator.files import load_record
 from simulator.ir.serialize import schedule_from_dict
@@ -60,12 +61,14 @@ def op_class(kind: str) -> str:
 
 
 def load_measured(path: str) -> dict:
-    """Read a measured-run JSON; InputError (one line) for a missing file, bad JSON, or another format."""
+    """Read a measured-run JSON; InputError (one line) for a missing file, bad JSON, another format, or
+    times that are not finite positive seconds (``simulator.compare.record_checks``)."""
     record = load_record(path, MEASURED_FORMAT, MEASURED_VERSION, name="measured run", writer="tpsim run --json",
                          version_name="measured-run")
     missing = [key for key in _REQUIRED if key not in record]
     if missing:
         raise InputError(f"{path}: measured run lacks {', '.join(missing)}")
+    check_measured(record, path)
     return record
 
 
@@ -163,6 +166,7 @@ def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, so
     if gpus < world:
         raise InputError(f"topology {G.graph.get('name', '?')} has {gpus} GPUs but the measured run has {world} "
                          f"ranks")
+    _check_steps(record, schedule, source or "measured run")
     result = simulate(schedule, G, placement, timeline=True)
     simulated = result.op_records()
     measured, counts = _class_sums(record["ops"], world)
@@ -184,6 +188,21 @@ def compare_record(record: dict, G: nx.DiGraph, placement: str | None = None, so
                        for n, i in enumerate(record["iterations"]))
     time_s = _seconds(record["time_s"], f"{where}: time_s")
     return Comparison(time_s, result.makespan_s, rows, iterations or (time_s,), meta, record, result)
+
+
+def _check_steps(record: dict, schedule, where: str) -> None:
+    """Every op record names a step of its rank's program (``check_measured`` has checked the ranks
+    against the record's world_size, which must be the schedule's)."""
+    if record.get("world_size", schedule.world_size) != schedule.world_size:
+        raise InputError(f"{where}: world_size is {record['world_size']} but its schedule has "
+                         f"{schedule.world_size} ranks")
+    for n, op in enumerate(record["ops"]):
+        rank, step = op.get("rank"), op.get("step")
+        if not (isinstance(rank, int) and 0 <= rank < schedule.world_size and isinstance(step, int)):
+            continue  # (check_measured names these)
+        if not 0 <= step < len(schedule.programs[rank]):
+            raise InputError(f"{where}: ops[{n}] is rank {rank} step {step}, but rank {rank}'s program has "
+                             f"steps 0..{len(schedule.programs[rank]) - 1}")
 
 
 def _seconds(value, where: str) -> float:
