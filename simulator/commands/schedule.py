@@ -12,7 +12,7 @@ from simulator.errors import InputError
 from simulator.ir.accounting import account
 from simulator.ir.checks import check_workload
 from simulator.ir.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
-from simulator.ir.printout import format_schedule
+from simulator.ir.printout import format_schedule, workload_label
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import save_schedule
 from simulator.ir.validate import validate_schedule
@@ -82,7 +82,7 @@ def schedule_command(args: argparse.Namespace) -> int:
     payload = [a.payload_bytes for a in accounts]
     collectives = [a.collectives for a in accounts]
     print(f"{schedule.algorithm} grid {list(schedule.grid)} on {schedule.world_size} ranks, "
-          f"{schedule.workload}, pass {schedule.passes}, {schedule.dtype}")
+          f"{workload_label(schedule)}, pass {schedule.passes}, {schedule.dtype}")
     print(f"  ops per rank        {min(len(p) for p in schedule.programs)}..{max(len(p) for p in schedule.programs)}")
     print(f"  collectives / rank  {min(collectives)}..{max(collectives)}")
     print(f"  p2p msgs / rank     {max(a.p2p_messages for a in accounts)} (max)")
@@ -115,7 +115,7 @@ def verify_command(args: argparse.Namespace) -> int:
     except MemoryError as error:
         raise InputError(f"verifying {what} ran out of memory ({error}); verify smaller sizes on the same "
                          f"grid") from None
-    print(f"{schedule.algorithm} grid {list(schedule.grid)} {schedule.workload} pass {schedule.passes}: "
+    print(f"{schedule.algorithm} grid {list(schedule.grid)} {workload_label(schedule)} pass {schedule.passes}: "
           f"max relative error per output (float64 interpreter, seed {args.seed})")
     width = max(4, *map(len, result.errors))
     for name, error in result.errors.items():
