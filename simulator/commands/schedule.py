@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `schedule` and `verify`."""
     p = subparsers.add_parser("schedule", help="build a schedule; print its accounting, grid or JSON",
                               description="Build the schedule of one algorithm on one grid for one workload.")
-    add_schedule_arguments(p)
+    add_schedule_arguments(p, dtype_help="; it sizes every buffer and message")
     p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON; missing folders are made)")
     # One printout per run: --json's stdout must stay one parseable object, so the grid cannot join it.
     printout = p.add_mutually_exclusive_group()
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     v = subparsers.add_parser("verify", help="run a schedule in the numpy interpreter against dense float64",
                               description="Prove a schedule correct on seeded numbers; exit 1 if it is not.")
-    add_schedule_arguments(v)
+    add_schedule_arguments(v, dtype_help="; verify computes in float64 whatever it is")
     v.add_argument("--seed", type=int, default=0, help="seed of the input values (default 0)")
     v.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                    help=f"max-norm relative error allowed (default {DEFAULT_TOLERANCE:g})")
