@@ -36,11 +36,18 @@ def _environment() -> tuple[int, int, int]:
     return int(values["RANK"]), int(values["WORLD_SIZE"]), int(values["LOCAL_RANK"])
 
 
-def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m executor", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The arguments of `tpsim run`, ``--nproc`` optional."""
+    parser = argparse.ArgumentParser(prog="python -m executor",
+                                     description="One rank of a run under torchrun: torchrun --nproc-per-node G "
+                                                 "[--nnodes ...] -m executor -- <the arguments of tpsim run>.")
     add_schedule_arguments(parser, dtype_help=RUN_DTYPE_HELP)
     add_run_arguments(parser, under_torchrun=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         rank, world, local_rank = _environment()
         note = json_out_from_args(args, "python -m executor")

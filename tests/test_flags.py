@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from executor.__main__ import build_parser as build_torchrun_parser
 from executor.command import json_out_from_args
 from simulator.cli import build_parser, main
 from simulator.commands.schedule_args import DEFAULT_DTYPE
@@ -42,6 +43,7 @@ def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("tpsim",)
 
 
 PARSERS = dict(_parsers(build_parser()))
+PARSERS[("python -m executor",)] = build_torchrun_parser()
 
 
 # -- --version -----------------------------------------------------------------------------------------
