@@ -7,9 +7,9 @@ ambiguous prefixes of its options and refuses to start.
 Rank, world size and local rank come from torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK);
 the rendezvous is ``env://`` (MASTER_ADDR, MASTER_PORT), so multi-node runs use torchrun's own. Rank
 0 writes ``--out`` / ``--trace``, prints the summary (with ``--json`` the measured record instead),
-and exits 1 when results are wrong, which makes torchrun fail the job. torchrun, not this module, stops the other ranks when one fails (its
-error summary shows the first failure's traceback, recorded by ``@record``); ``--timeout`` is the
-process groups' collective timeout.
+and exits 1 when results are wrong, which makes torchrun fail the job. torchrun, not this module,
+stops the other ranks when one fails (its error summary shows the first failure's traceback,
+recorded by ``@record``); ``--timeout`` is the process groups' collective timeout.
 """
 
 from __future__ import annotations
