@@ -6,10 +6,10 @@ ambiguous prefixes of its options and refuses to start.
 
 Rank, world size and local rank come from torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK);
 the rendezvous is ``env://`` (MASTER_ADDR, MASTER_PORT), so multi-node runs use torchrun's own. Rank
-0 writes ``--json`` / ``--trace`` and prints the summary, and exits 1 when results are wrong, which
-makes torchrun fail the job. torchrun, not this module, stops the other ranks when one fails (its
-error summary shows the first failure's traceback, recorded by ``@record``); ``--timeout`` is the
-process groups' collective timeout.
+0 writes ``--out`` / ``--trace``, prints the summary (with ``--json`` the measured record instead),
+and exits 1 when results are wrong, which makes torchrun fail the job. torchrun, not this module,
+stops the other ranks when one fails (its error summary shows the first failure's traceback,
+recorded by ``@record``); ``--timeout`` is the process groups' collective timeout.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from executor.command import add_run_arguments, finish, options_from_args
+from executor.command import RUN_DTYPE_HELP, add_run_arguments, finish, json_out_from_args, options_from_args
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.errors import InputError
 
@@ -36,13 +36,21 @@ def _environment() -> tuple[int, int, int]:
     return int(values["RANK"]), int(values["WORLD_SIZE"]), int(values["LOCAL_RANK"])
 
 
-def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m executor", description=__doc__.splitlines()[0])
-    add_schedule_arguments(parser)
+def build_parser() -> argparse.ArgumentParser:
+    """The arguments of `tpsim run`, ``--nproc`` optional."""
+    parser = argparse.ArgumentParser(prog="python -m executor",
+                                     description="One rank of a run under torchrun: torchrun --nproc-per-node G "
+                                                 "[--nnodes ...] -m executor -- <the arguments of tpsim run>.")
+    add_schedule_arguments(parser, dtype_help=RUN_DTYPE_HELP)
     add_run_arguments(parser, under_torchrun=True)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         rank, world, local_rank = _environment()
+        note = json_out_from_args(args, "python -m executor")
         schedule = schedule_from_args(args)
         options = options_from_args(args)
         if args.nproc is not None and args.nproc != world:
@@ -60,6 +68,8 @@ def _main(argv: list[str] | None = None) -> int:
     except InputError as error:
         sys.stderr.write(f"python -m executor: error: {str(error).splitlines()[0]}\n")
         return 2
+    if note and rank == 0:
+        sys.stderr.write(note + "\n")
     from executor.run_rank import Rendezvous, run_rank  # torch: argument errors are reported without it
 
     results = run_rank([schedule], options, Rendezvous(rank, world, local_rank))

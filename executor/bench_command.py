@@ -3,13 +3,17 @@
     tpsim bench --backend gloo|nccl --nproc N [--ops OP,...] [--sizes 1KiB:64MiB[:F] | --sizes A,B,...]
                 [--group-sizes G,...] [--groups all|one] [--gemm-shapes MxKxN,...]
                 [--gemm-concurrency C,...] [--form lock-step|interleaved|both] [--dtype D]
-                [--warmup W] [--iters I] [--timeout S] [--json OUT]
+                [--warmup W] [--iters I] [--timeout S] [--json] [-o|--out OUT.json]
 
 Every collective over every group size and message size, the pairwise send/recv exchange, and gemm
 throughput over shapes, each timed the nccl-tests way (``executor.bench``) and printed as nccl-tests
 tables (``--form interleaved``: each collective after a gemm of every ``--gemm-shapes`` shape, timed
-the way a schedule meets it; ``executor.bench_cases``); ``--json`` writes the ``tpsim-bench`` record
-(``executor.bench_report``) that ``tpsim calibrate --from-bench`` reads. Exit status 0, 1 for a failed job, 2 for bad input.
+the way a schedule meets it; ``executor.bench_cases``); ``--out`` writes the ``tpsim-bench`` record
+(``executor.bench_report``) that ``tpsim calibrate --from-bench`` reads, and ``--json`` prints it on
+stdout instead of the tables (the old ``--json FILE`` still writes FILE, with a deprecation note on
+stderr). ``--dtype`` defaults to float32, not the schedule commands' bfloat16: bfloat16 on gloo's CPU
+ranks is far slower than what a calibration wants to measure. Exit status 0, 1 for a failed job, 2 for
+bad input.
 
 Registration imports neither torch nor the rest of the executor; ``bench_command`` does.
 """
@@ -17,6 +21,7 @@ Registration imports neither torch nor the rest of the executor; ``bench_command
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -24,11 +29,15 @@ import sys
 
 from executor.bench_cases import BENCH_OPS, BenchSettings
 from executor.bench_report import bench_record, bench_rows, host_info, tables
+from executor.command import add_json_out_arguments, json_out_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
 from simulator.sizes import parse_size
 
 log = logging.getLogger(__name__)
+
+BENCH_DTYPE = "float32"
+"""``--dtype``'s default: float32, as calibration wants it (module doc)."""
 
 OPS_HELP = "broadcast, reduce, all_reduce, all_gather, reduce_scatter, send, gemm"
 
@@ -56,12 +65,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="lock-step: each collective back to back, as nccl-tests (default); interleaved: each "
                         "repetition a gemm of every --gemm-shapes shape then the collective, on every rank, timed "
                         "as a schedule's op is (what CPU ranks sharing cores see in a schedule); both")
-    p.add_argument("--dtype", choices=("float32", "float64", "bfloat16"), default="float32")
+    p.add_argument("--dtype", choices=("float32", "float64", "bfloat16"), default=BENCH_DTYPE,
+                   help=f"element type of every buffer and gemm (default {BENCH_DTYPE})")
     p.add_argument("--warmup", type=int, default=5, metavar="W", help="untimed ops per size (nccl-tests -w; default 5)")
     p.add_argument("--iters", type=int, default=20, metavar="I", help="timed ops per size (nccl-tests -n; default 20)")
     p.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
                    help="end the whole job after this long (default 3600)")
-    p.add_argument("--json", metavar="OUT.json", help="write the tpsim-bench record")
+    add_json_out_arguments(p, "the tpsim-bench record", "the tables")
     p.set_defaults(func=bench_command)
 
 
@@ -144,11 +154,14 @@ def _warn_if_loaded(load: tuple[float, float, float]) -> None:
 
 def bench_command(args: argparse.Namespace) -> int:
     """`tpsim bench`."""
+    note = json_out_from_args(args, "tpsim bench")
     settings = settings_from_args(args)
     cases = settings.cases(args.nproc)
     if not cases:
         raise InputError(f"nothing to measure: --ops {','.join(settings.ops)} on --nproc {args.nproc} "
                          f"(collectives and send need 2 ranks or more)")
+    if note:
+        sys.stderr.write(note + "\n")
     # These import torch, which registering `tpsim bench` must not.
     from executor.bench import bench_rank
     from executor.launch import JobFailed, run_local
@@ -169,11 +182,16 @@ def bench_command(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     _warn_if_loaded(load)
     record = bench_record(settings, args.nproc, args.backend, bench_rows(cases, times), host_info(args.backend, load))
+    if args.out:
+        write_json_atomic(args.out, record)
+    if args.json:
+        json.dump(record, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
     print(f"# tpsim bench: {args.nproc} ranks, {args.backend}, {record['host']['hostname']} "
           f"({record['host']['cpu_count']} cores, load average {load[0]:.2f} before, "
           f"{record['host']['load_average_after'][0]:.2f} after)")
     print("\n".join(tables(record)))
-    if args.json:
-        write_json_atomic(args.json, record)
-        print(f"wrote bench JSON {args.json}")
+    if args.out:
+        print(f"wrote bench JSON {args.out}")
     return 0

@@ -1,11 +1,14 @@
 """`tpsim run`: execute a schedule on N local ranks with torch.distributed, check it, time it.
 
     tpsim run <schedule args> --backend gloo|nccl --nproc N [--warmup W] [--iters I] [--seed S]
-              [--timeout SECONDS] [--tolerance X] [--json OUT.json] [--trace TRACE.json]
+              [--timeout SECONDS] [--tolerance X] [--json] [-o|--out OUT.json] [--trace TRACE.json]
 
-``<schedule args>`` are those of `tpsim schedule` (``--algo ... | --schedule FILE``). Exit status: 0
-correct, 1 wrong results (with a per-rank report) or a failed job (the first failing rank's traceback,
-or the ranks that never arrived within ``--timeout``), 2 bad input (one line, nothing written).
+``<schedule args>`` are those of `tpsim schedule` (``--algo ... | --schedule FILE``). ``--out`` writes
+the measured record (tpsim-measured JSON, what `tpsim compare` reads); ``--json`` prints it on stdout
+instead of the summary. The old ``--json FILE`` still writes FILE, as ``--out FILE`` does, with a
+deprecation note on stderr. Exit status: 0 correct, 1 wrong results (with a per-rank report) or a
+failed job (the first failing rank's traceback, or the ranks that never arrived within ``--timeout``),
+2 bad input (one line, nothing written).
 
 Registration imports neither torch nor the rest of the executor; ``run_command`` does.
 """
@@ -13,6 +16,7 @@ Registration imports neither torch nor the rest of the executor; ``run_command``
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 
@@ -20,6 +24,9 @@ from executor.faults import Fault
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+
+RUN_DTYPE_HELP = "; the ranks compute in it"
+"""What ``--dtype`` means to `tpsim run` (added to the shared help)."""
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, under_torchrun: bool = False) -> None:
@@ -40,10 +47,45 @@ def add_run_arguments(parser: argparse.ArgumentParser, under_torchrun: bool = Fa
     group.add_argument("--tolerance", type=float, metavar="X",
                        help="max-norm relative error allowed (default per dtype: float64 1e-12, float32 1e-5, "
                             "bfloat16 2e-2)")
-    group.add_argument("--json", metavar="OUT.json", help="write the measured record (tpsim-measured JSON)")
+    add_json_out_arguments(group, "the measured record (tpsim-measured JSON)", "the summary")
     group.add_argument("--trace", metavar="TRACE.json", help="write a Chrome trace of the median iteration")
     # Test hook (executor.faults): make RANK raise or hang at step WHERE (or at init).
     group.add_argument("--inject-fault", metavar="RANK:WHERE[:ACTION]", help=argparse.SUPPRESS)
+
+
+def add_json_out_arguments(group: argparse._ArgumentGroup, record: str, human: str) -> None:
+    """``--json`` (print ``record`` on stdout instead of ``human``) and ``-o/--out FILE`` (write it).
+
+    ``--json FILE``, the old spelling of ``--out FILE``, still parses (``nargs="?"``) and is read back
+    by ``json_out_from_args``, which says it is deprecated.
+    """
+    group.add_argument("--json", nargs="?", const=True, default=False, metavar="FILE",
+                       help=f"print {record} on stdout instead of {human} (--json FILE, the old form of "
+                            f"--out FILE, is deprecated)")
+    group.add_argument("-o", "--out", metavar="OUT.json", help=f"write {record} to this file")
+
+
+def json_out_from_args(args: argparse.Namespace, prog: str) -> str | None:
+    """Turn the deprecated ``--json FILE`` into ``--out FILE``, leaving ``args.json`` a bool (print JSON
+    on stdout) and ``args.out`` the file or None; the deprecation note to print (one line), or None.
+
+    The caller prints the note once the rest of the input has passed its checks, so that bad input
+    still gets one line on stderr, the error.
+    """
+    note = None
+    if isinstance(args.json, str):
+        if not args.json:
+            raise InputError("--json '': --json takes no file now; write one with --out FILE (--json alone "
+                             "prints the JSON on stdout)")
+        if args.out is not None:
+            raise InputError(f"--json {args.json} is the deprecated form of --out FILE, and --out {args.out} is "
+                             f"given too; give --out FILE only (add --json, without a file, to print the JSON)")
+        note = (f"{prog}: note: --json FILE is deprecated; use --out {args.json} (--json alone prints the JSON "
+                f"on stdout)")
+        args.out, args.json = args.json, False
+    if args.out == "":
+        raise InputError("--out '': give a file name, e.g. --out measured.json")
+    return note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,40 +95,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run a schedule on N local ranks (forked, FileStore rendezvous), check every output block "
                     "against float64, and time it. On a cluster: "
                     "torchrun --nproc-per-node G -m executor -- <same args>.")
-    add_schedule_arguments(p)
+    add_schedule_arguments(p, dtype_help=RUN_DTYPE_HELP)
     add_run_arguments(p)
     p.set_defaults(func=run_command)
 
 
 def options_from_args(args: argparse.Namespace):
     """The RunOptions the arguments describe; InputError for bad values (imports torch)."""
+    if args.out is not None and args.out == args.trace:
+        raise InputError(f"--out and --trace name the same file {args.out!r}")
     from executor.run_rank import RunOptions  # torch: registration must not import it (module doc)
 
-    if args.json is not None and args.json == args.trace:
-        raise InputError(f"--json and --trace name the same file {args.json!r}")
     fault = Fault.parse(args.inject_fault) if args.inject_fault else None
     return RunOptions(backend=args.backend, warmup=args.warmup, iters=args.iters, seed=args.seed,
                       timeout_s=args.timeout, tolerance=args.tolerance, fault=fault)
 
 
 def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) -> int:
-    """Write the measured JSON and trace (atomically), print the summary; 0 if correct, else 1."""
+    """Write the measured JSON and trace (atomically), print the summary (with ``--json`` the record);
+    0 if correct, else 1."""
     from executor.measure import chrome_trace, measured_record, summary  # torch, as above
 
     record = measured_record(schedule, result, options)
-    if args.json:
-        write_json_atomic(args.json, record)
+    if args.out:
+        write_json_atomic(args.out, record)
     if args.trace:
         write_json_atomic(args.trace, chrome_trace(schedule, record))
+    stream = out or sys.stdout
+    if args.json:
+        json.dump(record, stream, indent=1)
+        stream.write("\n")
+        return 0 if record["ok"] else 1
     lines = summary(record)
     layers = layers_of(args, schedule.workload)
     if layers > 1:
         lines.append(f"model: {layers} blocks, {layers * record['time_s'] * 1e3:.3f} ms ({layers} x the measured "
                      f"block; one block ran)")
-    written = [f"{label} {path}" for label, path in (("measured JSON", args.json), ("trace", args.trace)) if path]
+    written = [f"{label} {path}" for label, path in (("measured JSON", args.out), ("trace", args.trace)) if path]
     if written:
         lines.append("wrote " + ", ".join(written))
-    (out or sys.stdout).write("\n".join(lines) + "\n")
+    stream.write("\n".join(lines) + "\n")
     return 0 if record["ok"] else 1
 
 
@@ -96,8 +144,11 @@ def _terminate(signum, _frame):
 
 def run_command(args: argparse.Namespace) -> int:
     """`tpsim run`."""
+    note = json_out_from_args(args, "tpsim run")
     schedule = schedule_from_args(args)
     options = options_from_args(args)
+    if note:
+        sys.stderr.write(note + "\n")
     from executor.launch import JobFailed, run_local  # torch, as above
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs

@@ -38,7 +38,7 @@ from simulator.ir.ops import Gemm
 
 log = logging.getLogger("cpu_loop")
 
-WORKLOAD = ("--workload", "gemm", "--m", "1024", "--k", "1024", "--n", "1024")
+WORKLOAD = ("--workload", "gemm", "--m", "1024", "--k", "1024", "--n", "1024", "--dtype", "float32")
 SCHEDULES = (  # name, ranks, generator arguments, target |relative error| of the median
     ("1d [4]", 4, ("--algo", "1d", "--gpus", "4"), 0.15),
     ("2d [2,2,1]", 4, ("--algo", "2d", "--grid", "2,2,1"), 0.15),
@@ -98,7 +98,7 @@ def one_loop(index: int, settings, folder: str) -> list[dict]:
         measured(f"bench {ranks}", ["bench", "--backend", "gloo", "--nproc", str(ranks), "--ops", ops,
                                     "--group-sizes", group_sizes, "--sizes", settings.sizes, "--form", settings.form,
                                     "--warmup", "3", "--iters", str(settings.bench_iters),
-                                    "--gemm-shapes", gemm_shapes(ranks), "--json", bench], settings)
+                                    "--gemm-shapes", gemm_shapes(ranks), "--out", bench], settings)
         topologies[ranks] = os.path.join(folder, f"loop{index}-calibrated{ranks}.yaml")
         tpsim("calibrate", "--from-bench", bench, "--topology", f"loopback:{ranks}", "--protocol", "simple",
               "--no-holdout", "-o", topologies[ranks])
@@ -109,7 +109,7 @@ def one_loop(index: int, settings, folder: str) -> list[dict]:
             path = os.path.join(folder, f"loop{index}-{generator[1]}{ranks}-run{run}.json")
             _, cores = measured(f"{name} run {run}", ["run", *generator, *WORKLOAD, "--backend", "gloo", "--nproc",
                                                       str(ranks), "--warmup", "1", "--iters", str(settings.iters),
-                                                      "--json", path], settings)
+                                                      "--out", path], settings)
             with open(path) as handle:
                 times.append(json.load(handle)["time_s"])
             files.append(path)

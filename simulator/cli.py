@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import importlib.metadata
 import os
 import select
 import sys
@@ -68,9 +69,25 @@ def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
     return f"unrecognized arguments: {' '.join(extras)}{hint}"
 
 
+DISTRIBUTION = "tpsim"
+"""The installed distribution whose version ``tpsim --version`` prints (pyproject.toml's name)."""
+
+DESCRIPTION = "Plan, simulate and measure tensor-parallel matrix multiplication on GPU interconnects."
+
+
+def version() -> str:
+    """The installed distribution's version; "unknown" when tpsim runs from a source tree not installed."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every sub-command that is installed."""
-    parser = _ArgumentParser(prog="tpsim", description=__doc__.splitlines()[0])
+    parser = _ArgumentParser(prog="tpsim", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"tpsim {version()}",
+                        help="print tpsim's version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
     subparsers.required = True
     for module_name in COMMAND_MODULES:

@@ -20,7 +20,7 @@ import json
 
 from topologies.draw import draw_topology
 from topologies.errors import TopologyError
-from topologies.loader import load_topology, save_topology
+from topologies.loader import FILE_SUFFIXES, load_topology, save_topology
 from topologies.presets import PRESETS
 from topologies.summary import format_summary, summarize
 
@@ -30,19 +30,25 @@ __all__ = ["register"]
 def register(subparsers) -> None:
     """Add the ``topology`` sub-command (cheap: the work is imported inside the handlers)."""
     parser = subparsers.add_parser("topology", help="show, list and save interconnect topologies",
-                                   description=__doc__.splitlines()[0])
+                                   description="Show, list and save interconnect topologies.")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
-    show = actions.add_parser("show", help="GPUs, nodes, link kinds, injection and bisection bandwidth")
+    show = actions.add_parser("show", help="GPUs, nodes, link kinds, injection and bisection bandwidth",
+                              description="A topology's GPUs, nodes, link kinds, per-GPU injection and bisection "
+                                          "bandwidth.")
     show.add_argument("topology", metavar="NAME|FILE", help="a preset (dgx-a100, dgx-a100:16, ...) or a topology file")
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
     show.add_argument("--png", metavar="OUT.png", help="also draw the graph to this PNG")
     show.set_defaults(func=_show)
-    listing = actions.add_parser("list", help="the named presets")
+    listing = actions.add_parser("list", help="the named presets", description="The named presets, one a line.")
     listing.set_defaults(func=_list)
-    save = actions.add_parser("save", help="write a topology to a .yaml, .json or .graphml file")
-    save.add_argument("topology", metavar="NAME|FILE")
-    save.add_argument("out", metavar="OUT")
+    save = actions.add_parser("save", help="write a topology to a .yaml, .json or .graphml file",
+                              description="Write a topology to a file, e.g. a preset to edit into a custom one; "
+                                          "--topology loads the file anywhere in tpsim.")
+    save.add_argument("topology", metavar="NAME|FILE",
+                      help="a preset (dgx-a100, dgx-a100:16, ...; `tpsim topology list`) or a topology file")
+    save.add_argument("out", metavar="OUT", help=f"the file to write; its suffix picks the format: "
+                                                 f"{', '.join(FILE_SUFFIXES)}")
     save.set_defaults(func=_save)
 
 

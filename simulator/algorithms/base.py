@@ -76,6 +76,8 @@ class Algorithm(ABC):
     """Whether ``--overlap`` (communication prefetched behind compute) applies."""
     square_grid: ClassVar[bool] = True
     """True for [q, q, d] grids (``--grid Q,Q,D``), False for 1-D (``--gpus P``)."""
+    grid_rule: ClassVar[str] = "P = q*q*d GPUs (a [q,q,d] grid)"
+    """Which numbers of GPUs have a grid, for the message when ``--gpus P`` has none."""
 
     # -- grids (class level) -----------------------------------------------------------------------
     @classmethod
@@ -98,9 +100,14 @@ class Algorithm(ABC):
         if grid is None:
             if gpus is None:
                 raise InputError(f"{cls.name} needs --grid Q,Q,D or --gpus P")
+            if gpus < 1:
+                raise InputError(f"--gpus must be >= 1, got {gpus}")
             options = cls.legal_grids(gpus)
+            if not options:
+                raise InputError(f"{cls.name} on --gpus {gpus}: no grid fits; {cls.name} needs {cls.grid_rule}, "
+                                 f"which {gpus} is not")
             if len(options) != 1:
-                shown = " ".join(",".join(map(str, g)) for g in options) or "none"
+                shown = " ".join(",".join(map(str, g)) for g in options)
                 raise InputError(f"{cls.name} on --gpus {gpus} needs --grid Q,Q,D; grids with q*q*d = {gpus}: "
                                  f"{shown}")
             return options[0]

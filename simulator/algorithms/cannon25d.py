@@ -86,6 +86,7 @@ class Cannon25D(GridAlgorithm):
     name: ClassVar[str] = "cannon25d"
     summary: ClassVar[str] = ("Cannon 2.5-D (Solomonik & Demmel 2011): depth broadcast, skew, q/c shifts, depth "
                               "reduce, [q,q,c] with c | q")
+    grid_rule: ClassVar[str] = "P = q*q*c GPUs with the depth c dividing q (a [q,q,c] grid)"
 
     @classmethod
     def depth_error(cls, q: int, d: int) -> str | None:

@@ -19,6 +19,7 @@ class Summa2D(Summa25D):
     name: ClassVar[str] = "2d"
     aliases: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "SUMMA / Optimus (Xu et al. 2021): q steps of row and column broadcasts, [q,q,1]"
+    grid_rule: ClassVar[str] = "P = q^2 GPUs (a [q,q,1] grid; summa25d and cannon25d also take depth d > 1)"
 
     @classmethod
     def depth_error(cls, q: int, d: int) -> str | None:

@@ -97,10 +97,13 @@ class Tensor3D(Algorithm):
     def resolve_grid(cls, grid: tuple[int, ...] | None, gpus: int | None) -> tuple[int, ...]:
         if grid is None:
             if gpus is None:
-                raise InputError("3d needs --grid Q,Q,Q or --gpus P with P = q^3")
+                raise InputError("3d needs --grid Q,Q,Q or --gpus P (P = q^3 GPUs)")
+            if gpus < 1:
+                raise InputError(f"--gpus must be >= 1, got {gpus}")
             options = cls.legal_grids(gpus)
             if not options:
-                raise InputError(f"3d needs --grid Q,Q,Q (P = q^3 GPUs); --gpus {gpus} is not a cube")
+                raise InputError(f"3d on --gpus {gpus}: no grid fits; 3d needs P = q^3 GPUs (a [q,q,q] cube), "
+                                 f"which {gpus} is not")
             return options[0]
         if len(grid) != 3 or len(set(grid)) != 1 or grid[0] < 1:
             raise InputError(f"3d runs on a cube: --grid Q,Q,Q with three equal positive factors, got "

@@ -1,7 +1,8 @@
 """`tpsim collective`: simulate one collective (or an nccl-tests-style size sweep) on a topology.
 
-Ranks go on the topology's first N GPUs, or where ``--placement`` puts them. Times come from the
-flow network (``simulator.network.flow_network``) running the collective's flows (``simulator.collectives``);
+``--group-size N`` ranks (``--ranks N`` is its deprecated old name) go on the topology's first N GPUs,
+or where ``--placement`` puts them. Times come from the flow network (``simulator.network.flow_network``)
+running the collective's flows (``simulator.collectives``);
 ``analytic_time_s`` is the closed form (``simulator.collectives.closed_form``) for the same algorithm and protocol.
 algbw = S / t and busbw = algbw x factor follow nccl-tests (factor 2(n-1)/n for all_reduce,
 (n-1)/n for all_gather and reduce_scatter, 1 for broadcast and reduce); S is the buffer size, the
@@ -14,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 
 import simpy
 
@@ -35,14 +37,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "collective", help="simulate one collective on a topology (time, algbw, busbw)",
         description="Simulate one NCCL-style collective on a topology with the flow-level network model.")
     p.add_argument("--op", choices=OPS, help="the collective (with --compare: the log's)")
-    p.add_argument("--ranks", type=int, metavar="N", help="group size (with --compare: the log's)")
+    p.add_argument("--group-size", type=int, metavar="N", help="ranks in the group (with --compare: the log's; "
+                   "--ranks N is its deprecated name)")
+    # The old name, which `tpsim schedule --ranks` (a range of ranks to show) made ambiguous.
+    p.add_argument("--ranks", type=int, dest="old_ranks", help=argparse.SUPPRESS)
     p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
     p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
     p.add_argument("--algo", metavar="A", help="algorithm (default: NCCL-like choice): ring, chain, "
                    "binomial_tree, double_binary_tree, direct")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"), help="NCCL protocol (default auto)")
     p.add_argument("--root", type=int, default=None, help="root rank for broadcast/reduce (default 0)")
-    p.add_argument("--placement", metavar="P", help="rank -> GPU placement (topologies.resolve_placement)")
+    p.add_argument("--placement", metavar="P",
+                   help="rank -> GPU: linear (default), depth-major, column-major, or a file of GPU indices")
     p.add_argument("--sweep", action="store_true", help="sizes 8 B .. 1 GiB (factor 2), an nccl-tests-style table")
     p.add_argument("--compare", metavar="LOG", help="predict every size of an nccl-tests log and print the "
                    "error against its out-of-place time")
@@ -50,29 +56,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=collective_command)
 
 
+def _group_size(args) -> str | None:
+    """Read the deprecated ``--ranks N`` into ``args.group_size``; the note to print (one line), or None.
+
+    The command prints the note once the input has passed its checks, so that bad input still gets one
+    line on stderr, the error.
+    """
+    if args.old_ranks is None:
+        return None
+    if args.group_size is not None:
+        raise InputError(f"--ranks {args.old_ranks} is the deprecated name of --group-size, given too "
+                         f"({args.group_size}); give --group-size N only")
+    args.group_size = args.old_ranks
+    return f"tpsim collective: note: --ranks is deprecated; use --group-size {args.old_ranks}"
+
+
 def _members(args, G) -> list:
     gpus = gpu_nodes(G)
-    if args.ranks < 1:
-        raise InputError(f"--ranks {args.ranks}: a group has at least 1 rank")
+    if args.group_size < 1:
+        raise InputError(f"--group-size {args.group_size}: a group has at least 1 rank")
     if args.placement is None:
-        if args.ranks > len(gpus):
-            raise InputError(f"--ranks {args.ranks}: topology {args.topology} has only {len(gpus)} GPUs")
-        return gpus[: args.ranks]
-    return resolve_placement(args.placement, G, args.ranks, None)
+        if args.group_size > len(gpus):
+            raise InputError(f"--group-size {args.group_size}: topology {args.topology} has only {len(gpus)} GPUs")
+        return gpus[: args.group_size]
+    return resolve_placement(args.placement, G, args.group_size, None)
 
 
 def collective_command(args: argparse.Namespace) -> int:
     """Run `tpsim collective`; print a summary, a table (--sweep) or JSON."""
+    note = _group_size(args)
     measured = None
     if args.compare:
         log = parse_nccl_tests(args.compare)
         args.op = args.op or log.op
-        args.ranks = args.ranks or log.n_ranks
+        args.group_size = args.group_size or log.n_ranks
         if log.op and args.op != log.op:
             raise InputError(f"--op {args.op}: {args.compare} is a {log.op} log")
         measured = {row.size_bytes: row.time_us * 1e-6 for row in log.rows}
-    if args.op is None or args.ranks is None:
-        raise InputError("give --op and --ranks (or --compare LOG, which names both)")
+    if args.op is None or args.group_size is None:
+        raise InputError("give --op and --group-size (or --compare LOG, which names both)")
     if sum((args.sweep, args.bytes is not None, measured is not None)) != 1:
         raise InputError("give exactly one of --bytes SIZE, --sweep or --compare LOG")
     sizes = SWEEP_SIZES if args.sweep else tuple(measured) if measured else (parse_size(args.bytes),)
@@ -98,6 +120,8 @@ def collective_command(args: argparse.Namespace) -> int:
             "time_s": t, "algbw_GBps": algbw_GBps(size, t), "busbw_GBps": busbw_GBps(args.op, n, size, t),
             "analytic_time_s": predict_collective_s(net, args.op, members, size, root, args.algo, params),
         })
+    if note:
+        sys.stderr.write(note + "\n")
     if measured:
         for r in results:
             r["measured_time_s"] = measured[r["bytes"]]

@@ -2,7 +2,7 @@
 
     tpsim compare MEASURED.json --topology NAME|FILE [--placement P] [--png OUT.png] [--trace OUT.json] [--json]
 
-Simulates the schedule inside ``MEASURED.json`` (``tpsim run --json``) on the topology (typically the
+Simulates the schedule inside ``MEASURED.json`` (``tpsim run --out``) on the topology (typically the
 one ``tpsim calibrate`` wrote) and prints measured and predicted seconds end to end and per op class,
 with relative errors (``simulator.compare.measured``); under each communication class, when the measured run
 put its ranks on one clock (``clock_origins_s``), the part of it spent waiting for peers, measured and
@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `compare`."""
     p = subparsers.add_parser(
         "compare", help="simulate a measured run's schedule and compare predicted vs measured",
-        description="Simulate the schedule recorded in a measured run (tpsim run --json) on a topology and "
+        description="Simulate the schedule recorded in a measured run (tpsim run --out) on a topology and "
                     "report predicted vs measured, end to end and per op class, with relative errors.")
-    p.add_argument("measured", metavar="MEASURED.json", help="a tpsim-measured record (tpsim run --json)")
+    p.add_argument("measured", metavar="MEASURED.json", help="a tpsim-measured record (tpsim run --out)")
     p.add_argument("--topology", required=True, metavar="NAME|FILE",
                    help="a preset (loopback:8, ...) or a topology file, e.g. one tpsim calibrate wrote")
     p.add_argument("--placement", metavar="P", help="rank -> GPU placement (default linear)")

@@ -29,7 +29,8 @@ _LEFT = {"name", "source"}  # text columns; the numbers align right
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``model`` sub-command and its ``list`` action."""
     parser = subparsers.add_parser("model", help="list the published transformer model presets",
-                                   description=__doc__.splitlines()[0])
+                                   description="The published transformer models tpsim knows: their sizes "
+                                               "fill --model NAME's transformer.")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     listing = actions.add_parser("list", help="every preset: sizes, parameter counts and sources",

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "rank them by predicted time.")
     p.add_argument("--gpus", type=int, required=True, metavar="P", help="number of GPUs to arrange")
     add_topology_arguments(p)
-    add_workload_arguments(p.add_argument_group("workload"), default_dtype="bfloat16")
+    add_workload_arguments(p.add_argument_group("workload"))
     s = p.add_argument_group("search")
     s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)})")
     s.add_argument("--overlap", action="store_true",

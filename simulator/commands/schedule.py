@@ -12,7 +12,7 @@ from simulator.errors import InputError
 from simulator.ir.accounting import account
 from simulator.ir.checks import check_workload
 from simulator.ir.interpret import DEFAULT_TOLERANCE, float64_bytes, interpret
-from simulator.ir.printout import format_schedule
+from simulator.ir.printout import format_schedule, workload_label
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import save_schedule
 from simulator.ir.validate import validate_schedule
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `schedule` and `verify`."""
     p = subparsers.add_parser("schedule", help="build a schedule; print its accounting, grid or JSON",
                               description="Build the schedule of one algorithm on one grid for one workload.")
-    add_schedule_arguments(p)
+    add_schedule_arguments(p, dtype_help="; it sizes every buffer and message")
     p.add_argument("--out", metavar="FILE.json", help="save the schedule (lossless JSON; missing folders are made)")
     # One printout per run: --json's stdout must stay one parseable object, so the grid cannot join it.
     printout = p.add_mutually_exclusive_group()
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     v = subparsers.add_parser("verify", help="run a schedule in the numpy interpreter against dense float64",
                               description="Prove a schedule correct on seeded numbers; exit 1 if it is not.")
-    add_schedule_arguments(v)
+    add_schedule_arguments(v, dtype_help="; verify computes in float64 whatever it is")
     v.add_argument("--seed", type=int, default=0, help="seed of the input values (default 0)")
     v.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                    help=f"max-norm relative error allowed (default {DEFAULT_TOLERANCE:g})")
@@ -82,7 +82,7 @@ def schedule_command(args: argparse.Namespace) -> int:
     payload = [a.payload_bytes for a in accounts]
     collectives = [a.collectives for a in accounts]
     print(f"{schedule.algorithm} grid {list(schedule.grid)} on {schedule.world_size} ranks, "
-          f"{schedule.workload}, pass {schedule.passes}, {schedule.dtype}")
+          f"{workload_label(schedule)}, pass {schedule.passes}, {schedule.dtype}")
     print(f"  ops per rank        {min(len(p) for p in schedule.programs)}..{max(len(p) for p in schedule.programs)}")
     print(f"  collectives / rank  {min(collectives)}..{max(collectives)}")
     print(f"  p2p msgs / rank     {max(a.p2p_messages for a in accounts)} (max)")
@@ -115,7 +115,7 @@ def verify_command(args: argparse.Namespace) -> int:
     except MemoryError as error:
         raise InputError(f"verifying {what} ran out of memory ({error}); verify smaller sizes on the same "
                          f"grid") from None
-    print(f"{schedule.algorithm} grid {list(schedule.grid)} {schedule.workload} pass {schedule.passes}: "
+    print(f"{schedule.algorithm} grid {list(schedule.grid)} {workload_label(schedule)} pass {schedule.passes}: "
           f"max relative error per output (float64 interpreter, seed {args.seed})")
     width = max(4, *map(len, result.errors))
     for name, error in result.errors.items():

@@ -2,7 +2,8 @@
 
 Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm,mlp,transformer}
 (--m M --k K --n N | --m M --hidden H | --batch B --seq S --hidden H --heads A [--ffn F] [--dropout P])
-[--pass fwd|bwd|both] [--dtype D] [--overlap]`` or ``--schedule FILE.json``.
+[--pass fwd|bwd|both] [--dtype D] [--overlap]`` or ``--schedule FILE.json``; ``--dtype`` defaults to
+``DEFAULT_DTYPE`` (bfloat16) in every command.
 
 ``--model NAME`` (``tpsim model list``) fills the transformer's hidden, heads, ffn, sequence length
 and dropout from a published configuration (any of them given too overrides the preset) and implies
@@ -27,6 +28,10 @@ WORKLOADS = tuple(FIELDS)
 
 DEFAULT_PASS = "both"
 
+DEFAULT_DTYPE = "bfloat16"
+"""The element type of every command that builds a schedule or a workload (`schedule`, `verify`,
+`simulate`, `run`, `predict`): what users time, so one command's numbers carry over to the next."""
+
 GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--workload": "workload", "--m": "m",
                    "--k": "k", "--n": "n", "--hidden": "hidden", "--batch": "batch", "--seq": "seq",
                    "--heads": "heads", "--ffn": "ffn", "--dropout": "dropout", "--model": "model",
@@ -45,21 +50,22 @@ def parse_grid(text: str) -> tuple[int, ...]:
     return grid
 
 
-def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the generator arguments and ``--schedule FILE`` to ``parser``."""
+def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = "") -> None:
+    """Add the generator arguments and ``--schedule FILE`` to ``parser`` (``dtype_help``: what the element
+    type means to this command, added to ``--dtype``'s help)."""
     group = parser.add_argument_group("schedule (generate one, or load --schedule FILE)")
     group.add_argument("--schedule", metavar="FILE", help="a schedule saved by `tpsim schedule --out`")
     group.add_argument("--algo", choices=ALGORITHMS + tuple(ALIASES), help="parallel algorithm")
     group.add_argument("--grid", metavar="Q,Q,D", help=f"process grid [q, q, d] ({', '.join(SQUARE_GRID_ALGORITHMS)})")
     group.add_argument("--gpus", type=int, metavar="P",
                        help="number of ranks (1d, 1d-sp; or 2d when P = q*q, 3d when P = q^3)")
-    add_workload_arguments(group, default_dtype="float32")
+    add_workload_arguments(group, dtype_help=dtype_help)
     group.add_argument("--overlap", action="store_true",
                        help=f"{'/'.join(OVERLAP_ALGORITHMS)}: prefetch each SUMMA step's broadcasts during the "
                             "previous gemm")
 
 
-def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -> None:
+def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:
     """Add the workload's sizes, ``--model --layers --pass --dtype`` (read back by ``workload_from_args``)."""
     group.add_argument("--workload", choices=WORKLOADS, help="one linear (gemm), a transformer MLP (mlp), or one "
                                                             "GPT block (transformer)")
@@ -79,8 +85,7 @@ def add_workload_arguments(group: argparse._ArgumentGroup, default_dtype: str) -
     # Defaults None, filled in by workload_from_args: a value given together with --schedule FILE
     # (which carries its own pass and dtype) must be told apart from a default, and refused.
     group.add_argument("--pass", dest="passes", choices=PASSES, help=f"default: {DEFAULT_PASS}")
-    group.add_argument("--dtype", choices=DTYPES, help=f"element type (default {default_dtype})")
-    group.set_defaults(default_dtype=default_dtype)
+    group.add_argument("--dtype", choices=DTYPES, help=f"element type (default {DEFAULT_DTYPE}){dtype_help}")
 
 
 _SIZES = {"gemm": ("m", "k", "n"), "mlp": ("m", "hidden"),
@@ -97,7 +102,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     ``args.layers`` with the model's block count (1 without ``--model``).
     """
     args.passes = args.passes or DEFAULT_PASS
-    args.dtype = args.dtype or args.default_dtype
+    args.dtype = args.dtype or DEFAULT_DTYPE
     model = preset(args.model) if args.model is not None else None
     if model is not None:
         if args.workload not in (None, "transformer"):

@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--ops", action="store_true",
                      help=f"with --json: include per-op records even above {OPS_INLINE_LIMIT:,} ops")
     out.add_argument("--analytic", action="store_true",
-                     help="also compute the analytic, contention-free bound (simulator.timing.critical_path)")
+                     help="also compute the analytic, contention-free bound (the critical path without link "
+                          "sharing)")
     p.set_defaults(func=simulate_command)
 
 

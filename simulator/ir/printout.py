@@ -11,12 +11,18 @@ Example (2-D SUMMA, gemm forward, [2,2,1], first two ranks)::
 from __future__ import annotations
 
 from simulator.ir.schedule import Schedule
+from simulator.workloads.workload import Workload
+
+
+def workload_label(schedule: Schedule) -> str:
+    """The schedule's workload as its command-line sizes: ``mlp M=8 H=4``, ``transformer B=2 S=8 H=16 A=2 F=64``."""
+    return Workload.from_dict(schedule.workload).label()
 
 
 def format_schedule(schedule: Schedule, ranks: list[int] | None = None, width: int = 24) -> str:
     """The grid for ``ranks`` (default: the first 8), each cell cut to ``width`` characters."""
     shown = list(range(min(8, schedule.world_size))) if ranks is None else ranks
-    header = [f"{schedule.algorithm} {list(schedule.grid)} {schedule.workload} pass={schedule.passes} "
+    header = [f"{schedule.algorithm} {list(schedule.grid)} {workload_label(schedule)} pass={schedule.passes} "
               f"dtype={schedule.dtype}, {schedule.world_size} ranks"
               + ("" if len(shown) == schedule.world_size else f", showing ranks {shown[0]}..{shown[-1]}")]
 

@@ -29,7 +29,7 @@ def bench(tmp_path_factory):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):  # capsys is function-scoped; one job serves the whole module
         status = main(["bench", "--backend", "gloo", "--nproc", "2", "--sizes", "4KiB,64KiB", "--warmup", "1",
-                       "--iters", "2", "--gemm-shapes", "32x16x8", "--json", str(path)])
+                       "--iters", "2", "--gemm-shapes", "32x16x8", "--out", str(path)])
     assert status == 0, out.getvalue()
     return out.getvalue(), json.loads(path.read_text()), str(path)
 
@@ -78,7 +78,7 @@ def test_the_interleaved_form_times_the_op_and_the_gemm_before_it_apart(tmp_path
     path = tmp_path / "interleaved.json"
     assert main(["bench", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce,send,gemm", "--sizes", "64KiB",
                  "--warmup", "1", "--iters", "2", "--gemm-shapes", "64x32x16,16x16x16", "--gemm-concurrency", "2",
-                 "--form", "interleaved", "--json", str(path)]) == 0
+                 "--form", "interleaved", "--out", str(path)]) == 0
     stdout = capsys.readouterr().out
     rows = json.loads(path.read_text())["rows"]
     # Per op and size: one case per gemm shape, each an op row then its gemm's row; then the lock-step gemms.

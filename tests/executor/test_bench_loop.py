@@ -16,17 +16,18 @@ pytest.importorskip("scipy")  # the calibration fitter's solver
 
 from simulator.cli import main  # noqa: E402
 
-SCHEDULE = ["--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "64", "--k", "64", "--n", "64"]
+SCHEDULE = ["--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "64", "--k", "64", "--n", "64",
+            "--dtype", "float32"]  # the dtype bench measures by default
 
 
 def test_bench_calibrate_run_compare(tmp_path, capsys):
     bench, calibrated, measured = tmp_path / "bench.json", tmp_path / "cal.yaml", tmp_path / "measured.json"
     assert main(["bench", "--nproc", "4", "--ops", "broadcast,reduce,gemm", "--group-sizes", "2",
                  "--sizes", "16KiB,64KiB", "--warmup", "1", "--iters", "2", "--gemm-shapes", "32x32x32",
-                 "--json", str(bench)]) == 0
+                 "--out", str(bench)]) == 0
     assert main(["calibrate", "--from-bench", str(bench), "--topology", "loopback:4", "--protocol", "simple",
                  "--no-holdout", "-o", str(calibrated)]) == 0
-    assert main(["run", *SCHEDULE, "--nproc", "4", "--warmup", "1", "--iters", "2", "--json", str(measured)]) == 0
+    assert main(["run", *SCHEDULE, "--nproc", "4", "--warmup", "1", "--iters", "2", "--out", str(measured)]) == 0
     capsys.readouterr()
     assert main(["compare", str(measured), "--topology", str(calibrated), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

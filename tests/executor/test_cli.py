@@ -21,7 +21,7 @@ from simulator.ir.ops import AllReduce  # noqa: E402
 from simulator.ir.serialize import save_schedule, schedule_from_dict, schedule_to_dict  # noqa: E402
 from simulator.timing.results import OP_RECORD_KEYS  # noqa: E402
 
-SMALL_2D = ["--algo", "2d", "--grid", "2,2,1", "--workload", "mlp", "--m", "16", "--hidden", "8"]
+SMALL_2D = ["--algo", "2d", "--grid", "2,2,1", "--workload", "mlp", "--m", "16", "--hidden", "8", "--dtype", "float32"]
 TOP_LEVEL = {"format", "version", "algorithm", "grid", "workload", "passes", "dtype", "backend", "world_size",
              "max_rel_error", "errors", "time_s", "iterations", "ops", "schedule", "host"}
 
@@ -29,7 +29,7 @@ TOP_LEVEL = {"format", "version", "algorithm", "grid", "workload", "passes", "dt
 def test_tpsim_run_writes_a_measured_record_and_a_trace(tmp_path, capsys):
     out, trace = tmp_path / "m.json", tmp_path / "t.json"
     status = main(["run", *SMALL_2D, "--backend", "gloo", "--nproc", "4", "--warmup", "1", "--iters", "3",
-                   "--json", str(out), "--trace", str(trace)])
+                   "--out", str(out), "--trace", str(trace)])
     stdout = capsys.readouterr().out
     assert status == 0, stdout
     assert stdout.startswith("2d grid [2, 2, 1] mlp (m=16, hidden=8) both float32 on 4 ranks (gloo): correct")
@@ -57,7 +57,7 @@ def test_tpsim_run_writes_a_measured_record_and_a_trace(tmp_path, capsys):
 def test_tpsim_run_on_cpu_puts_every_ranks_clock_origin_in_the_record(tmp_path, capsys):
     out = tmp_path / "m.json"
     assert main(["run", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "16", "--k", "8", "--n", "8",
-                 "--nproc", "2", "--warmup", "0", "--iters", "2", "--json", str(out)]) == 0
+                 "--nproc", "2", "--warmup", "0", "--iters", "2", "--out", str(out)]) == 0
     capsys.readouterr()
     record = json.loads(out.read_text())
     origins = record["clock_origins_s"]
@@ -72,7 +72,7 @@ def test_a_wrong_schedule_file_exits_1_with_a_per_rank_report(tmp_path, capsys):
     path = tmp_path / "no-depth-all-reduce.json"
     save_schedule(schedule, path)
     out = tmp_path / "m.json"
-    status = main(["run", "--schedule", str(path), "--nproc", "8", "--iters", "1", "--warmup", "0", "--json", str(out)])
+    status = main(["run", "--schedule", str(path), "--nproc", "8", "--iters", "1", "--warmup", "0", "--out", str(out)])
     stdout = capsys.readouterr().out
     assert status == 1
     assert "WRONG" in stdout.splitlines()[0]
@@ -102,7 +102,7 @@ BAD_INPUT = {
                                                                   "has 4 ranks"),
     "no iterations": (lambda tmp: [*SMALL_2D, "--nproc", "4", "--iters", "0"], "--iters must be >= 1"),
     "bad fault": (lambda tmp: [*SMALL_2D, "--nproc", "4", "--inject-fault", "two:1"], "expected RANK:STEP"),
-    "same output": (lambda tmp: [*SMALL_2D, "--nproc", "4", "--json", str(tmp / "o.json"), "--trace",
+    "same output": (lambda tmp: [*SMALL_2D, "--nproc", "4", "--out", str(tmp / "o.json"), "--trace",
                                  str(tmp / "o.json")], "name the same file"),
 }
 
@@ -110,7 +110,7 @@ BAD_INPUT = {
 @pytest.mark.parametrize("case", list(BAD_INPUT))
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path, capsys):
     args, message = BAD_INPUT[case]
-    argv = ["run", *args(tmp_path), "--json", str(tmp_path / "out.json")] if case != "same output" else \
+    argv = ["run", *args(tmp_path), "--out", str(tmp_path / "out.json")] if case != "same output" else \
         ["run", *args(tmp_path)]
     before = set(os.listdir(tmp_path))
     assert main(argv) == 2
@@ -170,7 +170,7 @@ def test_torchrun_runs_the_same_code_with_its_own_rendezvous(tmp_path):
     # `--` keeps torchrun's own parser away from our options (it would read --m as an ambiguous prefix)
     proc = subprocess.run([TORCHRUN, "--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "executor",
                            "--", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "16", "--k", "8",
-                           "--n", "8", "--iters", "2", "--json", str(out)],
+                           "--n", "8", "--dtype", "float32", "--iters", "2", "--out", str(out)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -69,7 +69,7 @@ def test_tpsim_run_exits_1_with_the_traceback_first_and_leaves_outputs_alone(tmp
     old.write_text('{"previous": true}\n')
     status = main(["run", "--algo", "2d", "--grid", "2,2,1", "--workload", "gemm", "--m", "16", "--k", "8",
                    "--n", "8", "--backend", "gloo", "--nproc", "4", "--inject-fault", "1:2",
-                   "--json", str(old), "--trace", str(tmp_path / "trace.json")])
+                   "--out", str(old), "--trace", str(tmp_path / "trace.json")])
     err = capsys.readouterr().err
     assert status == 1
     assert err.startswith("tpsim run: rank 1 failed first; the other ranks were stopped. Its traceback:\nTraceback")
@@ -96,7 +96,7 @@ def test_killing_tpsim_run_kills_its_ranks_and_writes_nothing(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "simulator.cli", "run", "--algo", "1d", "--gpus", "4", "--workload", "gemm",
          "--m", "16", "--k", "8", "--n", "8", "--nproc", "4", "--timeout", "120", "--inject-fault", "0:0:hang",
-         "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while len(_children(proc.pid)) < 4 and time.monotonic() < deadline:

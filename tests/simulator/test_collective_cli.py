@@ -16,7 +16,7 @@ def run(capsys, *argv):
 
 
 def test_json_has_time_and_nccl_tests_bandwidths(capsys):
-    code, out, _ = run(capsys, "--op", "all_reduce", "--ranks", "8", "--bytes", "1GiB", "--topology", "dgx-a100",
+    code, out, _ = run(capsys, "--op", "all_reduce", "--group-size", "8", "--bytes", "1GiB", "--topology", "dgx-a100",
                        "--json")
     r = json.loads(out)
     assert code == 0 and r["bytes"] == 2**30 and (r["algorithm"], r["protocol"]) == ("ring", "simple")
@@ -28,7 +28,7 @@ def test_json_has_time_and_nccl_tests_bandwidths(capsys):
 
 @pytest.mark.parametrize("op, factor", [("all_gather", 0.75), ("broadcast", 1.0)])
 def test_busbw_factors_and_overrides(capsys, op, factor):
-    code, out, _ = run(capsys, "--op", op, "--ranks", "4", "--bytes", "64MiB", "--topology", "dgx-a100",
+    code, out, _ = run(capsys, "--op", op, "--group-size", "4", "--bytes", "64MiB", "--topology", "dgx-a100",
                        "--algo", "direct" if op == "all_gather" else "binomial_tree", "--protocol", "simple", "--json")
     r = json.loads(out)
     assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * factor)
@@ -36,7 +36,7 @@ def test_busbw_factors_and_overrides(capsys, op, factor):
 
 
 def test_sweep_prints_28_sizes_from_8_bytes_to_1_GiB(capsys):
-    code, out, _ = run(capsys, "--op", "reduce_scatter", "--ranks", "4", "--sweep", "--topology", "dgx-a100")
+    code, out, _ = run(capsys, "--op", "reduce_scatter", "--group-size", "4", "--sweep", "--topology", "dgx-a100")
     rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
     assert code == 0 and len(rows) == 28
     assert rows[0][0] == "8" and rows[-1][0] == str(2**30) and rows[-1][3] == "sum"
@@ -46,7 +46,7 @@ def test_placement_file_puts_ranks_on_other_gpus(capsys, tmp_path):
     # Two ranks on GPUs of different servers: the broadcast crosses InfiniBand (24 GB/s), not NVSwitch.
     placement = tmp_path / "two.json"
     placement.write_text("[8, 0]")
-    argv = ["--op", "broadcast", "--ranks", "2", "--bytes", "64MiB", "--topology", "dgx-a100:2", "--json"]
+    argv = ["--op", "broadcast", "--group-size", "2", "--bytes", "64MiB", "--topology", "dgx-a100:2", "--json"]
     near = json.loads(run(capsys, *argv)[1])
     code, out, _ = run(capsys, *argv, "--placement", str(placement))
     far = json.loads(out)
@@ -64,16 +64,16 @@ def test_compare_against_a_log(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--op", "all_reduce", "--ranks", "8", "--bytes", "1M", "--topology", "dgx-a100"],
+    (["--op", "all_reduce", "--group-size", "8", "--bytes", "1M", "--topology", "dgx-a100"],
      "unit 'M' is ambiguous; write MB (10^6) or MiB (2^20)"),
-    (["--op", "all_reduce", "--ranks", "9", "--bytes", "1MB", "--topology", "dgx-a100"],
-     "--ranks 9: topology dgx-a100 has only 8 GPUs"),
-    (["--op", "broadcast", "--ranks", "4", "--bytes", "1MB", "--topology", "dgx-a100", "--algo", "ring"],
+    (["--op", "all_reduce", "--group-size", "9", "--bytes", "1MB", "--topology", "dgx-a100"],
+     "--group-size 9: topology dgx-a100 has only 8 GPUs"),
+    (["--op", "broadcast", "--group-size", "4", "--bytes", "1MB", "--topology", "dgx-a100", "--algo", "ring"],
      "broadcast: algorithm 'ring' is not available; valid: chain, binomial_tree"),
-    (["--op", "all_reduce", "--ranks", "4", "--topology", "dgx-a100"],
+    (["--op", "all_reduce", "--group-size", "4", "--topology", "dgx-a100"],
      "give exactly one of --bytes SIZE, --sweep or --compare LOG"),
-    (["--op", "all_reduce", "--ranks", "0", "--bytes", "8", "--topology", "dgx-a100"],
-     "--ranks 0: a group has at least 1 rank"),
+    (["--op", "all_reduce", "--group-size", "0", "--bytes", "8", "--topology", "dgx-a100"],
+     "--group-size 0: a group has at least 1 rank"),
 ])
 def test_bad_input_is_one_line_and_status_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -16,7 +16,7 @@ from simulator.cli import main  # noqa: E402
 def test_compare_reads_what_tpsim_run_writes(tmp_path, capsys):
     measured = tmp_path / "measured.json"
     assert main(["run", "--algo", "1d", "--gpus", "2", "--workload", "mlp", "--m", "32", "--hidden", "16",
-                 "--nproc", "2", "--warmup", "1", "--iters", "3", "--json", str(measured)]) == 0
+                 "--nproc", "2", "--warmup", "1", "--iters", "3", "--out", str(measured)]) == 0
     capsys.readouterr()
     assert main(["compare", str(measured), "--topology", "loopback:2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

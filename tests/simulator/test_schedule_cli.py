@@ -32,7 +32,7 @@ def test_schedule_json_contract(capsys) -> None:
     assert [r["rank"] for r in data["per_rank"]] == list(range(8))
     assert {"collectives", "payload_bytes", "flops"} <= set(data["per_rank"][0])
     assert data["per_rank"][0]["collectives"] == 13
-    assert data["passes"] == "both" and data["dtype"] == "float32"  # the defaults
+    assert data["passes"] == "both" and data["dtype"] == "bfloat16"  # the defaults
 
 
 def test_schedule_out_then_verify_the_file(capsys, tmp_path) -> None:

@@ -9,6 +9,7 @@ import pytest
 import simulator.commands.simulate as simulate_command
 from simulator.algorithms.registry import build_schedule
 from simulator.cli import main
+from simulator.commands.schedule_args import DEFAULT_DTYPE
 from simulator.timing.results import OP_RECORD_KEYS
 from simulator.workloads.workload import Workload
 
@@ -27,7 +28,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_human_summary(capsys):
     status, out, _ = run(capsys, "simulate", *GEN, "--topology", "dgx-a100", "--analytic")
     assert status == 0
-    assert out.startswith("summa25d grid [2, 2, 2] mlp (m=64, hidden=16) both float32 on dgx-a100, 8 GPUs")
+    assert out.startswith("summa25d grid [2, 2, 2] mlp (m=64, hidden=16) both bfloat16 on dgx-a100, 8 GPUs")
     for label in ("makespan", "analytic, contention-free", "critical rank", "busiest links", "simulated"):
         assert label in out
 
@@ -42,7 +43,7 @@ def test_json_contract_and_per_op_records(capsys):
     assert critical["finish_s"] == data["makespan_s"]
     assert data["compute_s"] + data["comm_s"] + data["wait_s"] == pytest.approx(data["makespan_s"], rel=1e-12)
     assert data["links"] and {"link", "bytes", "busy_fraction"} <= set(data["links"][0])
-    schedule = build_schedule("summa25d", Workload.mlp(64, 16), "both", "float32", grid=(2, 2, 2))
+    schedule = build_schedule("summa25d", Workload.mlp(64, 16), "both", DEFAULT_DTYPE, grid=(2, 2, 2))
     assert len(data["ops"]) == sum(len(p) for p in schedule.programs)
     for record in data["ops"]:
         assert tuple(record) == OP_RECORD_KEYS
