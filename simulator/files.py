@@ -95,7 +95,7 @@ def load_record(path: str | os.PathLike, format: str, version: int, *, name: str
     InputError (one line) otherwise.
 
     ``name`` is the record's kind in the messages ("not a bench record"), ``writer`` the command that
-    writes one ("write one with tpsim bench --json"); ``file_name`` (in "cannot read ...") and
+    writes one ("write one with tpsim bench --out"); ``file_name`` (in "cannot read ...") and
     ``version_name`` (in "... version 0; this tpsim reads version 1") default to ``name``.
     """
     record = read_json(path, file_name or name)

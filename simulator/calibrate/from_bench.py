@@ -43,7 +43,7 @@ BENCH_FORMS = ("auto", "lock-step", "interleaved")
 
 def load_bench(path: str) -> dict:
     """The bench record at ``path``; InputError for a missing file, bad JSON, another format or version."""
-    record = load_record(path, BENCH_FORMAT, BENCH_VERSION, name="bench record", writer="tpsim bench --json",
+    record = load_record(path, BENCH_FORMAT, BENCH_VERSION, name="bench record", writer="tpsim bench --out",
                          file_name="bench file")
     if not isinstance(record.get("rows"), list):
         raise InputError(f"{path}: bench record has no rows list")

@@ -1,6 +1,6 @@
 """Predicted vs measured: simulate the schedule a measured run recorded and set the two side by side.
 
-A measured run (``tpsim run --json``, ``format: "tpsim-measured"``, ``version: 1``) carries the whole
+A measured run (``tpsim run --out``, ``format: "tpsim-measured"``, ``version: 1``) carries the whole
 schedule it ran and the per-op records of its median iteration. ``compare_record`` simulates that very
 schedule on a topology and compares
 
@@ -63,7 +63,7 @@ def op_class(kind: str) -> str:
 def load_measured(path: str) -> dict:
     """Read a measured-run JSON; InputError (one line) for a missing file, bad JSON, another format, or
     times that are not finite positive seconds (``simulator.compare.record_checks``)."""
-    record = load_record(path, MEASURED_FORMAT, MEASURED_VERSION, name="measured run", writer="tpsim run --json",
+    record = load_record(path, MEASURED_FORMAT, MEASURED_VERSION, name="measured run", writer="tpsim run --out",
                          version_name="measured-run")
     missing = [key for key in _REQUIRED if key not in record]
     if missing:

@@ -1,6 +1,6 @@
 """The numbers of a measured-run record, checked before anything is simulated or compared.
 
-A record that ``tpsim run --json`` wrote has only finite, positive times; one edited by hand, truncated
+A record that ``tpsim run --out`` wrote has only finite, positive times; one edited by hand, truncated
 by another tool or written from a broken clock may not, and a comparison against it prints nonsense
 (``+nan%``, ``-342858.4%``). ``check_measured`` refuses such a record with one InputError line naming
 the file, the field (``iterations[3] time_s``, ``ops[12] duration_s``), what is valid and the value:
