@@ -228,7 +228,7 @@ def test_verify_on_the_2x2x2_cube_passes(capsys, workload: str) -> None:
 
 
 @pytest.mark.parametrize("grid, message", [(("--grid", "2,2,3"), "3d runs on a cube: --grid Q,Q,Q"),
-                                           (("--gpus", "9"), "--gpus 9 is not a cube"),
+                                           (("--gpus", "9"), "3d needs P = q^3 GPUs (a [q,q,q] cube), which 9 is not"),
                                            (("--grid", "2,2,2", "--gpus", "9"), "q^3 = 8 ranks but --gpus is 9")])
 def test_grids_that_are_not_cubes_are_refused_in_one_line(capsys, grid, message: str) -> None:
     status, out, err = run(capsys, "verify", "--algo", "3d", *grid, "--workload", "gemm", *SIZES["gemm"])
