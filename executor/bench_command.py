@@ -10,6 +10,7 @@ throughput over shapes, each timed the nccl-tests way (``executor.bench``) and p
 tables (``--form interleaved``: each collective after a gemm of every ``--gemm-shapes`` shape, timed
 the way a schedule meets it; ``executor.bench_cases``); ``--json`` writes the ``tpsim-bench`` record
 (``executor.bench_report``) that ``tpsim calibrate --from-bench`` reads. Exit status 0, 1 for a failed job, 2 for bad input.
+While it runs, a line every 10 s on a non-terminal stderr counts the measurements done (``simulator.progress``).
 
 Registration imports neither torch nor the rest of the executor; ``bench_command`` does.
 """
@@ -26,6 +27,7 @@ from executor.bench_cases import BENCH_OPS, BenchSettings
 from executor.bench_report import bench_record, bench_rows, host_info, tables
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.progress import Progress
 from simulator.sizes import parse_size
 
 log = logging.getLogger(__name__)
@@ -153,12 +155,17 @@ def bench_command(args: argparse.Namespace) -> int:
                     load[0], cores)
     log.info("bench: %d measurements on %d ranks (%s)", len(cases), args.nproc, args.backend)
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
+    progress = Progress("tpsim bench", total=len(cases), unit="measurement", note=f"--timeout {args.timeout:g}",
+                        background=False)  # no thread: the launcher forks
     try:
-        times = run_local(cases, options, args.nproc, job=bench_rank)
+        times = run_local(cases, options, args.nproc, job=bench_rank,
+                          on_poll=lambda board: progress.moveto(board.completed(1, len(cases))))
     except JobFailed as failure:
+        progress.close()
         sys.stderr.write(f"tpsim bench: {failure.report}\n")
         return 1
     finally:
+        progress.close()
         signal.signal(signal.SIGTERM, previous)
     record = bench_record(settings, args.nproc, args.backend, bench_rows(cases, times), host_info(args.backend, load))
     print(f"# tpsim bench: {args.nproc} ranks, {args.backend}, {record['host']['hostname']} "

@@ -76,7 +76,10 @@ class Progress:
             self._thread.start()
 
     def _tqdm(self):
-        from tqdm import tqdm  # here: only a terminal gets a bar, and tqdm adds ~50 ms to every start
+        from tqdm import tqdm as _tqdm  # here: only a terminal gets a bar, and tqdm adds ~50 ms to every start
+
+        class tqdm(_tqdm):
+            monitor_interval = 0  # no TMonitor thread: it would be alive across the launcher's fork
 
         if self.total is None:
             return tqdm(file=self.stream, leave=False, desc=self.what, bar_format="{desc} {elapsed}")
