@@ -158,3 +158,84 @@ def test_fast_commands_keep_stderr_empty(capsys):
     status = main(["simulate", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "16", "--k", "8",
                    "--n", "4", "--topology", "a100-4gpu"])
     assert status == 0 and capsys.readouterr().err == ""
+
+
+class _Host:
+    """A fake host for experiments.quiet_host: ``busy`` cores for each successive one-second window."""
+
+    def __init__(self, busy: list[float]):
+        self.busy, self.now = list(busy), 0.0
+
+    def busy_cores(self, window_s: float = 1.0) -> float:
+        self.now += window_s
+        return self.busy.pop(0) if self.busy else 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _wait(monkeypatch, caplog, busy, **kwargs):
+    import types
+
+    import experiments.quiet_host as quiet_host
+
+    host = _Host(busy)
+    monkeypatch.setattr(quiet_host, "busy_cores", host.busy_cores)
+    monkeypatch.setattr(quiet_host, "time", types.SimpleNamespace(monotonic=host.monotonic))
+    with caplog.at_level("INFO", logger="experiments.quiet_host"):
+        waited = quiet_host.wait_until_quiet(0.1, **kwargs)
+    return waited, [record.getMessage() for record in caplog.records]
+
+
+WAITING = re.compile(r"waiting for a quiet host: (\d\.\d\d) cores busy now \(load average \d+\.\d\d\), need <= 0\.10 "
+                     r"for 3 s in a row \((\d) so far\); waited (\d+) s of at most (\d+) s")
+
+
+def test_the_quiet_host_wait_says_what_it_waits_for_every_10_s(monkeypatch, caplog):
+    waited, messages = _wait(monkeypatch, caplog, [0.9] * 24 + [0.05, 0.5], timeout_s=900)
+    assert waited == 29
+    found = [WAITING.fullmatch(m) for m in messages[:-1]]
+    assert all(found), messages
+    assert [(f.group(1), f.group(3), f.group(4)) for f in found] == [("0.90", "10", "900"), ("0.90", "20", "900")]
+    assert messages[-1] == "host quiet after 29 s"
+
+
+def test_a_quick_quiet_host_wait_logs_nothing(monkeypatch, caplog):
+    waited, messages = _wait(monkeypatch, caplog, [0.9, 0.0, 0.0, 0.0], timeout_s=900)
+    assert waited == 4 and messages == []
+
+
+def test_a_host_that_never_quietens_is_given_up_on_with_a_warning(monkeypatch, caplog):
+    waited, messages = _wait(monkeypatch, caplog, [0.7] * 100, timeout_s=25)
+    assert waited == 26
+    assert len(messages) == 3 and all(WAITING.fullmatch(m) for m in messages[:2])
+    assert messages[-1] == "host still busy (0.70 cores) after 25 s; measuring anyway"
+
+
+def test_the_board_counts_what_the_slowest_rank_has_finished():
+    from executor.progress import ProgressBoard
+
+    board = ProgressBoard(2)
+    assert board.completed(6, 2) == 0  # both starting
+    board.update(0, "computing", 1, 3, 7)  # schedule 1, iteration 3: 6 + 3 done
+    board.update(1, "checking", 0)  # schedule 0 finished: 6
+    assert board.completed(6, 2) == 6
+    board.update(1, "communicating", 1, 0, 0)
+    assert board.completed(6, 2) == 6
+    board.update(1, "gathering results", 1)
+    board.update(0, "done")
+    assert board.completed(6, 2) == 12
+    board.update(0, "gathering results")  # tpsim bench: after the last case, no schedule index
+    board.update(1, "communicating", 3, 0, 0)  # tpsim bench: in case 3 of 5, three done
+    assert board.completed(1, 5) == 3
+
+
+def test_run_counts_iterations_when_slow(capsys, every_update):
+    pytest.importorskip("torch")
+    status = main(["run", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "16", "--k", "8", "--n", "8",
+                   "--nproc", "2", "--iters", "3"])
+    out, err = capsys.readouterr()
+    assert status == 0 and "correct" in out
+    lines = err.splitlines()
+    assert lines and all(re.fullmatch(r"tpsim run: \d/4 iterations(, checking the results)?, \d+ s \(--timeout 300\)",
+                                      line) for line in lines), lines

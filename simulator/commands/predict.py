@@ -11,8 +11,9 @@ with the critical rank's compute / communication / wait split, the contention-fr
 block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
 Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulator.progress``).
 ``--json`` prints a list of objects (every row of the table, then the skipped ones with ``status:
-"skipped"`` and ``reason``); ``--csv`` writes the same rows; ``--png`` draws a bar chart. For a transformer, ``--layers L`` (or ``--model``'s count) adds
-the whole model's time, L x one block's (``layers``, ``model_time_s``): one block is simulated, not L.
+"skipped"`` and ``reason``); ``--csv`` writes the same rows; ``--png`` draws a bar chart. For a
+transformer, ``--layers L`` (or ``--model``'s count) adds the whole model's time, L x one block's
+(``layers``, ``model_time_s``): one block is simulated, not L.
 """
 
 from __future__ import annotations
