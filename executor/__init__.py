@@ -17,6 +17,8 @@ module               what it does
 ``faults``           the ``--inject-fault`` test hook
 ``progress``         a shared-memory board of where each local rank is (for timeout reports)
 ``launch``           forks N local ranks with a FileStore rendezvous, watches them, stops them on a failure
+``scratch``          the launcher's temporary folder, its owner recorded; stale ones swept
+``estimate``         a CPU run's arithmetic time at this host's measured gemm rate (refused past --timeout)
 ``job_report``       what a failed or timed-out job reports: the real cause first, where ranks were
 ``measure``          the measured-run JSON and the Chrome trace
 ``command``          ``tpsim run`` (registered without importing torch)
@@ -30,5 +32,6 @@ module               what it does
 Importing this package does not import torch; only running does.
 """
 
-__all__ = ["bench", "bench_cases", "bench_command", "bench_report", "buffers", "check", "clock", "command", "faults",
-           "groups", "job_report", "launch", "measure", "ops_torch", "progress", "reference", "run_rank"]
+__all__ = ["bench", "bench_cases", "bench_command", "bench_report", "buffers", "check", "clock", "command", "estimate",
+           "faults", "groups", "job_report", "launch", "measure", "ops_torch", "progress", "reference", "run_rank",
+           "scratch"]

@@ -14,6 +14,8 @@ stdout instead of the tables (the old ``--json FILE`` still writes FILE, with a 
 stderr). ``--dtype`` defaults to float32, not the schedule commands' bfloat16: bfloat16 on gloo's CPU
 ranks is far slower than what a calibration wants to measure. Exit status 0, 1 for a failed job, 2 for
 bad input.
+While it runs, a line every 10 s on a non-terminal stderr counts the measurements done
+(``simulator.progress``).
 
 Registration imports neither torch nor the rest of the executor; ``bench_command`` does.
 """
@@ -32,6 +34,7 @@ from executor.bench_report import bench_record, bench_rows, host_info, tables
 from executor.command import add_json_out_arguments, json_out_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.progress import Progress
 from simulator.sizes import parse_size
 
 log = logging.getLogger(__name__)
@@ -171,14 +174,19 @@ def bench_command(args: argparse.Namespace) -> int:
     load = os.getloadavg()
     log.info("bench: %d measurements on %d ranks (%s)", len(cases), args.nproc, args.backend)
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
+    progress = Progress("tpsim bench", total=len(cases), unit="measurement", note=f"--timeout {args.timeout:g}",
+                        background=False)  # no thread: the launcher forks
     try:
-        times = run_local(cases, options, args.nproc, job=bench_rank)
+        times = run_local(cases, options, args.nproc, job=bench_rank,
+                          on_poll=lambda board: progress.moveto(board.completed(1, len(cases))))
     except JobFailed as failure:
         # The root cause first: a busy host is context for it, never the headline.
+        progress.close()
         sys.stderr.write(f"tpsim bench: {failure.report}\n")
         _warn_if_loaded(load)
         return 1
     finally:
+        progress.close()
         signal.signal(signal.SIGTERM, previous)
     _warn_if_loaded(load)
     record = bench_record(settings, args.nproc, args.backend, bench_rows(cases, times), host_info(args.backend, load))

@@ -10,6 +10,11 @@ deprecation note on stderr. Exit status: 0 correct, 1 wrong results (with a per-
 failed job (the first failing rank's traceback, or the ranks that never arrived within ``--timeout``),
 2 bad input (one line, nothing written).
 
+On gloo, a run whose arithmetic alone would outlast ``--timeout`` at this host's measured gemm rate is
+refused before it starts, and one estimated at more than a few seconds says so first
+(``executor.estimate``); while it runs, a line every 10 s on a non-terminal stderr (a bar on a
+terminal) counts the iterations the slowest rank has finished (``simulator.progress``).
+
 Registration imports neither torch nor the rest of the executor; ``run_command`` does.
 """
 
@@ -24,6 +29,7 @@ from executor.faults import Fault
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.progress import Progress
 
 RUN_DTYPE_HELP = "; the ranks compute in it"
 """What ``--dtype`` means to `tpsim run` (added to the shared help)."""
@@ -147,16 +153,35 @@ def run_command(args: argparse.Namespace) -> int:
     note = json_out_from_args(args, "tpsim run")
     schedule = schedule_from_args(args)
     options = options_from_args(args)
-    if note:
+    from executor.estimate import check_run_time  # torch, as above
+    from executor.launch import JobFailed, run_local
+
+    if options.backend == "gloo" and schedule.world_size == args.nproc:  # else run_local says what is wrong
+        found = check_run_time(schedule, options.warmup, options.iters, options.timeout_s,
+                               dtype_flag=getattr(args, "schedule", None) is None)
+        if found is not None:
+            sys.stderr.write(f"tpsim run: the arithmetic alone takes about {found.about()} here "
+                             f"({found.describe()}); --timeout {options.timeout_s:g}\n")
+    if note:  # after every check: bad input stays one line
         sys.stderr.write(note + "\n")
-    from executor.launch import JobFailed, run_local  # torch, as above
+    iterations = options.warmup + options.iters
+    progress = Progress("tpsim run", total=iterations, unit="iteration", note=f"--timeout {options.timeout_s:g}",
+                        background=False)  # no thread: the launcher forks
+
+    def on_poll(board) -> None:
+        done = board.completed(iterations, 1)
+        if done == iterations and not progress.what:
+            progress.phase("checking the results")
+        progress.moveto(done)
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
     try:
-        [result] = run_local([schedule], options, args.nproc)
+        [result] = run_local([schedule], options, args.nproc, on_poll=on_poll)
     except JobFailed as failure:
+        progress.close()
         sys.stderr.write(f"tpsim run: {failure.report}\n")
         return 1
     finally:
+        progress.close()
         signal.signal(signal.SIGTERM, previous)
     return finish(schedule, result, options, args)

@@ -19,7 +19,8 @@ parent polls its children every few milliseconds:
   rank is found;
 - past ``timeout_s`` (counted from the first fork) every rank is killed and the report names the ranks
   that never arrived (``executor.job_report``);
-- children die with the parent (``PR_SET_PDEATHSIG``), so a killed ``tpsim run`` leaves no ranks behind.
+- children die with the parent (``PR_SET_PDEATHSIG``), so a killed ``tpsim run`` leaves no ranks behind;
+  its folder stays (SIGKILL runs no cleanup), and the next launcher sweeps it (``executor.scratch``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import pickle
 import shutil
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from typing import Callable
@@ -40,6 +40,7 @@ import torch
 from executor.job_report import failure_report, failures, timeout_report
 from executor.progress import ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
+from executor.scratch import make_folder, sweep_stale
 from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.ir.schedule import Schedule
@@ -116,16 +117,19 @@ Job = Callable[..., list | None]
 """What each rank runs: ``job(schedules, options, rdv, report)``, returning rank 0's results (others None)."""
 
 
-def run_local(schedules: list[Schedule], options: RunOptions, nproc: int, job: Job = run_rank) -> list[dict]:
+def run_local(schedules: list[Schedule], options: RunOptions, nproc: int, job: Job = run_rank,
+              on_poll: Callable[[ProgressBoard], None] | None = None) -> list[dict]:
     """Run ``schedules`` (one after another, in one job) on ``nproc`` forked ranks; rank 0's results.
 
     ``job`` is the per-rank function: ``run_rank`` (``tpsim run``), or ``executor.bench.bench_rank``
-    (``tpsim bench``, whose microbenchmarks are schedules too). Raises InputError before forking for a
-    job that cannot start, JobFailed when a rank fails or the job outlasts ``options.timeout_s``.
+    (``tpsim bench``, whose microbenchmarks are schedules too). ``on_poll(board)`` is called at every
+    poll while the ranks run (a progress line; it must be quick). Raises InputError before forking for
+    a job that cannot start, JobFailed when a rank fails or the job outlasts ``options.timeout_s``.
     """
     check_job(schedules, options, nproc)
     torch.set_num_threads(1)
-    folder = tempfile.mkdtemp(prefix="tpsim-run-")
+    sweep_stale()  # the folders of launchers killed before they could remove theirs
+    folder = make_folder()
     board = ProgressBoard(nproc)
     deadline = time.monotonic() + options.timeout_s
     # pid -> rank of every child not yet reaped; only these may be killed (a reaped pid can be reused)
@@ -139,7 +143,7 @@ def run_local(schedules: list[Schedule], options: RunOptions, nproc: int, job: J
             if pid == 0:  # pragma: no cover - runs in the child, which never returns
                 _child(schedules, options, rank, nproc, folder, board, parent, job)
             children[pid] = rank
-        _watch(children, nproc, schedules, options, folder, board, deadline)
+        _watch(children, nproc, schedules, options, folder, board, deadline, on_poll)
         with open(os.path.join(folder, "result.pkl"), "rb") as handle:
             return pickle.load(handle)
     finally:
@@ -195,7 +199,7 @@ def _dump(path: str, data) -> None:
 
 
 def _watch(running: dict[int, int], nproc: int, schedules, options, folder, board: ProgressBoard,
-           deadline: float) -> None:
+           deadline: float, on_poll: Callable[[ProgressBoard], None] | None = None) -> None:
     """Reap children as they exit (removing them from ``running``) until all are done or one fails."""
     exits: dict[int, tuple[int, float]] = {}  # rank -> (exit code, when it was reaped)
     while running:
@@ -205,6 +209,8 @@ def _watch(running: dict[int, int], nproc: int, schedules, options, folder, boar
         if running and time.monotonic() > deadline:
             raise JobFailed(*timeout_report(sorted(running.values()), schedules, options, board))
         if running:
+            if on_poll is not None:
+                on_poll(board)
             time.sleep(_POLL_S)
 
 

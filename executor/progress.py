@@ -2,8 +2,9 @@
 
 The board is an anonymous shared mapping created before the fork, one row per rank: (state, schedule
 index, iteration, step). A rank updates its row before every op (a few numpy stores); the launcher
-reads the rows only to explain a timeout: a rank in a *waiting* state is blocked on its peers, a rank
-in any other state is busy in its own code (or stuck there), which is what "never arrives" means.
+reads the rows to explain a timeout: a rank in a *waiting* state is blocked on its peers, a rank
+in any other state is busy in its own code (or stuck there), which is what "never arrives" means; and,
+while the job runs, for the progress line of ``tpsim run`` and ``tpsim bench`` (``completed``).
 """
 
 from __future__ import annotations
@@ -35,3 +36,23 @@ class ProgressBoard:
         """(state, schedule, iteration, step) of ``rank``; -1 where not applicable."""
         code, schedule, iteration, step = (int(v) for v in self.rows[rank])
         return STATES[code], schedule, iteration, step
+
+    def completed(self, iterations: int, schedules: int) -> int:
+        """How far the slowest rank is, in iterations of ``schedules`` schedules of ``iterations`` each.
+
+        A rank in iteration i of schedule s has finished s * iterations + i of them; one checking or
+        gathering the results of schedule s, (s + 1) * iterations; a rank done, all. Example: 2 schedules
+        of 6 iterations, rank 0 in iteration 3 of schedule 1 (9 done), rank 1 checking schedule 0 (6): 6.
+        """
+        done = []
+        for code, schedule, iteration, _ in self.rows.tolist():
+            state = STATES[code]
+            if state == "done" or (state == "gathering results" and schedule < 0):
+                done.append(schedules * iterations)
+            elif schedule < 0:
+                done.append(0)
+            elif state in ("checking", "gathering results"):
+                done.append((schedule + 1) * iterations)
+            else:
+                done.append(schedule * iterations + max(iteration, 0))
+        return min(done, default=0)

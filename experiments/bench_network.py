@@ -22,6 +22,7 @@ import networkx as nx
 import simpy
 
 from simulator.network.flow_network import FlowNetwork, HopRouter
+from simulator.progress import Progress
 
 
 def cluster(n_gpus: int, per_server: int = 8) -> nx.DiGraph:
@@ -78,9 +79,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50)
     args = parser.parse_args()
     print(f"{'pattern':<12} {'flows':>8} {'rate chg':>9} {'wall s':>8} {'flows/s':>10}")
-    for pattern in ("independent", "ring", "staggered"):
-        flows, changes, _, wall = run(pattern, args.gpus, args.rounds)
-        print(f"{pattern:<12} {flows:>8} {changes:>9} {wall:>8.2f} {flows / wall:>10.0f}")
+    patterns = ("independent", "ring", "staggered")
+    with Progress("experiments.bench_network", total=len(patterns), unit="pattern") as progress:
+        for pattern in patterns:
+            progress.phase(pattern)
+            flows, changes, _, wall = run(pattern, args.gpus, args.rounds)
+            print(f"{pattern:<12} {flows:>8} {changes:>9} {wall:>8.2f} {flows / wall:>10.0f}", flush=True)
+            progress.update()
 
 
 if __name__ == "__main__":

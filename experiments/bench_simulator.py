@@ -40,6 +40,7 @@ import simpy
 
 from simulator.algorithms.registry import build_schedule
 from simulator.ir.validate import validate_schedule
+from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.engine import Engine
 from simulator.timing.simulation import NetworkBackend, paused_gc, plan_on_graph
@@ -139,18 +140,23 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(end_to_end(gpus)))
         return 0
     rows = []
-    for gpus in cases:
-        # Each run in a process of its own: the end-to-end one so that its parent has no other child
-        # (whose peak memory RUSAGE_CHILDREN would report), the phases so that their peak is their own.
-        runs = {}
-        for mode in ("--end-to-end", "--inline"):
-            extra = ["--profile"] * args.profile + ["--no-analytic"] * args.no_analytic if mode == "--inline" else []
-            done = subprocess.run([sys.executable, __file__, mode, "--case", str(gpus)] + extra,
-                                  stdout=subprocess.PIPE, text=True, check=True)
-            runs[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-        row = runs["--inline"]
-        row["end_to_end"] = runs["--end-to-end"]
-        rows.append(row)
+    modes = ("--end-to-end", "--inline")
+    with Progress("experiments.bench_simulator", total=len(cases) * len(modes), unit="run") as progress:
+        for gpus in cases:
+            # Each run in a process of its own: the end-to-end one so that its parent has no other child
+            # (whose peak memory RUSAGE_CHILDREN would report), the phases so that their peak is their own.
+            runs = {}
+            for mode in modes:
+                progress.phase(f"{gpus:,} GPUs {mode[2:]}")
+                extra = (["--profile"] * args.profile + ["--no-analytic"] * args.no_analytic
+                         if mode == "--inline" else [])
+                done = subprocess.run([sys.executable, __file__, mode, "--case", str(gpus)] + extra,
+                                      stdout=subprocess.PIPE, text=True, check=True)
+                runs[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+                progress.update()
+            row = runs["--inline"]
+            row["end_to_end"] = runs["--end-to-end"]
+            rows.append(row)
     print(f"summa25d mlp fwd+bwd, M={TOKENS} tokens, hidden={HIDDEN}, bfloat16; tpsim simulate end to end "
           f"(wall / CPU s, peak MB), then its phases (wall s)")
     print(f"{'GPUs':>5} {'grid':>10} {'topology':>13} {'e2e wall':>8} {'e2e CPU':>8} {'target':>6} {'peak MB':>7}"

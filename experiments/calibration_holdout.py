@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from simulator.cli import main as tpsim
+from simulator.progress import Progress
 
 LOGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "nccl-tests" / "azure-ndv4-a100"
 MIB = 1 << 20
@@ -52,10 +53,12 @@ def held_out_error(extra: list[str], out_dir: str) -> tuple[float, int]:
 def main() -> None:
     print("| held out | max \\|error\\| | buckets |")
     print("|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, Progress("experiments.calibration_holdout", total=len(HOLDOUTS),
+                                                       unit="held-out set") as progress:
         for name, extra in HOLDOUTS:
             error, buckets = held_out_error(extra, tmp)
-            print(f"| {name} | {error:.1%} | {buckets} |")
+            print(f"| {name} | {error:.1%} | {buckets} |", flush=True)
+            progress.update()
 
 
 if __name__ == "__main__":

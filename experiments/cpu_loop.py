@@ -10,7 +10,8 @@ and each collective after a gemm, as in a schedule: ``--form interleaved``), cal
 and ``loopback:8`` from the benches, then runs each schedule ``--runs`` times (``tpsim run``, median
 of ``--iters`` timed iterations each) and compares (``tpsim compare``). Every bench and run waits until the host is idle and is repeated (up to
 ``--retries`` times) if other people's processes kept more than ``--max-foreign-cores`` cores busy
-while it ran (``experiments.quiet_host``).
+while it ran (``experiments.quiet_host``, which says every 10 s what it waits for). A line on stderr
+every 10 s counts the measurements done and names the one running (``simulator.progress``).
 
 Output: ``OUT/cpu_loop.csv`` (one row per loop and schedule: measured median, min, max, predicted,
 relative error, target, foreign load) and the table printed at the end: per schedule the median over
@@ -35,6 +36,7 @@ import sys
 from experiments.quiet_host import ForeignLoad, wait_until_quiet
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.ir.ops import Gemm
+from simulator.progress import Progress
 
 log = logging.getLogger("cpu_loop")
 
@@ -76,20 +78,25 @@ def gemm_shapes(ranks: int) -> str:
     return ",".join(f"{m}x{k}x{n}" for m, k, n in sorted(shapes))
 
 
-def measured(what: str, args: list[str], settings) -> tuple[str, float]:
-    """Run ``tpsim args`` on a quiet host, again if others disturbed it; (stdout, foreign cores)."""
+def measured(what: str, args: list[str], settings, progress: Progress | None = None) -> tuple[str, float]:
+    """Run ``tpsim args`` on a quiet host, again if others disturbed it; (stdout, foreign cores). Counts
+    one measurement on ``progress`` and names it there while it runs."""
+    if progress is not None:
+        progress.phase(what)
     for attempt in range(settings.retries + 1):
         wait_until_quiet(settings.quiet_cores)
         with ForeignLoad() as load:
             out = tpsim(*args)
         if load.cores <= settings.max_foreign_cores:
-            return out, load.cores
+            break
         log.info("%s: others kept %.2f cores busy; %s", what, load.cores,
                  "measuring again" if attempt < settings.retries else "keeping it")
+    if progress is not None:
+        progress.update()
     return out, load.cores
 
 
-def one_loop(index: int, settings, folder: str) -> list[dict]:
+def one_loop(index: int, settings, folder: str, progress: Progress | None = None) -> list[dict]:
     """Bench, calibrate, run and compare every schedule once; one CSV row per schedule."""
     topologies = {}
     for ranks in sorted({n for _, n, _, _ in SCHEDULES}):
@@ -98,7 +105,7 @@ def one_loop(index: int, settings, folder: str) -> list[dict]:
         measured(f"bench {ranks}", ["bench", "--backend", "gloo", "--nproc", str(ranks), "--ops", ops,
                                     "--group-sizes", group_sizes, "--sizes", settings.sizes, "--form", settings.form,
                                     "--warmup", "3", "--iters", str(settings.bench_iters),
-                                    "--gemm-shapes", gemm_shapes(ranks), "--out", bench], settings)
+                                    "--gemm-shapes", gemm_shapes(ranks), "--out", bench], settings, progress)
         topologies[ranks] = os.path.join(folder, f"loop{index}-calibrated{ranks}.yaml")
         tpsim("calibrate", "--from-bench", bench, "--topology", f"loopback:{ranks}", "--protocol", "simple",
               "--no-holdout", "-o", topologies[ranks])
@@ -109,7 +116,7 @@ def one_loop(index: int, settings, folder: str) -> list[dict]:
             path = os.path.join(folder, f"loop{index}-{generator[1]}{ranks}-run{run}.json")
             _, cores = measured(f"{name} run {run}", ["run", *generator, *WORKLOAD, "--backend", "gloo", "--nproc",
                                                       str(ranks), "--warmup", "1", "--iters", str(settings.iters),
-                                                      "--out", path], settings)
+                                                      "--out", path], settings, progress)
             with open(path) as handle:
                 times.append(json.load(handle)["time_s"])
             files.append(path)
@@ -168,12 +175,15 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(settings.out, exist_ok=True)
     rows = []
     csv_path = os.path.join(settings.out, "cpu_loop.csv")
-    for index in range(settings.loops):
-        rows += one_loop(index, settings, settings.out)
-        with open(csv_path, "w", newline="") as handle:  # rewritten each loop: a stopped run keeps its rows
-            writer = csv.DictWriter(handle, FIELDS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
+    total = settings.loops * (len(BENCH) + len(SCHEDULES) * settings.runs)
+    with Progress("experiments.cpu_loop", total=total, unit="measurement") as progress:
+        for index in range(settings.loops):
+            rows += one_loop(index, settings, settings.out, progress)
+            with open(csv_path, "w", newline="") as handle:  # rewritten each loop: a stopped run keeps its rows
+                writer = csv.DictWriter(handle, FIELDS, extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()}
+                                 for r in rows)
     print("\n".join(summary(rows)))
     print(f"wrote {csv_path}")
     return 0

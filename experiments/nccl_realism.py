@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from simulator.cli import main as tpsim
+from simulator.progress import Progress
 
 LOGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "nccl-tests" / "azure-ndv4-a100"
 GPUS = (2, 4, 8)
@@ -43,7 +44,11 @@ def size_name(nbytes: int) -> str:
 
 
 def main() -> None:
-    errors = {n: {row["bytes"]: row["error"] for row in compare(n)} for n in GPUS}
+    errors = {}
+    with Progress("experiments.nccl_realism", total=len(GPUS), unit="log") as progress:
+        for n in GPUS:
+            errors[n] = {row["bytes"]: row["error"] for row in compare(n)}
+            progress.update()
     print("| size | " + " | ".join(f"{n} GPUs" for n in GPUS) + " |")
     print("|---|" + "---|" * len(GPUS))
     for nbytes in sorted(errors[GPUS[0]]):

@@ -11,7 +11,7 @@ fixed-P comparisons, not the paper's weak-scaling series.
 Every number comes from the ``tpsim predict`` command line (run in this process through
 ``simulator.cli.main``, ``--algos summa25d --json``): one predict per machine, case and placement,
 each simulating every summa25d grid of 64 GPUs. Fixed inputs, no randomness: the output is the same on
-every machine. About 20-40 s.
+every machine. About 20-40 s; a line on stderr every 10 s counts the predicts done.
 
     python -m experiments.paper_25d_claim [--csv FILE]
 """
@@ -25,6 +25,7 @@ import io
 import json
 
 from simulator.cli import main as tpsim
+from simulator.progress import Progress
 
 GPUS = 64
 TOPOLOGIES = ("a100-4gpu:16", "dgx-a100:8")
@@ -53,18 +54,27 @@ def predict(topology: str, m: int, hidden: int, placement: str) -> dict[tuple[in
 def measure() -> list[dict]:
     """One row per (M, h, topology, placement): every summa25d grid's time, the ratio, the fastest grid."""
     rows = []
-    for m, hidden in CASES:
-        for topology in TOPOLOGIES:
-            for placement in PLACEMENTS:
-                grids = predict(topology, m, hidden, placement)
-                best = min(grids.values(), key=lambda row: row["time_s"])
-                row = {"m": m, "hidden": hidden, "topology": topology, "placement": placement}
-                row.update({f"time_{_name(grid)}_s": grids[grid]["time_s"] for grid in GRIDS})
-                row["ratio_881_over_444"] = grids[(8, 8, 1)]["time_s"] / grids[(4, 4, 4)]["time_s"]
-                row["compute_444_s"] = grids[(4, 4, 4)]["compute_s"]
-                row["fastest"] = _name(tuple(best["grid"]))
-                rows.append(row)
+    progress = Progress("experiments.paper_25d_claim", total=len(CASES) * len(TOPOLOGIES) * len(PLACEMENTS),
+                        unit="predict")
+    with progress:
+        for m, hidden in CASES:
+            for topology in TOPOLOGIES:
+                for placement in PLACEMENTS:
+                    rows.append(_row(topology, m, hidden, placement))
+                    progress.update()
     return rows
+
+
+def _row(topology: str, m: int, hidden: int, placement: str) -> dict:
+    """One case's row: every summa25d grid's time, [8,8,1] / [4,4,4], [4,4,4]'s compute, the fastest grid."""
+    grids = predict(topology, m, hidden, placement)
+    best = min(grids.values(), key=lambda row: row["time_s"])
+    row = {"m": m, "hidden": hidden, "topology": topology, "placement": placement}
+    row.update({f"time_{_name(grid)}_s": grids[grid]["time_s"] for grid in GRIDS})
+    row["ratio_881_over_444"] = grids[(8, 8, 1)]["time_s"] / grids[(4, 4, 4)]["time_s"]
+    row["compute_444_s"] = grids[(4, 4, 4)]["compute_s"]
+    row["fastest"] = _name(tuple(best["grid"]))
+    return row
 
 
 def table(rows: list[dict], placement: str) -> str:

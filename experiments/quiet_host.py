@@ -24,7 +24,9 @@ import os
 import resource
 import time
 
-__all__ = ["busy_cores", "wait_until_quiet", "ForeignLoad"]
+from simulator.progress import INTERVAL_S
+
+__all__ = ["busy_cores", "wait_until_quiet", "waiting_for", "ForeignLoad"]
 
 log = logging.getLogger(__name__)
 
@@ -51,22 +53,40 @@ def busy_cores(window_s: float = 1.0) -> float:
     return (_busy_s() - start) / window_s
 
 
-def wait_until_quiet(max_busy_cores: float = 0.1, timeout_s: float = 900.0, quiet_s: int = 3) -> float:
+def wait_until_quiet(max_busy_cores: float = 0.1, timeout_s: float = 900.0, quiet_s: int = 3,
+                     every_s: float | None = None) -> float:
     """Block until ``quiet_s`` one-second windows in a row have at most ``max_busy_cores`` busy; the
     seconds waited. (Test suites run in bursts: one idle second is often a pause between two tests.)
 
-    Gives up after ``timeout_s`` (logging a warning) rather than hanging an experiment forever.
+    Every ``every_s`` seconds (default ``simulator.progress.INTERVAL_S``, 10) it logs what it waits
+    for: the cores busy now and the load average against the threshold, how long so far and the
+    limit. Gives up after ``timeout_s`` (logging a warning) rather than hanging an experiment forever.
     """
+    every_s = INTERVAL_S if every_s is None else every_s
     began = time.monotonic()
+    said = began
     calm = 0
     while True:
         busy = busy_cores()
         calm = calm + 1 if busy <= max_busy_cores else 0
+        now = time.monotonic()
         if calm >= quiet_s:
-            return time.monotonic() - began
-        if time.monotonic() - began > timeout_s:
+            if now - began >= every_s:
+                log.info("host quiet after %.0f s", now - began)
+            return now - began
+        if now - began > timeout_s:
             log.warning("host still busy (%.2f cores) after %.0f s; measuring anyway", busy, timeout_s)
-            return time.monotonic() - began
+            return now - began
+        if now - said >= every_s:
+            said = now
+            log.info("waiting for a quiet host: %s; waited %.0f s of at most %.0f s",
+                     waiting_for(busy, max_busy_cores, calm, quiet_s), now - began, timeout_s)
+
+
+def waiting_for(busy: float, max_busy_cores: float, calm: int, quiet_s: int) -> str:
+    """What a wait is for: ``0.85 cores busy now (load average 1.93), need <= 0.10 for 3 s in a row (1 so far)``."""
+    return (f"{busy:.2f} cores busy now (load average {os.getloadavg()[0]:.2f}), need <= {max_busy_cores:.2f} "
+            f"for {quiet_s} s in a row ({calm} so far)")
 
 
 class ForeignLoad:

@@ -25,6 +25,7 @@ from simulator.calibrate.fit import calibrate
 from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
 from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
 from simulator.errors import InputError
+from simulator.progress import Progress
 from simulator.sizes import parse_size
 from topologies import load_topology
 from topologies.loader import FILE_SUFFIXES
@@ -119,8 +120,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
     fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
     holdout = _holdout(args, collectives, fit_min)
-    result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min, protocol=args.protocol,
-                       kind_factors=not args.no_kind_factors)
+    with Progress("tpsim calibrate", what=f"fitting {len(collectives):,} collective and {len(gemms):,} gemm samples"):
+        result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min,
+                           protocol=args.protocol, kind_factors=not args.no_kind_factors)
     result.write(args.output)
     log.info("wrote %s", args.output)
     if args.json:

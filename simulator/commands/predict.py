@@ -9,10 +9,11 @@
 Every legal arrangement (``simulator.predict``) is simulated; the table ranks them by predicted time
 with the critical rank's compute / communication / wait split, the contention-free bound, per-GPU
 block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
-A progress bar goes to stderr when it is a terminal. ``--json`` prints a list of objects (every row of
-the table, then the skipped ones with ``status: "skipped"`` and ``reason``); ``--csv`` writes the same
-rows; ``--png`` draws a bar chart. For a transformer, ``--layers L`` (or ``--model``'s count) adds
-the whole model's time, L x one block's (``layers``, ``model_time_s``): one block is simulated, not L.
+Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulator.progress``).
+``--json`` prints a list of objects (every row of the table, then the skipped ones with ``status:
+"skipped"`` and ``reason``); ``--csv`` writes the same rows; ``--png`` draws a bar chart. For a
+transformer, ``--layers L`` (or ``--model``'s count) adds the whole model's time, L x one block's
+(``layers``, ``model_time_s``): one block is simulated, not L.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.predict import arrangements, predict
 from simulator.predict_plot import plot_predictions
+from simulator.progress import Progress
 from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
@@ -86,13 +88,9 @@ def predict_command(args: argparse.Namespace) -> int:
                          f"{available} GPUs (world size {args.gpus} needs {args.gpus} GPUs)")
     check_placement(args.placement, G, args.gpus, all_ok=True)
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
-    bar = _progress(len(candidates))
-    try:
+    with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
-                       progress=lambda a: bar.update(1) if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+                       progress=lambda _: bar.update())
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     layers = layers_of(args, workload)
     if workload.name == "transformer":
@@ -113,14 +111,6 @@ def predict_command(args: argparse.Namespace) -> int:
         if path:
             print(f"{label}: {path}")
     return 0
-
-
-def _progress(total: int):
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm  # here: only a terminal gets a bar, and tqdm adds ~50 ms to every start
-
-    return tqdm(total=total, file=sys.stderr, unit="arrangement", leave=False)
 
 
 def _title(args, G, workload) -> str:

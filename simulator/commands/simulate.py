@@ -9,7 +9,8 @@ rank's compute/comm/wait split and its split per layer part, per rank, the busie
 records). Per-op records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are
 left out (the object says so in ``ops_omitted``) unless ``--ops`` asks for them. For a transformer
 block, ``--layers L`` (or ``--model``'s count) adds the whole model, L x the one block's makespan
-(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L.
+(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A run longer than 10 s says
+on stderr what it is doing (``simulator.progress``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
                                          load_graph, parse_overrides)
 from simulator.gcpause import paused_gc
 from simulator.ir.validate import validate_schedule
+from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
@@ -65,18 +67,24 @@ def _simulate(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology)
     check_placement(args.placement, G, None)  # the name now, before the schedule is built
-    schedule = schedule_from_args(args)
-    check_placement(args.placement, G, schedule.world_size)  # a file's GPUs, once the ranks are known
-    validate_schedule(schedule)
-    n_ops = sum(len(program) for program in schedule.programs)
-    with_ops = args.json and (args.ops or n_ops <= OPS_INLINE_LIMIT)
-    began = time.perf_counter()
-    result = simulate(schedule, G, args.placement, algorithms=overrides, timeline=bool(with_ops or args.trace),
-                      link_samples=TRACE_LINK_SAMPLES if args.trace else 0)
-    wall_s = time.perf_counter() - began
-    bound = analyze(schedule, G, args.placement, algorithms=overrides, timeline=False) if args.analytic else None
-    if args.trace:
-        write_trace(args.trace, simulated_trace(result))
+    with Progress("tpsim simulate", what="building the schedule") as progress:
+        schedule = schedule_from_args(args)
+        check_placement(args.placement, G, schedule.world_size)  # a file's GPUs, once the ranks are known
+        progress.phase(f"validating the schedule of {schedule.world_size:,} ranks")
+        validate_schedule(schedule)
+        n_ops = sum(len(program) for program in schedule.programs)
+        with_ops = args.json and (args.ops or n_ops <= OPS_INLINE_LIMIT)
+        progress.phase(f"simulating {schedule.world_size:,} ranks, {n_ops:,} ops")
+        began = time.perf_counter()
+        result = simulate(schedule, G, args.placement, algorithms=overrides, timeline=bool(with_ops or args.trace),
+                          link_samples=TRACE_LINK_SAMPLES if args.trace else 0)
+        wall_s = time.perf_counter() - began
+        if args.analytic:
+            progress.phase("computing the analytic bound")
+        bound = analyze(schedule, G, args.placement, algorithms=overrides, timeline=False) if args.analytic else None
+        if args.trace:
+            progress.phase(f"writing the trace {args.trace}")
+            write_trace(args.trace, simulated_trace(result))
     layers = layers_of(args, schedule.workload)
     if args.json:
         data = result.to_dict(ops=with_ops)
