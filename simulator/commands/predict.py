@@ -27,6 +27,7 @@ from simulator.commands.schedule_args import add_workload_arguments, layers_of, 
 from simulator.commands.sim_args import add_topology_arguments, format_bytes, format_time, parse_overrides
 from simulator.errors import InputError
 from simulator.files import replacing
+from simulator.limits import check_ranks
 from simulator.predict import arrangements, predict
 from simulator.predict_plot import plot_predictions
 from topologies import PLACEMENTS, load_topology
@@ -77,6 +78,7 @@ def predict_command(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     if args.gpus < 1:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
+    check_ranks(args.gpus, f"--gpus {args.gpus}")
     workload = workload_from_args(args)
     G = load_topology(args.topology)
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
