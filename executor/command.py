@@ -20,6 +20,7 @@ from executor.faults import Fault
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.limits import check_local_ranks, check_seed, check_timeout, check_tolerance
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, under_torchrun: bool = False) -> None:
@@ -64,6 +65,10 @@ def options_from_args(args: argparse.Namespace):
 
     if args.json is not None and args.json == args.trace:
         raise InputError(f"--json and --trace name the same file {args.json!r}")
+    check_seed(args.seed)
+    if args.tolerance is not None:
+        check_tolerance(args.tolerance)
+    check_timeout(args.timeout)
     fault = Fault.parse(args.inject_fault) if args.inject_fault else None
     return RunOptions(backend=args.backend, warmup=args.warmup, iters=args.iters, seed=args.seed,
                       timeout_s=args.timeout, tolerance=args.tolerance, fault=fault)
@@ -95,10 +100,15 @@ def _terminate(signum, _frame):
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """`tpsim run`."""
-    schedule = schedule_from_args(args)
+    """`tpsim run`: the arguments, then the schedule, then whether it fits in memory, before any rank starts."""
+    check_local_ranks(args.nproc)  # forked here; torchrun's ranks (executor.__main__) are not
     options = options_from_args(args)
-    from executor.launch import JobFailed, run_local  # torch, as above
+    schedule = schedule_from_args(args)
+    from executor.launch import JobFailed, check_job, run_local  # torch, as above
+    from executor.memory import check_run_memory
+
+    check_job([schedule], options, args.nproc)  # a wrong --nproc first: it needs no estimate
+    check_run_memory(schedule, options.backend)
 
     previous = signal.signal(signal.SIGTERM, _terminate)  # so the launcher's cleanup runs
     try:
