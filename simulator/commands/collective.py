@@ -21,6 +21,7 @@ from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
 from simulator.errors import InputError
+from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size, parse_size
 from topologies import gpu_nodes, load_topology, resolve_placement
@@ -54,6 +55,7 @@ def _members(args, G) -> list:
     gpus = gpu_nodes(G)
     if args.ranks < 1:
         raise InputError(f"--ranks {args.ranks}: a group has at least 1 rank")
+    check_ranks(args.ranks, f"--ranks {args.ranks}")
     if args.placement is None:
         if args.ranks > len(gpus):
             raise InputError(f"--ranks {args.ranks}: topology {args.topology} has only {len(gpus)} GPUs")
