@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from simulator.errors import InputError
+from simulator.files import read_text
 
 __all__ = ["NcclTestsRow", "NcclTestsLog", "parse_nccl_tests", "OPS"]
 
@@ -75,9 +76,8 @@ def _number(token: str, kind, where: str, column: str):
 
 def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
     """Parse the log at path ``source`` (or ``text``, with ``source`` naming it in errors)."""
-    if text is None:
-        with open(source, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+    if text is None:  # within simulator.limits' file size, one InputError line naming the log
+        text = read_text(source, "nccl-tests log", errors="replace")
     name = os.path.basename(str(source))
     op = None
     match = _OP_IN_TEXT.search(name)
