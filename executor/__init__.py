@@ -13,6 +13,7 @@ module               what it does
 ``clock``            perf_counter (CPU) and CUDA-event (GPU) clocks for per-op timing
 ``reference``        float64 reference of an output block: panels and chunks, or token chunks
 ``check``            per-rank errors against the reference, tolerances per dtype
+``memory``           what a run holds per rank, estimated up front; the refusal when it cannot fit
 ``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
 ``faults``           the ``--inject-fault`` test hook
 ``progress``         a shared-memory board of where each local rank is (for timeout reports)
@@ -33,5 +34,5 @@ Importing this package does not import torch; only running does.
 """
 
 __all__ = ["bench", "bench_cases", "bench_command", "bench_report", "buffers", "check", "clock", "command", "estimate",
-           "faults", "groups", "job_report", "launch", "measure", "ops_torch", "progress", "reference", "run_rank",
-           "scratch"]
+           "faults", "groups", "job_report", "launch", "measure", "memory", "ops_torch", "progress", "reference",
+           "run_rank", "scratch"]

@@ -34,6 +34,7 @@ from executor.bench_report import bench_record, bench_rows, host_info, tables
 from executor.command import add_json_out_arguments, json_out_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.limits import check_local_ranks, check_shape, check_timeout
 from simulator.progress import Progress
 from simulator.sizes import parse_size
 
@@ -122,6 +123,8 @@ def parse_shapes(text: str | None) -> tuple[tuple[int, int, int], ...] | None:
             m, k, n = (int(x) for x in part.lower().split("x"))
         except ValueError:
             raise InputError(f"--gemm-shapes {part!r}: expected MxKxN, e.g. 512x512x512") from None
+        for shape in ((m, k), (k, n), (m, n)):  # A, B and C within simulator.limits
+            check_shape(shape, f"--gemm-shapes {part}: a matrix")
         shapes.append((m, k, n))
     return tuple(shapes)
 
@@ -130,6 +133,8 @@ def settings_from_args(args: argparse.Namespace):
     """The BenchSettings the arguments describe; InputError for bad values."""
     if args.nproc < 1:
         raise InputError(f"--nproc must be >= 1, got {args.nproc}")
+    check_local_ranks(args.nproc)
+    check_timeout(args.timeout)
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else BENCH_OPS
     changes = {"ops": ops, "sizes_bytes": parse_sizes(args.sizes),
                "group_sizes": _ints(args.group_sizes, "--group-sizes"),

@@ -29,6 +29,7 @@ from executor.faults import Fault
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.limits import check_local_ranks, check_seed, check_timeout, check_tolerance
 from simulator.progress import Progress
 
 RUN_DTYPE_HELP = "; the ranks compute in it"
@@ -110,6 +111,10 @@ def options_from_args(args: argparse.Namespace):
     """The RunOptions the arguments describe; InputError for bad values (imports torch)."""
     if args.out is not None and args.out == args.trace:
         raise InputError(f"--out and --trace name the same file {args.out!r}")
+    check_seed(args.seed)
+    if args.tolerance is not None:
+        check_tolerance(args.tolerance)
+    check_timeout(args.timeout)
     from executor.run_rank import RunOptions  # torch: registration must not import it (module doc)
 
     fault = Fault.parse(args.inject_fault) if args.inject_fault else None
@@ -149,14 +154,19 @@ def _terminate(signum, _frame):
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """`tpsim run`."""
+    """`tpsim run`: the arguments, then the schedule, then whether it fits in memory and time, before any
+    rank starts."""
+    check_local_ranks(args.nproc)  # forked here; torchrun's ranks (executor.__main__) are not
     note = json_out_from_args(args, "tpsim run")
-    schedule = schedule_from_args(args)
     options = options_from_args(args)
+    schedule = schedule_from_args(args)
     from executor.estimate import check_run_time  # torch, as above
-    from executor.launch import JobFailed, run_local
+    from executor.launch import JobFailed, check_job, run_local
+    from executor.memory import check_run_memory
 
-    if options.backend == "gloo" and schedule.world_size == args.nproc:  # else run_local says what is wrong
+    check_job([schedule], options, args.nproc)  # a wrong --nproc first: it needs no estimate
+    check_run_memory(schedule, options.backend)
+    if options.backend == "gloo":
         found = check_run_time(schedule, options.warmup, options.iters, options.timeout_s,
                                dtype_flag=getattr(args, "schedule", None) is None)
         if found is not None:

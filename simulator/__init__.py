@@ -23,9 +23,10 @@ sub-package        what it holds
 =================  ============================================================================
 
 At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
-``sizes`` (byte sizes as people write them), ``compute`` (the compute model), ``files`` (atomic writes
-and checked JSON records), ``gcpause``, ``progress`` (a long command's progress on stderr),
-``simpy_internals`` (the one place simpy's private fields are touched), and
+``sizes`` (byte sizes as people write them), ``limits`` (what tpsim and this machine accept before any
+work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
+model), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
+command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
 ``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked). Topologies live
 in the top-level ``topologies`` package.
 
@@ -39,5 +40,5 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 """
 
 __all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
-           "gcpause", "ir", "network", "predict", "predict_plot", "progress", "simpy_internals", "sizes", "timing",
-           "workloads"]
+           "gcpause", "ir", "limits", "network", "predict", "predict_plot", "progress", "simpy_internals", "sizes",
+           "timing", "workloads"]

@@ -3,15 +3,19 @@
 Every file tpsim writes (schedules, traces, measured and bench records, calibrated topologies, predict's
 CSV, the executor's per-rank results) goes through ``replacing``: a temporary file beside the target,
 renamed over it once complete, so a reader never sees half a file and a failure leaves the old one.
-Every JSON file it reads back goes through ``read_json`` (``load_record`` for the tagged records), so
-a missing file, a file that is not JSON, or a record of another kind or version is one InputError line
-naming the file.
+Every file it reads goes through ``read_bytes`` (text through ``read_text``, JSON through
+``read_json``, tagged records through ``load_record``), so a missing file, one larger than
+``simulator.limits`` allows (at most the limit and one byte are read from a device or a pipe), a
+binary one (``/dev/zero``), one that is not UTF-8 or not JSON, JSON nested too deep, or a record of
+another kind or version is one InputError line naming the file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError
+from simulator.limits import MAX_FILE_BYTES, check_file_size, loads_json
 
-__all__ = ["replacing", "write_json_atomic", "read_json", "load_record"]
+__all__ = ["replacing", "write_json_atomic", "read_bytes", "read_text", "read_json", "load_record"]
 
 
 @contextmanager
@@ -75,30 +80,76 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
             raise InputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def read_json(path: str | os.PathLike, what: str) -> Any:
-    """The JSON value in the file at ``path``; InputError (one line) for a file that cannot be read or
-    is not JSON. ``what`` names the kind of file: "cannot read schedule s.json: No such file or directory"."""
+_CHUNK_BYTES = 1 << 20
+"""``read_bytes`` reads this much at a time, so a binary file is refused at its first chunk."""
+
+
+def read_bytes(path: str | os.PathLike, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the ``what`` file at ``path``; InputError (one line) for one that cannot be read, is
+    larger than ``limit`` bytes or holds a NUL byte (no text file tpsim reads does).
+
+    A regular file's size is checked before reading; anything else (``/dev/zero``, a pipe) is read up
+    to ``limit`` + 1 bytes and refused past ``limit``. Reading goes by chunks and stops at the first NUL
+    byte, so ``/dev/zero`` or ``/dev/urandom`` costs one chunk. Opened without blocking, so a FIFO
+    nobody writes reads as empty instead of hanging."""
+    data = bytearray()
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            info = os.fstat(fd)
+            regular = stat.S_ISREG(info.st_mode)
+            if regular:
+                check_file_size(path, info.st_size, limit, what)
+            while len(data) <= limit:
+                chunk = handle.read(min(_CHUNK_BYTES, limit + 1 - len(data)))
+                if not chunk:
+                    break
+                nul = chunk.find(0)
+                if nul >= 0:
+                    raise InputError(f"{what} {path}: not a text file (a NUL byte at offset {len(data) + nul:,})")
+                data += chunk
     except OSError as error:
         raise InputError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    if len(data) > limit:
+        check_file_size(path, len(data) if regular else None, limit, what)
+    return bytes(data)
+
+
+def read_text(path: str | os.PathLike, what: str, limit: int = MAX_FILE_BYTES, errors: str = "strict") -> str:
+    """The text of the ``what`` file at ``path`` (``read_bytes`` decoded as UTF-8); InputError (one line)
+    for what ``read_bytes`` refuses and, with ``errors="strict"``, for bytes that are not UTF-8."""
+    data = read_bytes(path, what, limit)
     try:
-        return json.loads(text)
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as error:
+        raise InputError(f"{what} {path}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
+                         f"{error.start:,})") from None
+
+
+def read_json(path: str | os.PathLike, what: str, limit: int = MAX_FILE_BYTES) -> Any:
+    """The JSON value in the file at ``path``; InputError (one line) for a file that cannot be read (see
+    ``read_text``), is not JSON or nests deeper than ``simulator.limits.MAX_JSON_DEPTH``. ``what``
+    names the kind of file: "cannot read schedule s.json: No such file or directory"."""
+    text = read_text(path, what, limit)
+    try:
+        return loads_json(text, str(path))
     except json.JSONDecodeError as error:
         raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
 
 
 def load_record(path: str | os.PathLike, format: str, version: int, *, name: str, writer: str,
-                file_name: str | None = None, version_name: str | None = None) -> dict:
+                file_name: str | None = None, version_name: str | None = None,
+                limit: int = MAX_FILE_BYTES) -> dict:
     """The JSON object at ``path`` if its ``"format"`` is ``format`` and its ``"version"`` is ``version``;
     InputError (one line) otherwise.
 
     ``name`` is the record's kind in the messages ("not a bench record"), ``writer`` the command that
     writes one ("write one with tpsim bench --out"); ``file_name`` (in "cannot read ...") and
-    ``version_name`` (in "... version 0; this tpsim reads version 1") default to ``name``.
+    ``version_name`` (in "... version 0; this tpsim reads version 1") default to ``name``; ``limit`` is
+    the most bytes read (``read_text``).
     """
-    record = read_json(path, file_name or name)
+    record = read_json(path, file_name or name, limit)
     if not isinstance(record, dict) or record.get("format") != format:
         found = record.get("format") if isinstance(record, dict) else type(record).__name__
         raise InputError(f"{path}: not a {name} (format {found!r}, expected {format!r}: write one with {writer})")

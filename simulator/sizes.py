@@ -17,6 +17,7 @@ import re
 from fractions import Fraction
 
 from simulator.errors import InputError
+from simulator.limits import check_bytes
 
 __all__ = ["parse_size", "format_size", "UNITS"]
 
@@ -34,6 +35,7 @@ def parse_size(text) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise InputError(f"size {text} is negative; sizes are >= 0 bytes")
+        check_bytes(text, f"size {text}")
         return text
     match = _SIZE.match(str(text))
     valid = "valid: an integer number of bytes or a number with B, KB, MB, GB (10^3...) or KiB, MiB, GiB (2^10...)"
@@ -47,9 +49,12 @@ def parse_size(text) -> int:
                          f"{ {'k': 10, 'm': 20, 'g': 30, 't': 40}[unit]})")
     if unit not in UNITS:
         raise InputError(f"size {text!r}: unknown unit {match.group(2)!r}; {valid}")
+    if len(number) > 30:  # Fraction() of a long digit string is slow, and any such size is over the limit
+        raise InputError(f"size {text[:12]!r}...: a {len(number)}-digit number; sizes are at most 2^50 bytes (1 PiB)")
     value = Fraction(number.replace("_", "")) * UNITS[unit]
     if value.denominator != 1:
         raise InputError(f"size {text!r} is not a whole number of bytes ({float(value)})")
+    check_bytes(int(value), f"size {text!r}")
     return int(value)
 
 

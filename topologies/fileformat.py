@@ -37,6 +37,8 @@ import json
 import networkx as nx
 import yaml
 
+from simulator.errors import InputError
+from simulator.limits import MAX_JSON_DEPTH, check_json_depth, check_topology_gpus, loads_json
 from topologies.errors import TopologyError
 from topologies.validate import validate_graph
 
@@ -146,6 +148,10 @@ def document_to_graph(doc) -> nx.DiGraph:
         raise TopologyError(f"unknown top-level key {unknown[0]!r} (known: {', '.join(_TOP_KEYS)})")
     if doc.get("format", FORMAT) != FORMAT:
         raise TopologyError(f"unknown format {doc['format']!r}, expected {FORMAT}")
+    nodes = doc.get("nodes", [])
+    if isinstance(nodes, list):  # before building anything (simulator.limits)
+        check_topology_gpus(sum(1 for entry in nodes if isinstance(entry, dict) and entry.get("kind") == "gpu"),
+                            "its nodes", TopologyError)
     declared = _mapping(doc.get("devices", {}), "devices")
     devices = {key: _mapping(body, f"device {key}") for key, body in declared.items()}
     G = nx.DiGraph(name=doc.get("name", ""), notes=doc.get("notes", ""), sim=doc.get("sim", {}))
@@ -164,9 +170,8 @@ def document_to_graph(doc) -> nx.DiGraph:
         attrs.update(_extra(entry, f"node {name} extra"))
         if "device" in entry:
             if not isinstance(entry["device"], str) or entry["device"] not in devices:
-                raise TopologyError(
-                    f'node {name} uses unknown device "{entry["device"]}" (known: {", ".join(devices) or "none"})'
-                )
+                known = ", ".join(map(str, devices)) or "none"  # str: a YAML key may be a number
+                raise TopologyError(f'node {name} uses unknown device "{entry["device"]}" (known: {known})')
             attrs["device"] = _device_body(devices[entry["device"]], entry["device"])
         if attrs.get("kind") == "gpu":
             attrs.setdefault("gpu_index", gpus)
@@ -198,18 +203,28 @@ def document_to_graph(doc) -> nx.DiGraph:
 
 def read_document(path: str, text: str) -> object:
     """Parse ``text`` (from ``path``) as JSON (.json) or YAML (anything else), with safe loaders only."""
-    if path.lower().endswith(".json"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
-            raise TopologyError(f"bad JSON at line {error.lineno}: {error.msg}") from None
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader (C or Python)
+        if path.lower().endswith(".json"):
+            return loads_json(text, None)
+        try:
+            doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader (C or Python)
+        except ValueError as error:  # a scalar the constructor cannot make: an int of 5,000 digits, a bad date
+            problem = str(error).splitlines()[0].split(";")[0] if str(error) else "a scalar it cannot read"
+            raise TopologyError(f"bad YAML: {problem}") from None
+        if isinstance(doc, (dict, list)):
+            check_json_depth(doc, None)
+        return doc
+    except json.JSONDecodeError as error:
+        raise TopologyError(f"bad JSON at line {error.lineno}: {error.msg}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise TopologyError(f"bad YAML{where}: {problem}") from None
+    except RecursionError:  # the pure-Python YAML loader, where libyaml is not built in
+        raise TopologyError(f"nested deeper than {MAX_JSON_DEPTH} levels of lists and objects") from None
+    except InputError as error:  # nested too deep (simulator.limits): a TopologyError gets the file's name
+        raise TopologyError(str(error)) from None
 
 
 def write_document(doc: dict, path: str) -> str:

@@ -23,6 +23,8 @@ from xml.etree.ElementTree import ParseError
 
 import networkx as nx
 
+from simulator.errors import InputError
+from simulator.limits import check_topology_gpus, loads_json
 from topologies.errors import TopologyError
 from topologies.validate import validate_graph
 
@@ -58,13 +60,15 @@ def write_graphml(G: nx.DiGraph, path: str) -> None:
 
 def _decode(text, where: str):
     try:
-        return json.loads(text)
+        return loads_json(text, where)
     except (TypeError, json.JSONDecodeError) as error:
         raise TopologyError(f"{where} is not valid JSON: {error}") from None
+    except InputError as error:  # nested too deep (simulator.limits); a TopologyError gets the file's name
+        raise TopologyError(str(error)) from None
 
 
-def read_graphml(path: str) -> nx.DiGraph:
-    """Read and fully validate a GraphML topology."""
+def read_graphml(path) -> nx.DiGraph:
+    """Read and fully validate a GraphML topology from a path or a binary file object."""
     try:
         H = nx.read_graphml(path, node_type=str)
     except (ParseError, nx.NetworkXError, KeyError, ValueError) as error:
@@ -73,6 +77,7 @@ def read_graphml(path: str) -> nx.DiGraph:
     if H.is_multigraph():
         a, b = next((a, b) for a, b in H.edges() if H.number_of_edges(a, b) > 1)
         raise TopologyError(f"duplicate link {a}-{b}")
+    check_topology_gpus(sum(1 for _, kind in H.nodes(data="kind") if kind == "gpu"), "its nodes", TopologyError)
     G = nx.DiGraph(H) if not H.is_directed() else H
     for key in ("node_default", "edge_default"):  # networkx's own bookkeeping, not topology data
         G.graph.pop(key, None)

@@ -13,11 +13,14 @@ Example::
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 
 import networkx as nx
 
+from simulator.errors import InputError
+from simulator.files import read_bytes, read_text
 from topologies.errors import TopologyError
 from topologies.fileformat import document_to_graph, graph_to_document, read_document, write_document
 from topologies.graphml import read_graphml, write_graphml
@@ -47,18 +50,21 @@ def load_topology(spec: str) -> nx.DiGraph:
         G = build_preset(spec)
         validate_graph(G)
         return G
-    if not os.path.isfile(spec):
+    if not os.path.exists(spec):  # a device or a pipe is read (and refused) by read_bytes, not "not found"
         raise TopologyError(f"topology file {spec} not found")
+    # Read within simulator.limits (its size, no NUL byte; UTF-8 but for GraphML, which names its own
+    # encoding): one InputError naming the file.
+    graphml = spec.lower().endswith(".graphml")
     try:
-        if spec.lower().endswith(".graphml"):
-            return read_graphml(spec)
-        with open(spec, encoding="utf-8") as handle:
-            text = handle.read()
-        return document_to_graph(read_document(spec, text))
+        data = read_bytes(spec, "topology") if graphml else read_text(spec, "topology")
+    except InputError as error:
+        raise TopologyError(str(error)) from None
+    try:
+        if graphml:
+            return read_graphml(io.BytesIO(data))
+        return document_to_graph(read_document(spec, data))
     except TopologyError as error:
         raise TopologyError(f"{spec}: {error}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise TopologyError(f"{spec}: cannot read: {getattr(error, 'strerror', None) or error}") from None
 
 
 def save_topology(G: nx.DiGraph, path: str) -> None:

@@ -34,6 +34,9 @@ from typing import Callable
 
 import networkx as nx
 
+from simulator.errors import InputError
+from simulator.files import read_text
+from simulator.limits import loads_json
 from topologies.errors import PlacementDoesNotFit, TopologyError
 from topologies.validate import gpu_nodes
 
@@ -78,20 +81,19 @@ PLACEMENTS: dict[str, Callable[[int, tuple | None], list[int]]] = {
 
 def _read_file(path: str) -> list[int]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise TopologyError(f"placement file {path}: {error.strerror or error}") from None
+        text = read_text(path, "placement file")  # within simulator.limits: one line naming the file
+    except InputError as error:
+        raise TopologyError(str(error)) from None
     if text.lstrip().startswith("["):
         try:
-            values = json.loads(text)
+            values = loads_json(text, f"placement file {path}")
         except json.JSONDecodeError as error:
             raise TopologyError(f"placement file {path}: bad JSON at line {error.lineno}: {error.msg}") from None
     else:
         values = [token for token in re.split(r"[\s,]+", re.sub(r"#[^\n]*", "", text)) if token]
     indices = []
     for position, value in enumerate(values, start=1):  # counted from 1, like a topology file's "link 3"
-        if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,30}", value):  # longer: refused below, not int()'ed
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise TopologyError(f"placement file {path}: entry {position} must be a GPU index, got {value!r}")

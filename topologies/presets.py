@@ -44,6 +44,7 @@ from typing import Callable
 
 import networkx as nx
 
+from simulator.limits import check_topology_gpus
 from topologies import builders
 from topologies.cluster import FabricSpec, fat_tree_cluster
 from topologies.devices import A100_PCIE_40GB, A100_SXM4_40GB, H100_SXM5_80GB, H200_SXM_141GB
@@ -137,6 +138,7 @@ class Preset:
         """
         if self.server is None:
             raise TopologyError(f"preset {self.name} is not a server; it has no cluster form")
+        check_topology_gpus(n_servers * self.server.n_gpus, f"{self.name}:{n_servers}", TopologyError)
         fabric = dataclasses.replace(self.fabric, **fabric_changes)
         G = fat_tree_cluster(self.server, n_servers, fabric, name=f"{self.name}:{n_servers}")
         changes = ", ".join(f"{key}={value}" for key, value in fabric_changes.items())
@@ -145,9 +147,14 @@ class Preset:
         return G
 
 
-def _count(preset: str, arg: str, what: str) -> int:
+def _count(preset: str, arg: str, what: str, gpus_each: int = 1) -> int:
+    """The suffix as a count of ``what``, each of ``gpus_each`` GPUs; checked against
+    ``simulator.limits.MAX_TOPOLOGY_GPUS`` before anything is built."""
+    if re.fullmatch(r"[0-9]{31,}", arg):  # int() of thousands of digits fails, and any such count is too many
+        raise TopologyError(f"{preset}:{arg[:12]}...: a {len(arg)}-digit {what}; too many GPUs for a tpsim topology")
     if not re.fullmatch(r"[0-9]+", arg) or int(arg) < 1:
         raise TopologyError(f"{preset}:{arg}: the suffix must be a positive integer ({what}), got {arg!r}")
+    check_topology_gpus(int(arg) * gpus_each, f"{preset}:{arg}", TopologyError)
     return int(arg)
 
 
@@ -155,7 +162,7 @@ def _server_preset(name: str, server, fabric: FabricSpec, summary: str) -> Prese
     def build(arg: str | None) -> nx.DiGraph:
         if arg is None:
             return server.build()
-        return fat_tree_cluster(server, _count(name, arg, "number of servers"), fabric)
+        return fat_tree_cluster(server, _count(name, arg, "number of servers", server.n_gpus), fabric)
 
     return Preset(name, summary, "N", "N servers on a fat tree", build, server, fabric)
 
@@ -165,7 +172,11 @@ def _torus_build(arg: str | None) -> nx.DiGraph:
         return builders.torus_3d(4, 4, 4)
     if not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*", arg):
         raise TopologyError(f"torus-3d:{arg}: the suffix must be a shape like 4x4x8, got {arg!r}")
-    return builders.torus_3d(*(int(n) for n in arg.split("x")))
+    if len(arg) > 40:  # int() of thousands of digits fails, and any such shape is too many GPUs
+        raise TopologyError(f"torus-3d:{arg[:16]}...: a {len(arg)}-character shape; too many GPUs for a tpsim topology")
+    dims = [int(n) for n in arg.split("x")]
+    check_topology_gpus(dims[0] * dims[1] * dims[2], f"torus-3d:{arg}", TopologyError)
+    return builders.torus_3d(*dims)
 
 
 def _loopback_build(arg: str | None) -> nx.DiGraph:

@@ -27,6 +27,8 @@ validator, the accounting and the simulator.
 
 from __future__ import annotations
 
+import math
+
 from simulator.algorithms.base import Algorithm
 from simulator.algorithms.cannon25d import Cannon25D
 from simulator.algorithms.compose import compose
@@ -37,6 +39,7 @@ from simulator.algorithms.summa25d import Summa25D
 from simulator.algorithms.tensor3d import Tensor3D
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
+from simulator.limits import check_ranks
 from simulator.workloads.workload import Workload
 
 __all__ = ["ALGORITHMS", "ALIASES", "DTYPES", "OVERLAP_ALGORITHMS", "REGISTRY", "SQUARE_GRID_ALGORITHMS",
@@ -69,7 +72,9 @@ def algorithm_class(name: str) -> type[Algorithm]:
 
 
 def legal_grids(algorithm: str, gpus: int) -> list[tuple[int, ...]]:
-    """Every grid shape ``algorithm`` can use on ``gpus`` ranks, before workload divisibility."""
+    """Every grid shape ``algorithm`` can use on ``gpus`` ranks, before workload divisibility; InputError
+    for more than ``simulator.limits.MAX_RANKS`` ranks."""
+    check_ranks(gpus, f"--gpus {gpus}")
     return algorithm_class(algorithm).legal_grids(gpus)
 
 
@@ -88,6 +93,12 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
     workload.input_names(passes)  # validates the pass name
+    # Before resolve_grid: --gpus 10^18 would make it search 10^9 grids, and a large grid's build takes
+    # minutes and gigabytes (simulator.limits).
+    if gpus is not None:
+        check_ranks(gpus, f"--gpus {gpus}")
+    if grid is not None and len(grid) == 3 and min(grid) >= 1:
+        check_ranks(math.prod(grid), f"--grid {','.join(map(str, grid))}")
     schedule = compose(cls.on_grid(cls.resolve_grid(grid, gpus), overlap), workload, passes, dtype)
     if overlap:
         schedule.options["overlap"] = True

@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from simulator.errors import InputError
+from simulator.files import read_text
 
 __all__ = ["NcclTestsRow", "NcclTestsLog", "parse_nccl_tests", "merge_repeats", "OPS", "REPEAT_TOLERANCE"]
 
@@ -158,9 +159,8 @@ def merge_repeats(entries: Iterable[tuple[tuple, NcclTestsRow]]) -> list[tuple[t
 
 def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
     """Parse the log at path ``source`` (or ``text``, with ``source`` naming it in errors)."""
-    if text is None:
-        with open(source, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+    if text is None:  # within simulator.limits' file size, one InputError line naming the log
+        text = read_text(source, "nccl-tests log", errors="replace")
     name = str(source)
     op = None
     match = _OP_IN_TEXT.search(os.path.basename(name))

@@ -23,6 +23,7 @@ from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
 from simulator.errors import InputError
+from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size, parse_size
 from topologies import gpu_nodes, load_topology, resolve_placement
@@ -75,6 +76,7 @@ def _members(args, G) -> list:
     gpus = gpu_nodes(G)
     if args.group_size < 1:
         raise InputError(f"--group-size {args.group_size}: a group has at least 1 rank")
+    check_ranks(args.group_size, f"--group-size {args.group_size}")
     if args.placement is None:
         if args.group_size > len(gpus):
             raise InputError(f"--group-size {args.group_size}: topology {args.topology} has only {len(gpus)} GPUs")

@@ -29,6 +29,7 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
                                          parse_overrides)
 from simulator.errors import InputError
 from simulator.files import replacing
+from simulator.limits import check_ranks
 from simulator.predict import arrangements, predict
 from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
@@ -80,6 +81,7 @@ def predict_command(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     if args.gpus < 1:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
+    check_ranks(args.gpus, f"--gpus {args.gpus}")
     workload = workload_from_args(args)
     G = load_topology(args.topology)
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
@@ -16,6 +15,7 @@ from simulator.ir.printout import format_schedule, workload_label
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import save_schedule
 from simulator.ir.validate import validate_schedule
+from simulator.limits import check_memory, check_seed, check_tolerance
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,12 +46,12 @@ def _rank_range(text: str | None, world: int) -> list[int] | None:
         return None
     try:
         first, _, last = text.partition("-")
-        ranks = list(range(int(first), int(last or first) + 1))
+        first, last = int(first), int(last or first)
     except ValueError:
         raise InputError(f"--ranks {text!r}: expected R or R0-R1, e.g. 0-7") from None
-    if not ranks or ranks[0] < 0 or ranks[-1] >= world:
+    if first > last or first < 0 or last >= world:  # before the list: 0-99999999999 is not built
         raise InputError(f"--ranks {text!r}: ranks run 0..{world - 1}")
-    return ranks
+    return list(range(first, last + 1))
 
 
 def summary(schedule: Schedule) -> dict:
@@ -93,23 +93,15 @@ def schedule_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _physical_memory_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):  # not a POSIX system that reports it
-        return None
-
-
 def verify_command(args: argparse.Namespace) -> int:
+    check_seed(args.seed)
+    check_tolerance(args.tolerance)
     schedule = schedule_from_args(args)
     # Refused up front where it cannot fit: an allocation the kernel grants lazily would otherwise run
     # into the out-of-memory killer instead of a MemoryError.
     what = f"{schedule.algorithm} {list(schedule.grid)} {check_workload(schedule).label()}"
-    needed, physical = float64_bytes(schedule), _physical_memory_bytes()
-    if physical is not None and needed > physical:
-        raise InputError(f"verifying {what} needs at least {needed / 2**30:,.1f} GiB of float64 arrays (every "
-                         f"rank's buffers and the dense reference), more than this machine's "
-                         f"{physical / 2**30:,.1f} GiB; verify smaller sizes on the same grid")
+    check_memory(float64_bytes(schedule), f"verifying {what}", "verify smaller sizes on the same grid",
+                 " of float64 arrays (every rank's buffers and the dense reference)")
     try:
         result = interpret(schedule, seed=args.seed)
     except MemoryError as error:

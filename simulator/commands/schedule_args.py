@@ -21,6 +21,7 @@ from simulator.algorithms.registry import (ALGORITHMS, ALIASES, DTYPES, OVERLAP_
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
+from simulator.limits import check_extent
 from simulator.workloads.models import preset
 from simulator.workloads.workload import FIELDS, PASSES, Workload
 
@@ -130,6 +131,9 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     missing = [f"--{name}" for name in wanted if getattr(args, name) is None and name not in optional]
     if missing:
         raise InputError(f"--workload {args.workload} needs {' '.join(missing)}: {_HINTS[args.workload]}")
+    for name in (*wanted, "layers"):  # by flag, before any size is multiplied (simulator.limits)
+        if name != "dropout" and getattr(args, name) is not None:
+            check_extent(getattr(args, name), f"--{name} {getattr(args, name)}")
     if args.workload == "gemm":
         return Workload.gemm(args.m, args.k, args.n)
     if args.workload == "mlp":

@@ -20,6 +20,7 @@ from simulator.ir.checks import check_workload
 from simulator.ir.ops import OP_TYPES, Op
 from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
 from simulator.ir.validate import validate_schedule
+from simulator.limits import MAX_SCHEDULE_FILE_BYTES, check_ranks, check_shape
 
 FORMAT = "tpsim-schedule"
 VERSION = 1
@@ -180,8 +181,9 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         raise InputError(f"{where}: not a tpsim schedule (format {data.get('format')!r}, expected {FORMAT!r})")
     if data.get("version") != VERSION:
         raise InputError(f"{where}: schedule format version {data.get('version')!r}; this tpsim reads {VERSION}")
+    check_ranks(len(_require(data, "buffers", list, where)), f"{where}: buffers")
     buffers = []
-    for rank, declared in enumerate(_require(data, "buffers", list, where)):
+    for rank, declared in enumerate(data["buffers"]):
         if not isinstance(declared, dict):
             raise InputError(f"{where}: buffers[{rank}] must be an object")
         specs = {}
@@ -189,8 +191,10 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
             at = f"{where}: rank {rank} buffer {name!r}"
             if not isinstance(spec, dict):
                 raise InputError(f"{at}: expected {{shape, dtype}}")
+            shape = _int_list(spec.get("shape"), at + " shape")
+            check_shape(shape, at + " shape")
             try:
-                specs[name] = BufferSpec(_int_list(spec.get("shape"), at + " shape"), spec.get("dtype"))
+                specs[name] = BufferSpec(shape, spec.get("dtype"))
             except ScheduleError as error:
                 raise ScheduleError(f"{at}: {error}") from None
         buffers.append(specs)
@@ -205,6 +209,8 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
               for name, ranks in _require(data, "groups", dict, where).items()}
     tensors = {name: _int_list(shape, f"{where}: tensor {name!r}")
                for name, shape in _require(data, "tensors", dict, where).items()}
+    for name, shape in tensors.items():
+        check_shape(shape, f"{where}: tensor {name!r}")
     schedule = Schedule(
         algorithm=_require(data, "algorithm", str, where),
         grid=_int_list(_require(data, "grid", list, where), f"{where}: grid"),
@@ -234,7 +240,7 @@ def save_schedule(schedule: Schedule, path: str | os.PathLike) -> None:
 
 def load_schedule(path: str | os.PathLike) -> Schedule:
     """Read and validate a schedule file; InputError (one line) for a missing, non-JSON or malformed file."""
-    schedule = schedule_from_dict(read_json(path, "schedule"), str(path))
+    schedule = schedule_from_dict(read_json(path, "schedule", MAX_SCHEDULE_FILE_BYTES), str(path))
     try:
         validate_schedule(schedule)
     except ScheduleError as error:

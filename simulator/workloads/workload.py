@@ -44,6 +44,7 @@ from typing import Callable
 import numpy as np
 
 from simulator.errors import InputError
+from simulator.limits import check_workload_sizes
 from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
 from simulator.workloads.graph import Context, numpy_call, run_chunk
 from simulator.workloads.layers import Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, grad
@@ -134,6 +135,7 @@ class Workload:
             raise InputError(f"{self.name} has one hidden size: k = n = hidden, got k={self.k}, n={self.n}")
         if self.name == "transformer":
             self._check_transformer()
+        check_workload_sizes(self)  # extents, elements and FLOPs within simulator.limits
 
     def _check_transformer(self) -> None:
         for label, value in (("batch", self.batch), ("seq", self.seq), ("heads", self.heads), ("ffn", self.ffn)):

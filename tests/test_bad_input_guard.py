@@ -1,0 +1,359 @@
+"""The resource guard (``simulator.limits``): sizes, values and files that cannot be done are refused up front.
+
+Every row of ``ROWS`` is one bad input to one entry point: it must exit with status 2 and one line on
+stderr holding the expected words, no traceback, nothing on stdout, and leave the folder as it was (no
+file created, the existing ``{out}`` unchanged). The subprocess cases run under a 1.5 GB address-space
+limit and a 20 s timeout: what used to grow to gigabytes or never answer must answer in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from simulator.algorithms.registry import build_schedule
+from simulator.cli import main
+from simulator.errors import InputError
+from simulator.files import read_bytes
+from simulator.ir.serialize import schedule_to_dict
+from simulator.limits import (MAX_ELEMENTS, MAX_JSON_DEPTH, MAX_RANKS, available_memory_bytes, check_json_depth,
+                              loads_json)
+from simulator.workloads.workload import Workload
+
+GEMM = ["--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"]
+SMALL = ["--algo", "1d", "--gpus", "2", *GEMM]
+BIG = str(10**30)
+SENTINEL = "an existing file that a refused command must leave alone\n"
+
+
+def _schedule_file(folder: Path, name: str, change) -> str:
+    """A valid small schedule's JSON with ``change(data)`` applied."""
+    data = schedule_to_dict(build_schedule("1d", Workload.gemm(8, 8, 8), gpus=2))
+    change(data)
+    path = folder / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _first_buffer(data: dict) -> dict:
+    return next(iter(data["buffers"][0].values()))
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    """The inputs the rows name as ``{key}``, made in ``folder``."""
+    deep_array = "[" * 5000 + "]" * 5000  # past the C decoder's recursion limit
+    deep_object = '{"a":' * (MAX_JSON_DEPTH + 36) + "1" + "}" * (MAX_JSON_DEPTH + 36)  # parses; the guard refuses
+    files = {"deep": "deep.json", "deep100": "deep100.json", "deep_yaml": "deep.yaml", "deep_placement": "deep.txt",
+             "latin1": "latin1.json", "gpus_file": "gpus.json", "bigint": "bigint.json", "bigint_yaml": "bigint.yaml"}
+    (folder / files["deep"]).write_text(deep_array)
+    (folder / files["deep100"]).write_text(deep_object)
+    (folder / files["deep_yaml"]).write_text(deep_object)
+    (folder / files["deep_placement"]).write_text("[" * 200 + "]" * 200)
+    (folder / files["latin1"]).write_bytes(b'{"format": "caf\xe9"}')
+    (folder / files["bigint"]).write_text("[" + "9" * 5000 + "]")  # past int()'s 4,300 digits: a ValueError
+    (folder / files["bigint_yaml"]).write_text("name: " + "9" * 5000 + "\n")
+    nodes = [{"name": f"g{i}", "kind": "gpu"} for i in range(131_073)]
+    (folder / files["gpus_file"]).write_text(json.dumps({"name": "many", "nodes": nodes, "links": []}))
+    for name in ("zero.json", "zero.yaml", "zero.txt", "zero.log"):  # a device behind a name tpsim reads as a file
+        (folder / name).symlink_to("/dev/zero")
+    with open(folder / "huge.yaml", "wb") as handle:  # sparse: 300 MiB on paper, no disk
+        handle.truncate(300 << 20)
+    os.link(folder / "huge.yaml", folder / "huge.json")
+    os.mkfifo(folder / "fifo.json")
+    paths = {key: folder / name for key, name in files.items()}
+    paths.update({name.replace(".", "_"): folder / name for name in ("zero.json", "zero.yaml", "zero.txt", "zero.log",
+                                                                      "huge.yaml", "huge.json", "fifo.json")})
+    paths["wide_buffer"] = Path(_schedule_file(folder, "wide.json", lambda d: _first_buffer(d).update(
+        shape=[2**40, 8])))
+    paths["many_elements"] = Path(_schedule_file(folder, "elements.json", lambda d: d["tensors"].update(
+        A=[2**30, 2**30])))
+    paths["many_ranks"] = Path(_schedule_file(folder, "ranks.json", lambda d: d.update(
+        buffers=[{}] * (MAX_RANKS + 1))))
+    paths["out"] = folder / "out.json"
+    paths["out"].write_text(SENTINEL)
+    paths["out_yaml"] = folder / "out.yaml"
+    paths["out_yaml"].write_text(SENTINEL)
+    paths["new"] = folder / "new.json"
+    paths["new_yaml"] = folder / "new.yaml"
+    paths["new_csv"] = folder / "new.csv"
+    return paths
+
+
+ROWS = [
+    # ranks, grids and topology sizes: refused before anything is built
+    (["schedule", "--algo", "1d", "--gpus", "1000000", *GEMM, "--out", "{new}"],
+     "--gpus 1000000: 1,000,000 ranks is more than tpsim simulates (at most 65,536 ranks)"),
+    (["schedule", "--algo", "2d", "--grid", "1000,1000,1", *GEMM, "--out", "{out}"],
+     "--grid 1000,1000,1: 1,000,000 ranks is more than tpsim simulates"),
+    (["simulate", "--algo", "1d", "--gpus", "100000", *GEMM, "--topology", "loopback:8", "--trace", "{new}"],
+     "--gpus 100000: 100,000 ranks"),
+    (["predict", "--gpus", "1000000", "--topology", "dgx-a100:2", *GEMM, "--csv", "{new_csv}"],
+     "--gpus 1000000: 1,000,000 ranks is more than tpsim simulates"),
+    (["predict", "--gpus", "8", "--topology", "dgx-a100:1000000000", *GEMM, "--csv", "{new_csv}"],
+     "dgx-a100:1000000000: 8,000,000,000 GPUs is more than a tpsim topology holds (at most 131,072 GPUs)"),
+    (["simulate", *SMALL, "--topology", "dgx-h100:20000"], "dgx-h100:20000: 160,000 GPUs is more than"),
+    (["topology", "show", "torus-3d:1000x1000x1000"], "torus-3d:1000x1000x1000: 1,000,000,000 GPUs"),
+    (["topology", "show", "loopback:" + "9" * 40], "a 40-digit number of ranks; too many GPUs"),
+    (["topology", "show", "torus-3d:" + "9" * 5000 + "x1x1"], "a 5004-character shape; too many GPUs"),
+    (["topology", "show", "dgx-h100:" + "9" * 5000], "a 5000-digit number of servers; too many GPUs"),
+    (["topology", "save", "dgx-a100:20000", "{out_yaml}"], "dgx-a100:20000: 160,000 GPUs"),
+    (["topology", "show", "{gpus_file}"], "gpus.json: its nodes: 131,073 GPUs is more than a tpsim topology holds"),
+    (["collective", "--op", "all_reduce", "--group-size", "100000", "--bytes", "1MiB", "--topology", "loopback:8"],
+     "--group-size 100000: 100,000 ranks is more than tpsim simulates"),
+    # tensor sizes: each extent, each tensor's elements, the FLOPs
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", BIG, "--k", "8", "--n", "8"],
+     f"--m {BIG}: 1,000,000,000,000,000,000,000,000,000,000 is over the largest tensor extent, 2,147,483,647"),
+    (["verify", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", str(2**62), "--k", "8", "--n", "8"],
+     f"--m {2**62}: "),
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "2**70", "--k", "8", "--n", "8"],
+     "argument --m: invalid int value: '2**70'"),
+    (["simulate", "--algo", "1d", "--gpus", "2", "--workload", "mlp", "--m", "8", "--hidden", BIG, "--topology",
+      "loopback:2"], f"--hidden {BIG}: "),
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "gemm", "--m", "100000000", "--k", "100000000",
+      "--n", "8", "--out", "{new}"],
+     "tensor A [100000000, 100000000]: 10,000,000,000,000,000 elements is over the most one tensor may hold, "
+     "281,474,976,710,656 (2^48)"),
+    (["predict", "--gpus", "8", "--topology", "dgx-a100", "--workload", "gemm", "--m", "16777216", "--k", "16777216",
+      "--n", "16777216"], "FLOPs (forward and backward) is over 9,223,372,036,854,775,807 (2^63 - 1, int64)"),
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "transformer", "--batch", "1", "--seq", "20000000",
+      "--hidden", "16", "--heads", "8"], "the attention scores (b*a*s*s) are 3,200,000,000,000,000 elements"),
+    (["simulate", "--algo", "1d", "--gpus", "2", "--model", "gpt3-125m", "--batch", "1", "--layers", BIG,
+      "--topology", "loopback:2"], f"--layers {BIG}: "),
+    # seeds and tolerances
+    (["verify", *SMALL, "--seed", "-1"], "--seed -1: a seed is an integer from 0 to 4,294,967,295 (2^32 - 1)"),
+    (["verify", *SMALL, "--seed", str(2**64)], f"--seed {2**64}: a seed is an integer from 0 to"),
+    (["verify", *SMALL, "--seed", str(2**32)], f"--seed {2**32}: "),
+    (["verify", *SMALL, "--tolerance", "nan"], "--tolerance nan: a tolerance is a finite number > 0"),
+    (["verify", *SMALL, "--tolerance", "-1"], "--tolerance -1.0: a tolerance is a finite number > 0"),
+    (["verify", *SMALL, "--tolerance", "inf"], "--tolerance inf: "),
+    (["verify", *SMALL, "--tolerance", "0"], "--tolerance 0.0: "),
+    # byte sizes
+    (["collective", "--op", "all_reduce", "--group-size", "8", "--bytes", "2000000000000000000000", "--topology",
+      "loopback:8"], "2,000,000,000,000,000,000,000 bytes is over the largest size tpsim takes"),
+    (["collective", "--op", "all_reduce", "--group-size", "8", "--bytes", "1" + "0" * 5000, "--topology", "loopback:8"],
+     "a 5001-digit number; sizes are at most 2^50 bytes"),
+    # files: devices, sizes, encodings, nesting, contents past the limits
+    (["verify", "--schedule", "/dev/zero"], "schedule /dev/zero: not a text file (a NUL byte at offset 0)"),
+    (["simulate", "--schedule", "/dev/urandom", "--topology", "loopback:2"], "schedule /dev/urandom: not a text file"),
+    (["schedule", "--schedule", "{deep}", "--out", "{new}"], "deep.json: nested deeper than 64 levels of lists"),
+    (["verify", "--schedule", "{deep100}"], "deep100.json: nested deeper than 64 levels of lists and objects"),
+    (["verify", "--schedule", "{latin1}"], "latin1.json: not UTF-8 text (byte 0xe9 at offset 15)"),
+    (["verify", "--schedule", "{fifo_json}"], "fifo.json: not valid JSON"),
+    (["verify", "--schedule", "{bigint}"], "bigint.json: an integer of 5,000 digits; tpsim reads integers of at most"),
+    (["topology", "show", "{bigint}"], "bigint.json: an integer of 5,000 digits"),
+    (["topology", "show", "{bigint_yaml}"], "bigint.yaml: bad YAML: Exceeds the limit (4300 digits)"),
+    (["simulate", *SMALL, "--topology", "loopback:2", "--placement", "{bigint}"],
+     "placement file {bigint}: an integer of 5,000 digits"),
+    (["verify", "--schedule", "{wide_buffer}"], "shape [1099511627776, 8]: 1,099,511,627,776 is over the largest"),
+    (["simulate", "--schedule", "{many_elements}", "--topology", "loopback:2"],
+     "tensor 'A' [1073741824, 1073741824]: 1,152,921,504,606,846,976 elements is over the most"),
+    (["schedule", "--schedule", "{many_ranks}"], "ranks.json: buffers: 65,537 ranks is more than tpsim simulates"),
+    (["topology", "show", "{zero_json}"], "zero.json: not a text file (a NUL byte at offset 0)"),
+    (["topology", "save", "{zero_yaml}", "{out_yaml}"], "zero.yaml: not a text file"),
+    (["topology", "show", "{huge_yaml}"], "huge.yaml is 300 MiB; tpsim reads at most 256 MiB from a topology file"),
+    (["topology", "show", "{deep100}"], "deep100.json: nested deeper than 64 levels"),
+    (["topology", "show", "{deep_yaml}"], "deep.yaml: nested deeper than 64 levels"),
+    (["simulate", *SMALL, "--topology", "loopback:2", "--placement", "{deep_placement}"],
+     "placement file {deep_placement}: nested deeper than 64 levels"),
+    (["simulate", *SMALL, "--topology", "loopback:2", "--placement", "{zero_txt}"],
+     "placement file {zero_txt}: not a text file"),
+    (["collective", "--compare", "{zero_log}", "--topology", "loopback:8"], "nccl-tests log {zero_log}: not a text"),
+    (["compare", "{zero_json}", "--topology", "loopback:2", "--trace", "{new}"], "measured run {zero_json}: not a"),
+    (["compare", "{huge_json}", "--topology", "loopback:2"], "huge.json is 300 MiB; tpsim reads at most 256 MiB"),
+    (["compare", "{deep}", "--topology", "loopback:2"], "deep.json: nested deeper than 64 levels"),
+    (["calibrate", "--from-bench", "{deep100}", "--topology", "loopback:2", "-o", "{new_yaml}"],
+     "deep100.json: nested deeper than 64 levels"),
+    (["calibrate", "--from-bench", "{zero_json}", "--topology", "loopback:2", "-o", "{out_yaml}"],
+     "bench file {zero_json}: not a text file"),
+]
+
+TORCH_ROWS = [
+    (["run", *SMALL, "--nproc", "100000"], "--nproc 100000: at most 512 ranks run on one host"),
+    (["run", *SMALL, "--nproc", "2", "--seed", "-1", "--out", "{new}"], "--seed -1: a seed is an integer"),
+    (["run", *SMALL, "--nproc", "2", "--seed", str(2**64)], f"--seed {2**64}: "),
+    (["run", *SMALL, "--nproc", "2", "--tolerance", "nan", "--out", "{out}"], "--tolerance nan: a tolerance is"),
+    (["run", *SMALL, "--nproc", "2", "--tolerance", "inf"], "--tolerance inf: "),
+    (["run", *SMALL, "--nproc", "2", "--timeout", "inf"], "--timeout inf: a time limit is a finite number"),
+    (["run", "--algo", "1d", "--gpus", "2", "--nproc", "2", "--workload", "gemm", "--m", "2097152", "--k",
+      "2097152", "--n", "8", "--dtype", "float32", "--out", "{new}", "--trace", "{out}"],
+     "running 1d [2] gemm M=2097152 K=2097152 N=8 float32 on 2 local ranks needs at least 131,072.6 GiB (the "
+     "largest rank 65,536.3 GiB: its buffers and its largest output block's float64 reference), more than the"),
+    (["run", "--schedule", "/dev/zero", "--nproc", "2"], "schedule /dev/zero: not a text file"),
+    (["bench", "--nproc", "100000", "--out", "{new}"], "--nproc 100000: at most 512 ranks run on one host"),
+    (["bench", "--nproc", "2", "--timeout", "nan"], "--timeout nan: a time limit is a finite number of seconds"),
+    (["bench", "--nproc", "2", "--gemm-shapes", "100000000x100000000x8"],
+     "--gemm-shapes 100000000x100000000x8: a matrix [100000000, 100000000]: 10,000,000,000,000,000 elements"),
+    (["bench", "--nproc", "2", "--sizes", "1KiB:2000000000000000000000", "--out", "{out}"],
+     "bytes is over the largest size tpsim takes"),
+]
+
+
+def _snapshot(folder: Path) -> dict[str, object]:
+    """Every entry's kind and, for regular files, size, time and (when small) content."""
+    state = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            state[path.name] = ("link", os.readlink(path))
+        elif path.is_fifo():
+            state[path.name] = "fifo"
+        else:
+            info = path.stat()
+            small = info.st_size < (1 << 20)
+            state[path.name] = (info.st_size, info.st_mtime_ns, path.read_bytes() if small else None)
+    return state
+
+
+def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's own errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _check_row(capsys, tmp_path: Path, argv: list[str], message: str) -> None:
+    paths = {key: str(value) for key, value in _files(tmp_path).items()}
+    argv = [arg.format(**paths) for arg in argv]
+    message = message.format(**paths)
+    before = _snapshot(tmp_path)
+    status, out, err = _run(capsys, argv)
+    assert status == 2, err
+    assert message in err
+    assert len(err.splitlines()) == 1 and err.endswith("\n") and "Traceback" not in err
+    assert out == ""
+    assert _snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("argv, message", ROWS, ids=[f"{row[0][0]}-{i}" for i, row in enumerate(ROWS)])
+def test_bad_input_is_refused_in_one_line(capsys, tmp_path, argv, message) -> None:
+    _check_row(capsys, tmp_path, argv, message)
+
+
+@pytest.mark.parametrize("argv, message", TORCH_ROWS, ids=[f"{row[0][0]}-{i}" for i, row in enumerate(TORCH_ROWS)])
+def test_bad_run_and_bench_input_is_refused_in_one_line(capsys, tmp_path, argv, message) -> None:
+    pytest.importorskip("torch")
+    _check_row(capsys, tmp_path, argv, message)
+
+
+# -- under a memory limit, in a child: what used to take gigabytes or never end ----------------------------------
+
+def _limited() -> None:  # pragma: no cover - runs in the child
+    limit = 1536 << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _deep_file(folder: Path) -> str:
+    path = folder / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return str(path)
+
+
+SUBPROCESS_ROWS = [
+    (lambda folder: ["verify", "--schedule", "/dev/zero"], "not a text file"),
+    (lambda folder: ["simulate", "--schedule", _deep_file(folder), "--topology", "loopback:2"],
+     "nested deeper than 64 levels"),
+    (lambda folder: ["predict", "--gpus", "8", "--topology", "dgx-a100:1000000000", *GEMM],
+     "8,000,000,000 GPUs is more than a tpsim topology holds"),
+    (lambda folder: ["schedule", "--algo", "1d", "--gpus", "1000000", *GEMM], "1,000,000 ranks is more than"),
+    (lambda folder: ["topology", "show", "dgx-h100:1000000000"], "GPUs is more than a tpsim topology holds"),
+]
+
+
+@pytest.mark.parametrize("make_argv, message", SUBPROCESS_ROWS, ids=["dev-zero", "deep-json", "servers", "gpus",
+                                                                    "topology"])
+def test_refused_within_seconds_and_a_memory_limit(tmp_path, make_argv, message) -> None:
+    argv = make_argv(tmp_path)
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "simulator.cli", *argv], capture_output=True, text=True, timeout=20,
+                          preexec_fn=_limited, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    elapsed = time.monotonic() - began
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.splitlines()) == 1 and done.stdout == ""
+    assert elapsed < 15, f"took {elapsed:.1f} s"
+
+
+# -- the checks themselves ---------------------------------------------------------------------------------------
+
+def test_a_yaml_alias_bomb_is_walked_once_per_container() -> None:
+    """Nine levels of ten aliases each are 10^9 paths; the depth check visits each list once."""
+    level: list = [1]
+    for _ in range(9):
+        level = [level] * 10
+    began = time.monotonic()
+    check_json_depth(level, "bomb")
+    assert time.monotonic() - began < 1.0
+
+
+def test_depth_is_counted_exactly() -> None:
+    ok = json.dumps(_nest(MAX_JSON_DEPTH))
+    assert loads_json(ok, "f") is not None
+    with pytest.raises(InputError, match="f: nested deeper than 64 levels"):
+        loads_json(json.dumps(_nest(MAX_JSON_DEPTH + 1)), "f")
+
+
+def _nest(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_a_fifo_nobody_writes_reads_as_empty(tmp_path) -> None:
+    os.mkfifo(tmp_path / "p")
+    assert read_bytes(tmp_path / "p", "schedule") == b""
+
+
+def test_a_file_at_the_limit_is_read_and_one_byte_more_is_not(tmp_path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"x" * 100)
+    assert read_bytes(path, "log", limit=100) == b"x" * 100
+    with pytest.raises(InputError, match="log .* is 100 bytes; tpsim reads at most 99 bytes from a log file"):
+        read_bytes(path, "log", limit=99)
+
+
+def test_available_memory_is_known_here() -> None:
+    assert available_memory_bytes() > 0
+
+
+def test_the_largest_workload_within_the_limits_is_accepted() -> None:
+    """2^24 x 2^24 is exactly MAX_ELEMENTS: accepted (only a symbolic schedule is built)."""
+    assert 2**24 * 2**24 == MAX_ELEMENTS
+    Workload.gemm(2**24, 2**24, 8)
+    with pytest.raises(InputError, match="elements is over"):
+        Workload.gemm(2**24 + 1, 2**24, 8)
+
+
+def test_run_memory_counts_buffers_and_the_reference() -> None:
+    pytest.importorskip("torch")
+    from executor.memory import check_run_memory, rank_bytes
+    from executor.reference import peak_bytes
+
+    schedule = build_schedule("1d", Workload.gemm(64, 32, 16), gpus=2)
+    workload = Workload.gemm(64, 32, 16)
+    needs = rank_bytes(schedule)
+    for rank, need in enumerate(needs):
+        buffers = sum(spec.nbytes for spec in schedule.buffers[rank].values())
+        reference = max(peak_bytes(workload, b.tensor, b.rows, b.cols) for b in schedule.outputs if b.rank == rank)
+        assert need == buffers + reference
+    check_run_memory(schedule, "gloo")  # a few MiB: fits
+
+
+def test_run_memory_refusal_names_the_need_and_the_memory(monkeypatch) -> None:
+    pytest.importorskip("torch")
+    from executor.memory import check_run_memory, rank_bytes
+
+    schedule = build_schedule("1d", Workload.gemm(64, 32, 16), gpus=2)
+    monkeypatch.setattr("simulator.limits.available_memory_bytes", lambda: sum(rank_bytes(schedule)) - 1)
+    with pytest.raises(InputError, match=r"on 2 local ranks needs at least [0-9.]+ MiB \(the largest rank [0-9.]+ "
+                                         r"MiB: .*\), more than the [0-9.]+ MiB of memory available here; run "
+                                         r"smaller sizes"):
+        check_run_memory(schedule, "gloo")
