@@ -132,7 +132,7 @@ def summary_lines(result, bound=None, wall_s: float | None = None) -> list[str]:
     lines += part_lines(result)
     for i, link in enumerate(result.links[:5]):
         label = "  busiest links   " if i == 0 else "                  "
-        lines.append(f"{label}{link.src}->{link.dst} ({link.kind}): {format_bytes(link.bytes)}, "
+        lines.append(f"{label}{link.label} ({link.kind}): {format_bytes(link.bytes)}, "
                      f"busy {100 * link.busy_fraction:.0f}%")
     run = f"  simulated       {stats['collectives']:,} collectives, {stats['p2p']:,} send/recv, {stats['flows']:,} flows"
     if stats.get("events") is not None:
