@@ -11,6 +11,14 @@ left out (the object says so in ``ops_omitted``) unless ``--ops`` asks for them.
 block, ``--layers L`` (or ``--model``'s count) adds the whole model, L x the one block's makespan
 (``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A run longer than 10 s says
 on stderr what it is doing (``simulator.progress``).
+
+Validation is proportional to need (``--validate``). A schedule file is always validated in full as
+it is loaded (``simulator.ir.serialize.load_schedule``), and not again here. A schedule a generator
+builds in this process gets the static checks (declarations, shapes, groups: ``simulator.ir.checks``)
+and skips the dry run of every rank (``simulator.ir.walk``), two thirds of validation's cost: each
+generator's dry run is proven by the tests on every legal grid of 4 and 8 GPUs, every workload and
+pass (``tests/simulator/test_registry.py``), and a generator emits the same program shape on any grid.
+``--validate full`` dry-runs it as well.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from simulator.commands.schedule_args import add_schedule_arguments, layers_of, 
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          load_graph, parse_overrides)
 from simulator.gcpause import paused_gc
+from simulator.ir.checks import check_static
 from simulator.ir.validate import validate_schedule
 from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
@@ -32,6 +41,9 @@ from simulator.timing.trace import simulated_trace, write_trace
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
+
+VALIDATE_CHOICES = ("auto", "full")
+"""``--validate``: see the module docstring."""
 
 TRACE_LINK_SAMPLES = 200
 """Link-utilisation samples taken for the trace's counter tracks."""
@@ -52,6 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--analytic", action="store_true",
                      help="also compute the analytic, contention-free bound (the critical path without link "
                           "sharing)")
+    checks = p.add_argument_group("checks")
+    checks.add_argument("--validate", choices=VALIDATE_CHOICES, default="auto",
+                        help="auto (default): a schedule built here gets the static checks, its dry run being "
+                             "proven by the tests; a --schedule file is validated in full as it loads; full: "
+                             "also dry-run a built schedule on every rank")
     p.set_defaults(func=simulate_command)
 
 
@@ -70,8 +87,12 @@ def _simulate(args: argparse.Namespace) -> int:
     with Progress("tpsim simulate", what="building the schedule") as progress:
         schedule = schedule_from_args(args)
         check_placement(args.placement, G, schedule.world_size)  # a file's GPUs, once the ranks are known
-        progress.phase(f"validating the schedule of {schedule.world_size:,} ranks")
-        validate_schedule(schedule)
+        if args.schedule is None:  # built here; a file was validated as it loaded
+            progress.phase(f"validating the schedule of {schedule.world_size:,} ranks")
+            if args.validate == "full":
+                validate_schedule(schedule)
+            else:
+                check_static(schedule)
         n_ops = sum(len(program) for program in schedule.programs)
         with_ops = args.json and (args.ops or n_ops <= OPS_INLINE_LIMIT)
         progress.phase(f"simulating {schedule.world_size:,} ranks, {n_ops:,} ops")
