@@ -4,8 +4,10 @@ The tensors a layer's backward reads (``Layer.saved``: LayerNorm keeps its input
 linear its input, GELU its input, attention its QKV) are buffers named as the tensor on each rank, at
 the block shape the algorithm left them in: 1-D Megatron keeps the whole [M, h] LayerNorm outputs A1,
 A2 on every rank, 1-D with sequence parallelism keeps the row shards (and re-gathers them in the
-backward), SUMMA2.5 keeps [M/(d q), h/q] blocks, so replication shows by itself. The backward-only
-schedule's inputs are exactly these blocks (``tests/memory`` holds the two to each other).
+backward), SUMMA2.5 keeps [M/(d q), h/q] blocks, so replication shows by itself. Only buffers the
+rank reads count (Cannon's depth layers declare QKV and H as the unused outputs of a reduce, and keep
+nothing). The backward-only schedule's inputs are exactly these blocks (the tests hold the two to each
+other for every algorithm).
 
 tpsim's IR regenerates two things Megatron-LM stores, which are added here (Korthikanti et al. 2022,
 arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
@@ -76,7 +78,9 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str) -> list[Kep
     """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``."""
     workload = Workload.from_dict(schedule.workload)
     layers = workload.layers()
-    buffers = schedule.buffers[rank]
+    read = {name for op in schedule.programs[rank] for name in op.reads()}
+    # Only what the rank reads: a Cannon depth layer declares QKV as a reduce's unused output, and holds none.
+    buffers = {name: spec for name, spec in schedule.buffers[rank].items() if name in read}
     first = layers[0].inputs[0]
     if recompute == "full":
         return [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []

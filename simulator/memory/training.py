@@ -34,7 +34,7 @@ from simulator.memory.states import bytes_per_parameter, state_items
 from simulator.workloads.layers import grad
 from simulator.workloads.workload import Workload
 
-__all__ = ["training_memory"]
+__all__ = ["rank_memory", "training_memory"]
 
 
 def _skip(workload: Workload) -> set[str]:
@@ -87,14 +87,26 @@ def _rank_items(schedule: Schedule, rank: int, workload: Workload, setup: Traini
     return items
 
 
-def training_memory(schedule: Schedule, setup: TrainingSetup) -> MemoryBreakdown:
-    """The memory per GPU of training with ``schedule`` (the fwd+bwd of one block) under ``setup``."""
+def _check(schedule: Schedule, setup: TrainingSetup) -> Workload:
     if schedule.passes != "both":
         raise InputError(f"training memory needs the fwd+bwd schedule of a block (--pass both), got "
                          f"--pass {schedule.passes}")
     workload = Workload.from_dict(schedule.workload)
     if setup.vocab is not None and workload.name != "transformer":
         raise InputError(f"a vocabulary ({setup.vocab}) is a transformer's; workload {workload.name} has none")
+    return workload
+
+
+def rank_memory(schedule: Schedule, setup: TrainingSetup, rank: int) -> MemoryBreakdown:
+    """The memory of ``rank`` alone."""
+    workload = _check(schedule, setup)
+    return MemoryBreakdown(tuple(_rank_items(schedule, rank, workload, setup, _skip(workload))), rank)
+
+
+def training_memory(schedule: Schedule, setup: TrainingSetup) -> MemoryBreakdown:
+    """The memory per GPU of training with ``schedule`` (the fwd+bwd of one block) under ``setup``: the
+    breakdown of the rank with the largest peak."""
+    workload = _check(schedule, setup)
     skip = _skip(workload)
     best: tuple[int, int, list[Item]] | None = None
     for rank in range(schedule.world_size):
@@ -103,4 +115,3 @@ def training_memory(schedule: Schedule, setup: TrainingSetup) -> MemoryBreakdown
         if best is None or peak > best[0]:
             best = (peak, rank, items)
     return MemoryBreakdown(tuple(best[2]), best[1])
-
