@@ -74,9 +74,10 @@ def _attention_core(schedule: Schedule, rank: int, layer: Attention) -> Kept | N
     return Kept("attention", f"attention core ({what}) of [b, a, s, s]: {elements:,} x {per} B", elements * per)
 
 
-def layer_activations(schedule: Schedule, rank: int, recompute: str) -> list[Kept]:
-    """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``."""
-    workload = Workload.from_dict(schedule.workload)
+def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None) -> list[Kept]:
+    """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``
+    (``workload``: the schedule's, given by a caller that sizes every rank, to build it once)."""
+    workload = Workload.from_dict(schedule.workload) if workload is None else workload
     layers = workload.layers()
     read = {name for op in schedule.programs[rank] for name in op.reads()}
     # Only what the rank reads: a Cannon depth layer declares QKV as a reduce's unused output, and holds none.

@@ -46,18 +46,18 @@ def padded_vocab(vocab: int, tp: int) -> int:
     return math.ceil(vocab / step) * step
 
 
-def embedding_parameters(schedule: Schedule, vocab: int) -> list[tuple[str, int]]:
+def embedding_parameters(schedule: Schedule, vocab: int, workload: Workload | None = None) -> list[tuple[str, int]]:
     """(what, elements on each rank) of the word embedding shard, position embedding and final LayerNorm."""
-    workload = Workload.from_dict(schedule.workload)
+    workload = Workload.from_dict(schedule.workload) if workload is None else workload
     h, t = workload.hidden, schedule.world_size
     rows = padded_vocab(vocab, t) // t
     return [(f"embedding [{rows}, {h}] (V={vocab} padded, / t={t})", rows * h),
             (f"positions [{workload.seq}, {h}]", workload.seq * h), ("final LayerNorm", 2 * h)]
 
 
-def embedding_activations(schedule: Schedule, rank: int, vocab: int) -> list[Kept]:
+def embedding_activations(schedule: Schedule, rank: int, vocab: int, workload: Workload | None = None) -> list[Kept]:
     """What the embedding, the final LayerNorm, the output layer and the loss keep on ``rank``."""
-    workload = Workload.from_dict(schedule.workload)
+    workload = Workload.from_dict(schedule.workload) if workload is None else workload
     m, h, t = workload.m, workload.hidden, schedule.world_size
     x = workload.layers()[0].inputs[0]
     held = schedule.buffers[rank][x].numel if x in schedule.buffers[rank] else 0

@@ -43,16 +43,17 @@ def _skip(workload: Workload) -> set[str]:
     return weights | {grad(name) for name in weights} | {name for layer in workload.layers() for name in layer.saved}
 
 
-def _activation_items(schedule: Schedule, rank: int, setup: TrainingSetup) -> list[Item]:
+def _activation_items(schedule: Schedule, rank: int, workload: Workload, setup: TrainingSetup) -> list[Item]:
     layers = setup.layers
-    per_layer = layer_activations(schedule, rank, setup.recompute)
+    per_layer = layer_activations(schedule, rank, setup.recompute, workload)
     items = [Item("activations", f"{k.what} (x {layers} layers)", k.nbytes * layers) for k in per_layer]
     if setup.recompute == "full":
-        whole = layer_activations(schedule, rank, "none")
+        whole = layer_activations(schedule, rank, "none", workload)
         extra = sum(k.nbytes for k in whole) - sum(k.nbytes for k in per_layer)
         items.append(Item("activations", "one layer's activations while it is recomputed", extra))
     if setup.vocab is not None:
-        items += [Item("activations", k.what, k.nbytes) for k in embedding_activations(schedule, rank, setup.vocab)]
+        kept = embedding_activations(schedule, rank, setup.vocab, workload)
+        items += [Item("activations", k.what, k.nbytes) for k in kept]
     return items
 
 
@@ -76,10 +77,10 @@ def _rank_items(schedule: Schedule, rank: int, workload: Workload, setup: Traini
     per_layer = sum(buffers[name].numel for name in workload.weights() if name in buffers)
     groups = [(f"{setup.layers} layers' weights", setup.layers * per_layer)]
     if setup.vocab is not None:
-        groups += embedding_parameters(schedule, setup.vocab)
+        groups += embedding_parameters(schedule, setup.vocab, workload)
     embedding = sum(n for _, n in groups[1:])
     items = state_items(groups, schedule.dtype, setup)
-    items += _activation_items(schedule, rank, setup)
+    items += _activation_items(schedule, rank, workload, setup)
     live = peak_live(schedule, rank, skip)
     largest = ", ".join(live.buffers[:3]) + (", ..." if len(live.buffers) > 3 else "")
     items.append(Item("workspace", f"{len(live.buffers)} buffers live at step {live.step} ({largest})", live.nbytes))
