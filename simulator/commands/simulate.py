@@ -1,6 +1,7 @@
 """`tpsim simulate`: time one schedule on one topology with the flow-level simulator.
 
     tpsim simulate <schedule args> --topology NAME|FILE [--placement P] [--algo-override KIND=ALGO ...]
+                   [--optimizer adam|sgd] [--zero 0..3] [--recompute none|selective|full] [--dp D]
                    [--trace OUT.json] [--json] [--ops] [--analytic]
 
 Human output is a short summary (for a schedule that names layer parts, a table of the critical rank's
@@ -9,8 +10,12 @@ rank's compute/comm/wait split and its split per layer part, per rank, the busie
 records). Per-op records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are
 left out (the object says so in ``ops_omitted``) unless ``--ops`` asks for them. For a transformer
 block, ``--layers L`` (or ``--model``'s count) adds the whole model, L x the one block's makespan
-(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A run longer than 10 s says
-on stderr what it is doing (``simulator.progress``).
+(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A transformer block's
+fwd+bwd also gets its training memory per GPU (``simulator.memory``: parameters, gradients, optimizer
+state, the L layers' kept activations, live workspace, the peak and whether it fits the topology's
+smallest GPU; ``memory`` in the JSON) under ``--optimizer --zero --recompute --dp``, with ``--model``'s
+vocabulary for the embedding and LM head. A run longer than 10 s says on stderr what it is doing
+(``simulator.progress``).
 
 Validation is proportional to need (``--validate``). A schedule file is always validated in full as
 it is loaded (``simulator.ir.serialize.load_schedule``), and not again here. A schedule a generator
@@ -35,6 +40,7 @@ from simulator.commands.training_args import add_training_arguments, setup_from_
 from simulator.gcpause import paused_gc
 from simulator.ir.checks import check_static
 from simulator.ir.validate import validate_schedule
+from simulator.memory.device import usable_device_bytes
 from simulator.memory.training import training_memory
 from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
@@ -85,6 +91,17 @@ def _memory(args: argparse.Namespace, schedule):
     if not transformer or schedule.passes != "both":
         return None
     return training_memory(schedule, setup)
+
+
+def _usable_line(G, memory) -> str | None:
+    """Whether the peak fits the smallest GPU of the topology, less the reserve; None without device specs."""
+    devices = sorted({(usable_device_bytes(d["device"]), d["device"].get("name", "?"), d["device"]["memory_GB"])
+                      for _, d in G.nodes(data=True) if d.get("kind") == "gpu" and "device" in d})
+    if not devices:
+        return None
+    usable, name, size = devices[0]
+    verdict = "fits" if memory.fits(usable) else "does not fit"
+    return f"    {'usable':<15}  {format_bytes(usable):>9}  of {name}'s {size:g} GB, less the reserve: {verdict}"
 
 
 def simulate_command(args: argparse.Namespace) -> int:
@@ -145,6 +162,9 @@ def _simulate(args: argparse.Namespace) -> int:
     if memory is not None:
         for line in memory.lines(format_bytes):
             print(f"  {line}")
+        usable = _usable_line(G, memory)
+        if usable is not None:
+            print(usable)
     if args.trace:
         print(f"  trace           {args.trace} (open in https://ui.perfetto.dev)")
     return 0

@@ -54,7 +54,19 @@ def test_human_output_prints_the_breakdown_block(capsys):
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("  memory per GPU (rank "))
     labels = [line.split()[0] for line in lines[start + 1:] if not line.startswith("      ")]
-    assert labels == ["parameters", "gradients", "optimizer", "activations", "workspace"]
+    assert labels == ["parameters", "gradients", "optimizer", "activations", "workspace", "usable"]
+    assert lines[-1].endswith("of A100-SXM4-40GB's 40 GB, less the reserve: fits")
+
+
+def test_a_peak_over_the_device_does_not_fit(capsys):
+    # GPT-3 13B on 8 A100-40GB with 1-D Megatron and two sequences: 16 B x 1.6e9 parameters per GPU plus
+    # 19 GB of activations.
+    status, out, _ = run(capsys, "simulate", "--algo", "1d", "--gpus", "8", "--model", "gpt3-13b", "--batch", "2",
+                         "--topology", "dgx-a100")
+    assert status == 0 and out.splitlines()[-1].endswith("40 GB, less the reserve: does not fit")
+    status, out, _ = run(capsys, "simulate", "--algo", "1d", "--gpus", "8", "--model", "gpt3-13b", "--batch", "2",
+                         "--topology", "dgx-a100", "--zero", "1", "--dp", "8")
+    assert status == 0 and out.splitlines()[-1].endswith("40 GB, less the reserve: fits")
 
 
 def test_no_memory_for_workloads_other_than_a_transformer_block_fwd_bwd(capsys):
