@@ -19,6 +19,8 @@ sub-package        what it holds
                    path, results and traces
 ``compare``        a measured run against its simulation
 ``calibrate``      fitting a topology to measurements (bench records, nccl-tests logs)
+``training``       whole-model training plans: tensor x data arrangements, buckets, the
+                   data-parallel reduction, the time of one training step
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
@@ -41,4 +43,4 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 
 __all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
            "gcpause", "ir", "limits", "network", "predict", "predict_plot", "progress", "simpy_internals", "sizes",
-           "timing", "workloads"]
+           "timing", "training", "workloads"]
