@@ -41,7 +41,7 @@ from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, algor
                                            legal_grids)
 from simulator.errors import InputError
 
-__all__ = ["TrainingArrangement", "training_arrangements", "tp_sizes_of"]
+__all__ = ["MAX_DEFAULT_TP", "TrainingArrangement", "training_arrangements", "tp_sizes_of"]
 
 NAMES = {"1d": "megatron", "1d-sp": "megatron-sp", "2d": "optimus", "summa25d": "tesseract",
          "cannon25d": "cannon", "3d": "3d"}
@@ -97,10 +97,18 @@ class TrainingArrangement:
                 "placement": a.placement or "linear", "overlap": a.overlap, "tp": self.tp, "dp": self.dp}
 
 
+MAX_DEFAULT_TP = 64
+"""The largest tensor-parallel size tried by default: 8 DGX servers. Published tensor-parallel runs stay
+far below it (Megatron-LM: tp 8 inside a server, Narayanan et al. 2021; Colossal-AI's 2.5-D and 3-D
+experiments: up to 64 GPUs, Wang et al. 2021, Bian et al. 2021), and bounding a 1,024-rank grid takes
+tens of seconds; ``--tp-sizes`` asks for larger ones."""
+
+
 def tp_sizes_of(gpus: int, text: str | None = None) -> tuple[int, ...]:
-    """The tensor-parallel sizes to try: every divisor of ``gpus`` (default), or ``--tp-sizes`` "1,8,64"."""
+    """The tensor-parallel sizes to try: every divisor of ``gpus`` up to ``MAX_DEFAULT_TP`` (default), or
+    ``--tp-sizes`` "1,8,64"."""
     if text is None:
-        return tuple(t for t in range(1, gpus + 1) if gpus % t == 0)
+        return tuple(t for t in range(1, min(gpus, MAX_DEFAULT_TP) + 1) if gpus % t == 0)
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:

@@ -16,13 +16,13 @@ Waves. A 175B model in 25 MB buckets is some 1,700 collectives per group, and on
 128-GPU all-reduces takes about 0.1 s of wall time to simulate. So the reduction is simulated wave by
 wave: wave k is the k-th bucket of every group, started together at max(end of wave k-1, its ready
 time) on an otherwise idle network; its duration is simulated once per distinct bucket size and
-reused (most buckets repeat layer after layer). Waves are used only when every group has the same
-buckets (bytes and ready times; true of 1-D, 1-D-SP, 2-D, SUMMA2.5 and 3-D, whose ranks hold equal
-shards), and then equal running the groups' streams freely (``simulate_streams``, the reference the
-tests hold them to) whenever a wave's collectives end together, as they do for groups with alike
-routes (rail-optimised fabrics); elsewhere they hold every group back to the slowest at each bucket,
-an approximation. Groups with different buckets (Cannon keeps the weights on its first depth layer)
-run as free streams, every collective simulated.
+reused (most buckets repeat layer after layer). The groups' k-th buckets are the same parameters,
+ready at the same time (``gradients.aligned_buckets``). Waves equal running the groups' streams
+freely (``simulate_streams``, the reference the tests hold them to) whenever a wave's collectives end
+together, as they do for groups alike in bytes and routes (equal shards, rail-optimised fabrics);
+elsewhere they hold every group back to the slowest at each bucket, an approximation that costs little
+where the slowest group is also the heaviest (Cannon, whose first depth layer holds the weights).
+An empty bucket (a rank holding none of its parameters) runs no collective.
 
 ``bound_stream`` is the contention-free counterpart for the analytic bound: each bucket timed by the
 closed form (``simulator.collectives.closed_form.predict_collective_s``) of the slowest group alone.
@@ -49,8 +49,6 @@ def simulate_waves(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequ
     is reduced, wave by wave (module docstring); 0 for groups of one GPU."""
     if not groups or len(groups[0]) == 1 or not any(streams):
         return 0.0
-    if any(list(s) != list(streams[0]) for s in streams[1:]):
-        return simulate_streams(G, groups, streams, kind, router, algorithms)
     env = simpy.Environment()
     net = FlowNetwork(env, G, router=router)
     params = CollectiveParams.from_graph(G)
@@ -63,7 +61,7 @@ def simulate_waves(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequ
         if wave not in durations:
             began = env.now
             procs = [run_collective(env, net, kind, list(groups[i]), nbytes, algorithm=algorithm, params=params)
-                     for i, nbytes in wave]
+                     for i, nbytes in wave if nbytes]
             env.run(until=env.all_of(procs))
             durations[wave] = env.now - began
         clock = start + durations[wave]
@@ -82,7 +80,7 @@ def simulate_streams(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Se
     algorithm = (algorithms or {}).get(kind)
 
     def stream(members, buckets):
-        for bucket in buckets:
+        for bucket in (b for b in buckets if b.nbytes):
             if bucket.ready_s > env.now:
                 yield env.timeout(bucket.ready_s - env.now)
             yield run_collective(env, net, kind, list(members), bucket.nbytes, algorithm=algorithm, params=params)
@@ -105,7 +103,7 @@ def bound_stream(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequen
     end = 0.0
     for members, buckets in zip(groups, streams):
         clock = 0.0
-        for bucket in buckets:
+        for bucket in (b for b in buckets if b.nbytes):
             key = (tuple(members), bucket.nbytes)
             if key not in times:
                 times[key] = predict_collective_s(net, kind, list(members), bucket.nbytes, algorithm=algorithm,

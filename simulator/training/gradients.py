@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
-__all__ = ["Bucket", "DDP_BUCKET_BYTES", "gradient_buckets", "rank_bytes", "weight_elements"]
+__all__ = ["Bucket", "DDP_BUCKET_BYTES", "aligned_buckets", "gradient_buckets", "weight_elements"]
 
 DDP_BUCKET_BYTES = 25 * 10**6
 """PyTorch DDP's default ``bucket_cap_mb`` = 25 (MB of 10^6 bytes: ``int(bucket_cap_mb * 1024 * 1024)`` in
@@ -52,28 +52,58 @@ def weight_elements(schedule: Schedule, workload: Workload, rank: int) -> list[i
     return [buffers[name].numel if name in buffers else 0 for name in workload.weights()]
 
 
+def _stream(layer_bytes, embedding_bytes, layers, head_bwd_s, layer_bwd_s) -> list[tuple[float, float]]:
+    """(bytes, ready) of every parameter's gradient, in the order they are produced."""
+    stream = []
+    for done in range(1, layers + 1):  # layer L - done finishes its backward at head + done x layer
+        ready = head_bwd_s + done * layer_bwd_s
+        stream.extend((nbytes, ready) for nbytes in reversed(layer_bytes))
+    stream.append((embedding_bytes, head_bwd_s + layers * layer_bwd_s))
+    return stream
+
+
+def _cuts(stream, bucket_bytes: float) -> list[int]:
+    """Indices after which a bucket closes: once it holds ``bucket_bytes`` or more, and at the end."""
+    if bucket_bytes <= 0:
+        raise ValueError(f"bucket size must be > 0 bytes, got {bucket_bytes!r}")
+    cuts, size = [], 0.0
+    for i, (nbytes, _) in enumerate(stream):
+        size += nbytes
+        if size >= bucket_bytes:
+            cuts.append(i)
+            size = 0.0
+    if size or not cuts:
+        cuts.append(len(stream) - 1)
+    return cuts
+
+
+def _buckets(stream, cuts, keep_empty: bool = False) -> list[Bucket]:
+    """The buckets ``cuts`` make of ``stream``; ``keep_empty`` keeps those of no bytes (aligned streams)."""
+    out, first = [], 0
+    for last in cuts:
+        out.append(Bucket(sum(nbytes for nbytes, _ in stream[first:last + 1]), stream[last][1]))
+        first = last + 1
+    return out if keep_empty else [b for b in out if b.nbytes]
+
+
 def gradient_buckets(layer_bytes: list[float], embedding_bytes: float, layers: int, bucket_bytes: float,
                      head_bwd_s: float, layer_bwd_s: float) -> list[Bucket]:
     """The buckets of one rank (module docstring): ``layer_bytes`` per weight of one block in model order."""
-    if bucket_bytes <= 0:
-        raise ValueError(f"bucket size must be > 0 bytes, got {bucket_bytes!r}")
-    stream = []  # (bytes, ready) in the order gradients are produced
-    for done in range(1, layers + 1):  # layer L - done finishes its backward at head + done x layer
-        ready = head_bwd_s + done * layer_bwd_s
-        stream.extend((nbytes, ready) for nbytes in reversed(layer_bytes) if nbytes)
-    stream.append((embedding_bytes, head_bwd_s + layers * layer_bwd_s))
-    buckets, size, ready = [], 0.0, 0.0
-    for nbytes, at in stream:
-        size, ready = size + nbytes, at
-        if size >= bucket_bytes:
-            buckets.append(Bucket(size, ready))
-            size = 0.0
-    if size:
-        buckets.append(Bucket(size, ready))
-    return buckets
+    stream = _stream(layer_bytes, embedding_bytes, layers, head_bwd_s, layer_bwd_s)
+    return _buckets(stream, _cuts(stream, bucket_bytes))
 
 
-def rank_bytes(schedule: Schedule, workload: Workload, rank: int) -> list[float]:
-    """Bytes of each weight's gradient on ``rank``, in the schedule's dtype (gradients reduced as kept)."""
-    per = DTYPE_BYTES[schedule.dtype]
-    return [float(e * per) for e in weight_elements(schedule, workload, rank)]
+def aligned_buckets(layer_bytes: list[list[float]], embedding_bytes: list[float], layers: int, bucket_bytes: float,
+                    head_bwd_s: float, layer_bwd_s: float) -> list[list[Bucket]]:
+    """Every rank's buckets cut at the same parameters, those of the rank with the most gradient bytes.
+
+    Ranks whose shards are alike (every algorithm here but Cannon, which keeps the weights on its first
+    depth layer) get exactly their own ``gradient_buckets``; the others get the same number of buckets
+    with the same ready times, sized by their own shards. That is an approximation (DDP cuts each rank's
+    buckets by its own sizes) which lets ``dp_reduce.simulate_waves`` run every group's k-th bucket
+    together."""
+    streams = [_stream(lb, eb, layers, head_bwd_s, layer_bwd_s) for lb, eb in zip(layer_bytes, embedding_bytes)]
+    heaviest = max(range(len(streams)), key=lambda r: (sum(b for b, _ in streams[r]), -r))
+    cuts = _cuts(streams[heaviest], bucket_bytes)
+    return [_buckets(s, cuts, keep_empty=True) for s in streams]
+

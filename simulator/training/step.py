@@ -46,7 +46,7 @@ from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.flops import mfu, model_flops_per_step
-from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, gradient_buckets, weight_elements
+from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.optimizer_step import OPTIMIZERS, optimizer_step_s
 from simulator.training.placement import dp_groups, tp_group_gpus
@@ -189,8 +189,9 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     embed_el = [(sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
     bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
-    streams = [gradient_buckets([e * per for e in layer_el[r]], embed_el[r] * per, L, options.bucket_bytes,
-                                t["head_bwd"].time_s, t["block_bwd"].time_s) for r in range(a.tp)]
+    streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
+                              [embed_el[r] * per for r in range(a.tp)], L, options.bucket_bytes,
+                              t["head_bwd"].time_s, t["block_bwd"].time_s)
     groups = dp_groups(G, a)
     reduce = bound_stream if bound else simulate_waves
 

@@ -110,3 +110,14 @@ def test_vocabulary_padding_and_optimizer_pass():
     assert optimizer_step_s(1e9, "sgd", a100) < optimizer_step_s(1e9, "adam", a100)
     with pytest.raises(InputError, match="--optimizer 'lamb'"):
         optimizer_step_s(1e9, "lamb", a100)
+
+
+def test_aligned_buckets_cut_every_rank_at_the_heaviest_ranks_parameters():
+    from simulator.training.gradients import aligned_buckets
+
+    alike = aligned_buckets([[10.0, 20.0]] * 2, [5.0, 5.0], 2, 25.0, 0.0, 1.0)
+    assert alike[0] == alike[1] == gradient_buckets([10.0, 20.0], 5.0, 2, 25.0, 0.0, 1.0)
+    # Cannon-like: rank 1 holds no weights, only the embedding: the same buckets, empty but for the last
+    uneven = aligned_buckets([[10.0, 20.0], [0.0, 0.0]], [5.0, 5.0], 2, 25.0, 0.0, 1.0)
+    assert [b.ready_s for b in uneven[0]] == [b.ready_s for b in uneven[1]]
+    assert [b.nbytes for b in uneven[1]] == [0.0] * (len(uneven[1]) - 1) + [5.0]
