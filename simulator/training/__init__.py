@@ -13,8 +13,9 @@ module              what it holds
 ``optimizer_step``  the optimizer update as a memory-bound pass over its state
 ``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
+``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
 ==================  ================================================================================
 """
 
 __all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "lm_head", "optimizer_step", "placement",
-           "step"]
+           "search", "step"]
