@@ -17,6 +17,7 @@ sub-package        what it holds
 ``collectives``    collectives as flows (NCCL's algorithms and protocols) and their closed forms
 ``timing``         the compiled plan, the simpy engine, ``simulate``, the contention-free critical
                    path, results and traces
+``memory``         memory per GPU of training: model states, kept activations, workspace, peak
 ``compare``        a measured run against its simulation
 ``calibrate``      fitting a topology to measurements (bench records, nccl-tests logs)
 ``training``       whole-model training plans: tensor x data arrangements, buckets, the
@@ -42,5 +43,5 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 """
 
 __all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
-           "gcpause", "ir", "limits", "network", "predict", "predict_plot", "progress", "simpy_internals", "sizes",
-           "timing", "training", "workloads"]
+           "gcpause", "ir", "limits", "memory", "network", "predict", "predict_plot", "progress", "simpy_internals",
+           "sizes", "timing", "training", "workloads"]

@@ -24,6 +24,7 @@ module              what it holds
 ``validate``        full checks of a graph; the first problem is one ``TopologyError``
 ``placement``       which GPU each schedule rank runs on
 ``routing``         deterministic shortest paths with reproducible ECMP spreading
+``naming``          node and link names as printed, every endpoint in one scope
 ``bisection``       bisection bandwidth by max-flow over balanced cuts
 ``summary``         what ``tpsim topology show`` reports
 ``draw``            a topology drawn to a PNG
@@ -35,6 +36,7 @@ module              what it holds
 from topologies.bisection import bisection_GBps
 from topologies.errors import PlacementDoesNotFit, TopologyError
 from topologies.loader import load_topology, save_topology
+from topologies.naming import link_name, scoped_name
 from topologies.placement import PLACEMENTS, resolve_placement
 from topologies.presets import PRESETS
 from topologies.routing import Router
@@ -52,4 +54,6 @@ __all__ = [
     "TopologyError",
     "PlacementDoesNotFit",
     "bisection_GBps",
+    "link_name",
+    "scoped_name",
 ]

@@ -5,6 +5,7 @@ module              what it holds
 ==================  ===============================================================================
 ``schedule_args``   the schedule arguments shared by schedule, verify, simulate and run
 ``sim_args``        topology, placement and collective overrides, shared by simulate and predict
+``training_args``   optimizer, ZeRO, recomputation and data-parallel flags: a training setup
 ``predict``         ``tpsim predict``: every arrangement ranked (the main job)
 ``schedule``        ``tpsim schedule`` and ``tpsim verify``
 ``model``           ``tpsim model list``: the published model presets, as a table or JSON
@@ -18,4 +19,4 @@ module              what it holds
 """
 
 __all__ = ["calibrate", "collective", "compare", "model", "predict", "schedule", "schedule_args", "sim_args",
-           "simulate"]
+           "simulate", "training_args"]

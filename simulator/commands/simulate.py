@@ -1,6 +1,7 @@
 """`tpsim simulate`: time one schedule on one topology with the flow-level simulator.
 
     tpsim simulate <schedule args> --topology NAME|FILE [--placement P] [--algo-override KIND=ALGO ...]
+                   [--optimizer adam|sgd] [--zero 0..3] [--recompute none|selective|full] [--dp D]
                    [--trace OUT.json] [--json] [--ops] [--analytic]
 
 Human output is a short summary (for a schedule that names layer parts, a table of the critical rank's
@@ -9,8 +10,20 @@ rank's compute/comm/wait split and its split per layer part, per rank, the busie
 records). Per-op records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are
 left out (the object says so in ``ops_omitted``) unless ``--ops`` asks for them. For a transformer
 block, ``--layers L`` (or ``--model``'s count) adds the whole model, L x the one block's makespan
-(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A run longer than 10 s says
-on stderr what it is doing (``simulator.progress``).
+(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A transformer block's
+fwd+bwd also gets its training memory per GPU (``simulator.memory``: parameters, gradients, optimizer
+state, the L layers' kept activations, live workspace, the peak and whether it fits the topology's
+smallest GPU; ``memory`` in the JSON) under ``--optimizer --zero --recompute --dp``, with ``--model``'s
+vocabulary for the embedding and LM head. A run longer than 10 s says on stderr what it is doing
+(``simulator.progress``).
+
+Validation is proportional to need (``--validate``). A schedule file is always validated in full as
+it is loaded (``simulator.ir.serialize.load_schedule``), and not again here. A schedule a generator
+builds in this process gets the static checks (declarations, shapes, groups: ``simulator.ir.checks``)
+and skips the dry run of every rank (``simulator.ir.walk``), two thirds of validation's cost: each
+generator's dry run is proven by the tests on every legal grid of 4 and 8 GPUs, every workload and
+pass (``tests/simulator/test_registry.py``), and a generator emits the same program shape on any grid.
+``--validate full`` dry-runs it as well.
 """
 
 from __future__ import annotations
@@ -23,15 +36,23 @@ import time
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          load_graph, parse_overrides)
+from simulator.commands.training_args import add_training_arguments, setup_from_args
 from simulator.gcpause import paused_gc
+from simulator.ir.checks import check_static
 from simulator.ir.validate import validate_schedule
+from simulator.memory.device import usable_device_bytes
+from simulator.memory.training import training_memory
 from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
+from simulator.workloads.models import preset
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
+
+VALIDATE_CHOICES = ("auto", "full")
+"""``--validate``: see the module docstring."""
 
 TRACE_LINK_SAMPLES = 200
 """Link-utilisation samples taken for the trace's counter tracks."""
@@ -44,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "busiest links, per-op times, Perfetto trace.")
     add_schedule_arguments(p)
     add_topology_arguments(p)
+    add_training_arguments(p)
     out = p.add_argument_group("output")
     out.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
     out.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -52,7 +74,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--analytic", action="store_true",
                      help="also compute the analytic, contention-free bound (the critical path without link "
                           "sharing)")
+    checks = p.add_argument_group("checks")
+    checks.add_argument("--validate", choices=VALIDATE_CHOICES, default="auto",
+                        help="auto (default): a schedule built here gets the static checks, its dry run being "
+                             "proven by the tests; a --schedule file is validated in full as it loads; full: "
+                             "also dry-run a built schedule on every rank")
     p.set_defaults(func=simulate_command)
+
+
+def _memory(args: argparse.Namespace, schedule):
+    """The training memory of a transformer block's fwd+bwd schedule, None for any other (the training flags
+    are checked either way, so a bad one is refused); the vocabulary is ``--model``'s."""
+    transformer = schedule.workload.get("name") == "transformer"
+    vocab = preset(args.model).vocab if transformer and args.model else None
+    setup = setup_from_args(args, layers_of(args, schedule.workload), vocab)
+    if not transformer or schedule.passes != "both":
+        return None
+    return training_memory(schedule, setup)
+
+
+def _usable_line(G, memory) -> str | None:
+    """Whether the peak fits the smallest GPU of the topology, less the reserve; None without device specs."""
+    devices = sorted({(usable_device_bytes(d["device"]), d["device"].get("name", "?"), d["device"]["memory_GB"])
+                      for _, d in G.nodes(data=True) if d.get("kind") == "gpu" and "device" in d})
+    if not devices:
+        return None
+    usable, name, size = devices[0]
+    verdict = "fits" if memory.fits(usable) else "does not fit"
+    return f"    {'usable':<15}  {format_bytes(usable):>9}  of {name}'s {size:g} GB, less the reserve: {verdict}"
 
 
 def simulate_command(args: argparse.Namespace) -> int:
@@ -67,11 +116,17 @@ def _simulate(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology)
     check_placement(args.placement, G, None)  # the name now, before the schedule is built
+    setup_from_args(args, 1, None)  # the training flags too
     with Progress("tpsim simulate", what="building the schedule") as progress:
         schedule = schedule_from_args(args)
+        memory = _memory(args, schedule)
         check_placement(args.placement, G, schedule.world_size)  # a file's GPUs, once the ranks are known
-        progress.phase(f"validating the schedule of {schedule.world_size:,} ranks")
-        validate_schedule(schedule)
+        if args.schedule is None:  # built here; a file was validated as it loaded
+            progress.phase(f"validating the schedule of {schedule.world_size:,} ranks")
+            if args.validate == "full":
+                validate_schedule(schedule)
+            else:
+                check_static(schedule)
         n_ops = sum(len(program) for program in schedule.programs)
         with_ops = args.json and (args.ops or n_ops <= OPS_INLINE_LIMIT)
         progress.phase(f"simulating {schedule.world_size:,} ranks, {n_ops:,} ops")
@@ -90,6 +145,8 @@ def _simulate(args: argparse.Namespace) -> int:
         data = result.to_dict(ops=with_ops)
         if schedule.workload.get("name") == "transformer":
             data["layers"], data["model_time_s"] = layers, layers * result.makespan_s
+        if memory is not None:
+            data["memory"] = memory.to_dict()
         if not with_ops:
             data["ops_omitted"] = f"{n_ops:,} ops > {OPS_INLINE_LIMIT:,}; pass --ops to include them"
         if bound is not None:
@@ -102,6 +159,12 @@ def _simulate(args: argparse.Namespace) -> int:
     if layers > 1:
         print(f"  model           {layers} blocks: {format_time(layers * result.makespan_s)} ({layers} x the "
               f"makespan of the one block simulated)")
+    if memory is not None:
+        for line in memory.lines(format_bytes):
+            print(f"  {line}")
+        usable = _usable_line(G, memory)
+        if usable is not None:
+            print(usable)
     if args.trace:
         print(f"  trace           {args.trace} (open in https://ui.perfetto.dev)")
     return 0
@@ -132,7 +195,7 @@ def summary_lines(result, bound=None, wall_s: float | None = None) -> list[str]:
     lines += part_lines(result)
     for i, link in enumerate(result.links[:5]):
         label = "  busiest links   " if i == 0 else "                  "
-        lines.append(f"{label}{link.src}->{link.dst} ({link.kind}): {format_bytes(link.bytes)}, "
+        lines.append(f"{label}{link.label} ({link.kind}): {format_bytes(link.bytes)}, "
                      f"busy {100 * link.busy_fraction:.0f}%")
     run = f"  simulated       {stats['collectives']:,} collectives, {stats['p2p']:,} send/recv, {stats['flows']:,} flows"
     if stats.get("events") is not None:

@@ -36,12 +36,12 @@ class LinkSampler:
             yield self.env.timeout(self.period_s)
 
     def series(self, links) -> dict[str, list[tuple[float, float]]]:
-        """For each ``LinkUsage`` in ``links``: "src->dst" -> [(time_s, utilisation)], ending at 0."""
+        """For each ``LinkUsage`` in ``links``: its printed name -> [(time_s, utilisation)], ending at 0."""
         out = {}
         end = max(self.env.now, max(self.engine.finish_s, default=0.0))
         for usage in links:
             link = (usage.src, usage.dst)
             points = [(t, snap.get(link, 0.0)) for t, snap in self.points]
             points.append((end, 0.0))
-            out[f"{usage.src}->{usage.dst}"] = points
+            out[usage.label] = points
         return out

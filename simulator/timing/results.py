@@ -75,9 +75,16 @@ class LinkUsage:
     """Seconds during which at least one flow crossed the link."""
     busy_fraction: float
     """``busy_s`` over the makespan."""
+    name: str = ""
+    """The link as printed, both ends in one scope (``topologies.naming``): "n0/gpu0->n0/nic0"."""
+
+    @property
+    def label(self) -> str:
+        """``name``, or "src->dst" where none was given."""
+        return self.name or f"{self.src}->{self.dst}"
 
     def to_dict(self) -> dict:
-        return {"link": f"{self.src}->{self.dst}", "src": self.src, "dst": self.dst, "kind": self.kind,
+        return {"link": self.label, "src": self.src, "dst": self.dst, "kind": self.kind,
                 "bytes": self.bytes, "busy_s": self.busy_s, "busy_fraction": self.busy_fraction}
 
 

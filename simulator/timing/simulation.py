@@ -28,7 +28,7 @@ from simulator.timing.link_sampler import LinkSampler
 from simulator.timing.plan import Instance, Plan, compile_schedule
 from simulator.timing.parts import part_times
 from simulator.timing.results import LinkUsage, RankTimes, SimResult, Timeline, critical_rank
-from topologies import resolve_placement
+from topologies import link_name, resolve_placement
 
 __all__ = ["simulate", "plan_on_graph", "NetworkBackend", "paused_gc"]
 
@@ -75,7 +75,7 @@ def link_usage(G: nx.DiGraph, stats: dict, makespan_s: float) -> tuple[LinkUsage
     for (u, v), s in stats.items():
         busy = float(s.busy_s)
         rows.append(LinkUsage(u, v, G.edges[u, v].get("kind", ""), float(s.bytes), busy,
-                              busy / makespan_s if makespan_s > 0 else 0.0))
+                              busy / makespan_s if makespan_s > 0 else 0.0, link_name(G, u, v)))
     rows.sort(key=lambda r: (-r.busy_s, -r.bytes, order.get((r.src, r.dst), 0)))
     return tuple(rows)
 

@@ -1,0 +1,108 @@
+"""What one transformer block's forward keeps for its backward, per rank, read off the schedule's buffers.
+
+The tensors a layer's backward reads (``Layer.saved``: LayerNorm keeps its input X and moments S, a
+linear its input, GELU its input, attention its QKV) are buffers named as the tensor on each rank, at
+the block shape the algorithm left them in: 1-D Megatron keeps the whole [M, h] LayerNorm outputs A1,
+A2 on every rank, 1-D with sequence parallelism keeps the row shards (and re-gathers them in the
+backward), SUMMA2.5 keeps [M/(d q), h/q] blocks, so replication shows by itself. Only buffers the
+rank reads count (Cannon's depth layers declare QKV and H as the unused outputs of a reduce, and keep
+nothing). The backward-only schedule's inputs are exactly these blocks (the tests hold the two to each
+other for every algorithm).
+
+tpsim's IR regenerates two things Megatron-LM stores, which are added here (Korthikanti et al. 2022,
+arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
+
+- each dropout's mask, 1 byte per element of the dropout's output block (``Dropout`` redraws it from
+  the seed); none where the dropout probability is 0 (PyTorch's dropout with p = 0 returns its input);
+- with ``recompute="none"``, the attention core Megatron's unfused attention keeps: the softmax output
+  (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s] for the
+  sequences and heads of the rank's QKV block (Korthikanti's 5as^2b); without attention dropout only
+  the softmax output. ``selective`` drops it: tpsim's attention backward recomputes the probabilities
+  as FlashAttention does. ``full`` keeps only the layer's input X.
+
+The LayerNorm moments S [rows, 2], which the paper neglects, are their own item (``moments``): the
+comparison with the paper's closed forms leaves them out (``PAPER_KINDS``). They are counted at the
+schedule's element type, as tpsim's IR stores them (apex's fused LayerNorm keeps mean and 1/std in
+fp32, 8 B a row: the difference is 4 B per row, under 0.1% of the layer at h >= 1024).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.ir.ops import Local
+from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.workloads.layers import Attention, Dropout, LayerNorm
+from simulator.workloads.workload import Workload
+
+__all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
+
+MASK_BYTES = 1
+"""A dropout mask element: PyTorch's bool mask, 1 byte (Korthikanti et al., section 4.1)."""
+
+PAPER_KINDS = ("kept", "mask", "attention")
+"""The kinds Korthikanti et al.'s per-layer figures count (all but the LayerNorm moments)."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One kind of what a layer keeps on one rank: ``kind`` is kept, moments, mask, attention or input."""
+
+    kind: str
+    what: str
+    nbytes: int
+
+
+def _forward_locals(schedule: Schedule, rank: int, fn: str, outs: set[str] | None = None):
+    for op in schedule.programs[rank]:
+        if isinstance(op, Local) and op.fn == fn and (outs is None or op.out in outs):
+            yield op
+
+
+def _attention_core(schedule: Schedule, rank: int, layer: Attention) -> Kept | None:
+    """Megatron's stored softmax (+ mask + dropout output) for the heads and sequences of each attention op."""
+    elements = 0
+    for op in _forward_locals(schedule, rank, "attention"):
+        params = op.param_dict()
+        rows = schedule.spec(rank, op.inputs[0]).shape[0]
+        elements += rows * params["heads"] * params["seq"]  # (rows / s) sequences x heads x s x s
+    if not elements:
+        return None
+    size = DTYPE_BYTES[schedule.dtype]
+    per = size + (MASK_BYTES + size if layer.dropout > 0 else 0)
+    what = "softmax, mask, dropout output" if layer.dropout > 0 else "softmax output"
+    return Kept("attention", f"attention core ({what}) of [b, a, s, s]: {elements:,} x {per} B", elements * per)
+
+
+def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None) -> list[Kept]:
+    """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``
+    (``workload``: the schedule's, given by a caller that sizes every rank, to build it once)."""
+    workload = Workload.from_dict(schedule.workload) if workload is None else workload
+    layers = workload.layers()
+    read = {name for op in schedule.programs[rank] for name in op.reads()}
+    # Only what the rank reads: a Cannon depth layer declares QKV as a reduce's unused output, and holds none.
+    buffers = {name: spec for name, spec in schedule.buffers[rank].items() if name in read}
+    first = layers[0].inputs[0]
+    if recompute == "full":
+        return [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []
+    moments = {layer.stats for layer in layers if isinstance(layer, LayerNorm)}
+    names = list(dict.fromkeys(name for layer in layers for name in layer.saved))
+    out = []
+    tensors = [n for n in names if n not in moments and n in buffers]
+    if tensors:
+        out.append(Kept("kept", f"saved {', '.join(tensors)}", sum(buffers[n].nbytes for n in tensors)))
+    stats = [n for n in names if n in moments and n in buffers]
+    if stats:
+        out.append(Kept("moments", f"LayerNorm moments {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
+    drops = {layer.y: layer for layer in layers if isinstance(layer, Dropout) and layer.p > 0}
+    masked = list(_forward_locals(schedule, rank, "dropout", set(drops)))
+    if masked:
+        elements = sum(schedule.spec(rank, op.out).numel for op in masked)
+        sites = ", ".join(dict.fromkeys(op.out for op in masked))
+        out.append(Kept("mask", f"dropout masks of {sites}: {elements:,} x {MASK_BYTES} B", elements * MASK_BYTES))
+    if recompute == "none":
+        core = [layer for layer in layers if isinstance(layer, Attention)]
+        kept = _attention_core(schedule, rank, core[0]) if core else None
+        if kept is not None:
+            out.append(kept)
+    return out
