@@ -14,9 +14,10 @@ module              what it holds
 ``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
 ``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
+``memory_fit``      memory per GPU of an arrangement (``simulator.memory``) and the usable device memory
 ``launch``          the winner's launch line: Megatron-LM arguments or Colossal-AI's tensor config
 ==================  ================================================================================
 """
 
-__all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "launch", "lm_head", "optimizer_step", "placement",
-           "search", "step"]
+__all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "launch", "lm_head", "memory_fit",
+           "optimizer_step", "placement", "search", "step"]

@@ -11,9 +11,10 @@ For each ``TrainingArrangement`` (``simulator.training.arrangement``):
    or None when memory is not modelled), and whether it fits: peak <= the device's usable bytes.
 
 The fitting rows are ordered by their bound and the leading ``simulate_top`` of them are simulated on
-the flow network (contention included). The result lists the simulated rows by simulated step time,
-then the other fitting rows by their bound (each says which it is: ``StepTime.model``), then the rows
-that do not fit (by bound), then the skipped ones with their reasons, in listing order. The best
+the flow network (contention included). The result lists the fitting rows by step time, simulated
+where simulated and the bound elsewhere (each row says which: ``StepTime.model``; a bound row ranked
+above a simulated one may be slower once simulated: a larger ``simulate_top`` settles it), then the
+rows that do not fit (by bound), then the skipped ones with their reasons, in listing order. The best
 simulated row is the plan to launch.
 """
 
@@ -76,7 +77,8 @@ class PlanRow:
 
 def micro_batch_for(a: TrainingArrangement, make_block: Callable[[int], object], options: StepOptions,
                     micro_batch: int | None, try_build: Callable) -> int:
-    """The micro-batch of ``a``: ``micro_batch``, or the smallest B | G/D that ``try_build(a, block, options)`` accepts."""
+    """The micro-batch of ``a``: ``micro_batch``, or the smallest B | G/D that ``try_build(a, block, options)``
+    accepts."""
     if micro_batch is not None:
         return micro_batch
     per_replica = options.global_batch // a.dp if options.global_batch % a.dp == 0 else 0
@@ -138,11 +140,10 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
             if progress is not None:
                 progress(r.arrangement.label + " (simulated)")
         done.append(r)
-    simulated = sorted((r for r in done if r.simulated), key=lambda r: (r.simulated.step_s, order[r.arrangement]))
-    bounded = [r for r in done if not r.simulated]
+    done.sort(key=lambda r: (r.best.step_s, order[r.arrangement]))
     over = sorted((r for r in rows if not r.skipped and r.fits is False),
                   key=lambda r: (r.bound.step_s, order[r.arrangement]))
-    return simulated + bounded + over + [r for r in rows if r.skipped]
+    return done + over + [r for r in rows if r.skipped]
 
 
 def _builds(a: TrainingArrangement, block, options: StepOptions) -> None:

@@ -40,6 +40,7 @@ from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
+from simulator.memory.setup import RECOMPUTE
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.training.arrangement import TrainingArrangement
@@ -55,8 +56,6 @@ from simulator.workloads.workload import Workload
 __all__ = ["StepOptions", "PassTime", "StepTime", "build_block", "step_time"]
 
 log = logging.getLogger(__name__)
-
-RECOMPUTE = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
