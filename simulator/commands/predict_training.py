@@ -152,7 +152,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
                      f"{'vs best':>7}")
         lines += [_row(i, r, width, best) for i, r in enumerate(fit, 1)]
         if not fit:
-            lines.append("  no arrangement fits in memory")
+            lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full or larger "
+                         "--tp-sizes shrink the peak)")
         if over:
             lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
             lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]

@@ -45,7 +45,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
     return ["Megatron-LM: " + " ".join(args),
-            f"  on {a.gpus} GPUs (tp {a.tp} GPUs per group inside servers); data-parallel size "
+            f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
             f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
 
 
