@@ -83,7 +83,7 @@ def plot_training(rows, path: str, title: str = "", device_bytes: int | None = N
     ax.invert_yaxis()
     ax.set_xlabel("step time (s)")
     ax.set_xlim(0, max(r.best.step_s for r in shown) * 1.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / len(shown) - 0.06), ncol=3, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     if any(r.memory is not None for r in shown):
         peaks = [(r.memory.peak_bytes / 1e9) if r.memory is not None else 0.0 for r in shown]
@@ -95,8 +95,15 @@ def plot_training(rows, path: str, title: str = "", device_bytes: int | None = N
         if device_bytes:
             mx.axvline(device_bytes / 1e9, color="black", linestyle="--", label="usable device memory")
             mx.legend(loc="lower right", fontsize=8)
-        mx.set_xscale("log")
-        mx.set_xlabel("peak memory per GPU (GB, log)")
+        for i, peak in enumerate(peaks):
+            mx.text(peak, i, f" {peak:.1f}", va="center", fontsize=7)
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        mx.set_xscale("log")  # peaks span 10x and more: the fitting ones stay readable beside the others
+        mx.xaxis.set_major_formatter(ScalarFormatter())
+        mx.xaxis.set_minor_formatter(NullFormatter())
+        mx.set_xlim(min(p for p in peaks if p > 0) / 1.5, max(peaks) * 2.0)
+        mx.set_xlabel("peak memory per GPU (GB, log scale)")
         mx.grid(axis="x", alpha=0.3)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
