@@ -30,7 +30,8 @@ At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``N
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
 model), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
-``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked). Topologies live
+``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked; with a global batch, the
+whole model's training plan from ``training``). Topologies live
 in the top-level ``topologies`` package.
 
 To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm`` subclass, added to

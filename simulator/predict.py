@@ -1,5 +1,9 @@
 """The arrangement predictor: every legal way to lay P GPUs out for every algorithm, simulated and ranked.
 
+This module ranks one block (``predict``); the whole model's training plan, tensor x data parallel
+arrangements with their step time and memory per GPU (``tpsim predict --global-batch``), is
+``simulator.training.search.plan_training``, re-exported here.
+
 Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` and ``1d-sp`` on P;
 ``2d`` on [q, q, 1] with q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on
 every [q, q, c] with c | q; ``3d`` on [q, q, q] with q^3 = P.
@@ -35,10 +39,11 @@ from simulator.errors import NotApplicable
 from simulator.ir.schedule import Schedule
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import plan_on_graph, simulate
+from simulator.training.search import plan_training
 from simulator.workloads.workload import Workload
 from topologies import Router
 
-__all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes"]
+__all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes", "plan_training"]
 
 log = logging.getLogger(__name__)
 

@@ -94,3 +94,35 @@ def test_training_flags_need_a_global_batch_and_a_transformer(capsys):
 
 def test_default_tp_sizes_stop_at_64():
     assert tp_sizes_of(1024) == (1, 2, 4, 8, 16, 32, 64)
+
+
+def test_csv_rows_follow_the_json(capsys, tmp_path):
+    path = tmp_path / "plan.csv"
+    status, out, err = run(capsys, *SMALL, "--tp-sizes", "1,4", "--csv", str(path))
+    assert status == 0, err
+    import csv
+
+    rows = list(csv.DictReader(path.open()))
+    assert rows and set(rows[0]) == {"rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp",
+                                     "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s",
+                                     "tokens_per_s", "mfu", "compute_s", "tp_comm_s", "dp_comm_s", "optimizer_s",
+                                     "peak_bytes", "fits", "status", "reason"}
+    assert all(int(r["tp"]) * int(r["dp"]) == 16 for r in rows)
+
+
+def test_launch_lines_name_each_frameworks_configuration():
+    from simulator.algorithms.arrangement import Arrangement
+    from simulator.training.arrangement import TrainingArrangement
+    from simulator.training.launch import launch_lines
+
+    tesseract = launch_lines(TrainingArrangement(Arrangement("summa25d", (4, 4, 4)), 2), 8, 256)
+    assert tesseract[0] == "Colossal-AI: parallel = dict(tensor=dict(mode='2.5d', size=64, depth=4))"
+    optimus = launch_lines(TrainingArrangement(Arrangement("2d", (4, 4, 1)), 4), 4, 256)
+    assert optimus[0] == "Colossal-AI: parallel = dict(tensor=dict(mode='2d', size=16))"
+    megatron = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 8), 1, 256, zero=1, recompute="selective")
+    assert megatron[0] == ("Megatron-LM: --tensor-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 256 "
+                           "--recompute-activations --use-distributed-optimizer")
+    dp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 4, 256)
+    assert dp[0].startswith("Megatron-LM: --tensor-model-parallel-size 1 ")
+    assert "no published training framework" in launch_lines(
+        TrainingArrangement(Arrangement("cannon25d", (4, 4, 2)), 2), 4, 256)[0]
