@@ -9,11 +9,12 @@ module                     what it holds
 ``cpu_loop``               bench -> calibrate -> run -> compare on gloo ranks, repeated
 ``bench_simulator``        the whole simulator's speed on the largest grids
 ``bench_network``          the flow network's speed on a few traffic patterns
+``bench_plan``             the whole-model training plan's speed on 1,024 GPUs (`predict --global-batch`)
 ``quiet_host``             waiting for an idle host, and telling a disturbed run
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md.
 """
 
-__all__ = ["bench_network", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_realism",
+__all__ = ["bench_network", "bench_plan", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_realism",
            "paper_25d_claim", "quiet_host"]

@@ -20,6 +20,8 @@ sub-package        what it holds
 ``memory``         memory per GPU of training: model states, kept activations, workspace, peak
 ``compare``        a measured run against its simulation
 ``calibrate``      fitting a topology to measurements (bench records, nccl-tests logs)
+``training``       whole-model training plans: tensor x data arrangements, buckets, the
+                   data-parallel reduction, the time of one training step
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
@@ -28,7 +30,8 @@ At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``N
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
 model), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
-``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked). Topologies live
+``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked; with a global batch, the
+whole model's training plan from ``training``). Topologies live
 in the top-level ``topologies`` package.
 
 To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm`` subclass, added to
@@ -42,4 +45,4 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 
 __all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
            "gcpause", "ir", "limits", "memory", "network", "predict", "predict_plot", "progress", "simpy_internals",
-           "sizes", "timing", "workloads"]
+           "sizes", "timing", "training", "workloads"]

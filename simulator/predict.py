@@ -1,5 +1,9 @@
 """The arrangement predictor: every legal way to lay P GPUs out for every algorithm, simulated and ranked.
 
+This module ranks one block (``predict``); the whole model's training plan, tensor x data parallel
+arrangements with their step time and memory per GPU (``tpsim predict --global-batch``), is
+``simulator.training.search.plan_training``, re-exported here.
+
 Arrangements of P GPUs (``simulator.algorithms.registry.legal_grids``): ``1d`` and ``1d-sp`` on P;
 ``2d`` on [q, q, 1] with q*q = P; ``summa25d`` on every [q, q, d] with q*q*d = P; ``cannon25d`` on
 every [q, q, c] with c | q; ``3d`` on [q, q, q] with q^3 = P.
@@ -25,39 +29,23 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
 
 import networkx as nx
 
-from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, algorithm_class, build_schedule,
-                                           canonical_algorithm, legal_grids)
-from simulator.errors import InputError, NotApplicable
+from simulator.algorithms.arrangement import Arrangement, arrangements
+from simulator.algorithms.registry import algorithm_class, build_schedule
+from simulator.errors import NotApplicable
 from simulator.ir.schedule import Schedule
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import plan_on_graph, simulate
+from simulator.training.search import plan_training
 from simulator.workloads.workload import Workload
 from topologies import Router
 
-__all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes"]
+__all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes", "plan_training"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Arrangement:
-    """One algorithm on one grid with one placement (None: linear) and SUMMA prefetch on or off."""
-
-    algorithm: str
-    grid: tuple[int, ...]
-    placement: str | None = None
-    overlap: bool = False
-
-    @property
-    def label(self) -> str:
-        """E.g. "summa25d [4,4,4]", "2d+overlap [8,8,1] depth-major"."""
-        name = self.algorithm + ("+overlap" if self.overlap else "")
-        grid = "[" + ",".join(map(str, self.grid)) + "]"
-        return f"{name} {grid}" + (f" {self.placement}" if self.placement else "")
 
 
 @dataclass(frozen=True)
@@ -98,24 +86,6 @@ class Prediction:
                 "compute_s": self.compute_s, "comm_s": self.comm_s, "wait_s": self.wait_s,
                 "analytic_s": self.analytic_s, "memory_bytes": self.memory_bytes,
                 "collectives": self.collectives, "reason": self.skipped}
-
-
-def arrangements(gpus: int, algorithms: Iterable[str] = ALGORITHMS, placements: Iterable[str | None] = (None,),
-                 overlap: bool = False) -> list[Arrangement]:
-    """Every arrangement of ``gpus`` GPUs, in listing order: algorithm, then grid (largest q first),
-    then placement; with ``overlap``, each 2d/summa25d arrangement also with SUMMA prefetch."""
-    if not (isinstance(gpus, int) and gpus >= 1):
-        raise InputError(f"--gpus must be a positive integer, got {gpus!r}")
-    out = []
-    for algorithm in dict.fromkeys(canonical_algorithm(a) for a in algorithms):
-        for grid in legal_grids(algorithm, gpus):
-            # A grid placement means nothing to 1-D's one group; it runs linear only.
-            linear = not algorithm_class(algorithm).square_grid
-            for placement in ((None,) if linear else tuple(dict.fromkeys(placements))):
-                out.append(Arrangement(algorithm, grid, placement))
-                if overlap and algorithm in OVERLAP_ALGORITHMS:
-                    out.append(Arrangement(algorithm, grid, placement, overlap=True))
-    return out
 
 
 def memory_bytes(schedule: Schedule) -> int:

@@ -1,4 +1,7 @@
-"""The bar chart of `tpsim predict --png`: one horizontal bar per arrangement, fastest on top.
+"""The charts of `tpsim predict --png`: one horizontal bar per arrangement, fastest on top.
+
+``plot_predictions`` draws one block's ranking, ``plot_training`` a whole-model training plan (step time
+and peak memory per GPU against the device's).
 
 Each bar is split into the critical rank's compute, exposed communication and waiting time (they add
 up to the predicted makespan); a tick marks the contention-free analytic bound. Drawn with
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from simulator.errors import InputError
 
-__all__ = ["plot_predictions"]
+__all__ = ["plot_predictions", "plot_training"]
 
 
 def plot_predictions(rows, path: str, title: str = "") -> None:
@@ -46,6 +49,63 @@ def plot_predictions(rows, path: str, title: str = "") -> None:
     # Ranked fastest first, so the top rows are the shortest bars: the legend fits at the upper right.
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_training(rows, path: str, title: str = "", device_bytes: int | None = None) -> None:
+    """Draw a training plan (``simulator.training.search.PlanRow``, ranked) to ``path`` (PNG): per arrangement,
+    its step time stacked as compute / exposed TP comm / exposed DP comm, and beside it its peak memory per
+    GPU against the device's usable memory (bars over the line do not fit, drawn hatched)."""
+    import matplotlib  # here, not at the top: only --png needs matplotlib, and it is slow to import
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in rows if not r.skipped]
+    if not shown:
+        raise InputError("no arrangement applies to this model and batch: nothing to plot")
+    labels = [r.arrangement.label + ("" if r.simulated else " (bound)") for r in shown]
+    y = list(range(len(shown)))
+    fig, (ax, mx) = plt.subplots(1, 2, figsize=(13.0, 1.6 + 0.36 * len(shown)), dpi=110, sharey=True,
+                                 gridspec_kw={"width_ratios": [2.2, 1.0]})
+    compute = [r.best.compute_s for r in shown]
+    tp = [r.best.tp_comm_s for r in shown]
+    dp = [r.best.dp_comm_s for r in shown]
+    ax.barh(y, compute, color="#4C72B0", label="compute (incl. optimizer step)")
+    ax.barh(y, tp, left=compute, color="#DD8452", label="TP comm (exposed)")
+    ax.barh(y, dp, left=[a + b for a, b in zip(compute, tp)], color="#55A868", label="DP comm (exposed)")
+    best = shown[0].best.step_s
+    for i, r in enumerate(shown):
+        ax.text(r.best.step_s, i, f"  {r.best.step_s:.3g} s ({r.best.step_s / best:.2f}x)", va="center", fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("step time (s)")
+    ax.set_xlim(0, max(r.best.step_s for r in shown) * 1.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.6 / len(shown) - 0.06), ncol=3, fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    if any(r.memory is not None for r in shown):
+        peaks = [(r.memory.peak_bytes / 1e9) if r.memory is not None else 0.0 for r in shown]
+        colors = ["#4C72B0" if r.fits is not False else "#C44E52" for r in shown]
+        bars = mx.barh(y, peaks, color=colors)
+        for bar, r in zip(bars, shown):
+            if r.fits is False:
+                bar.set_hatch("//")
+        if device_bytes:
+            mx.axvline(device_bytes / 1e9, color="black", linestyle="--", label="usable device memory")
+            mx.legend(loc="lower right", fontsize=8)
+        for i, peak in enumerate(peaks):
+            mx.text(peak, i, f" {peak:.1f}", va="center", fontsize=7)
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        mx.set_xscale("log")  # peaks span 10x and more: the fitting ones stay readable beside the others
+        mx.xaxis.set_major_formatter(ScalarFormatter())
+        mx.xaxis.set_minor_formatter(NullFormatter())
+        mx.set_xlim(min(p for p in peaks if p > 0) / 1.5, max(peaks) * 2.0)
+        mx.set_xlabel("peak memory per GPU (GB, log scale)")
+        mx.grid(axis="x", alpha=0.3)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -5,6 +5,7 @@ module              what it holds
 ==================  ===============================================================================
 ``base``            ``Algorithm``: what every algorithm provides (grids, checks, layouts, products)
 ``registry``        every algorithm class by name, and ``build_schedule`` over them
+``arrangement``     ``Arrangement``: one algorithm on one grid with a placement; every one of P GPUs
 ``grid``            ``ProcessGrid``: [q, q, d] coordinates and row, column and depth groups
 ``compose``         lowers a workload's layer list onto one algorithm (the only code that does)
 ``megatron_1d``     1-D Megatron-LM (column- then row-parallel)
@@ -19,5 +20,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["base", "cannon25d", "cannon_steps", "compose", "cube", "grid", "megatron_1d", "megatron_1d_sp", "registry",
+__all__ = ["arrangement", "base", "cannon25d", "cannon_steps", "compose", "cube", "grid", "megatron_1d", "megatron_1d_sp", "registry",
            "summa25d", "summa2d", "summa_steps", "tensor3d"]

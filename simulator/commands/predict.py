@@ -14,6 +14,10 @@ Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulato
 "skipped"`` and ``reason``); ``--csv`` writes the same rows; ``--png`` draws a bar chart. For a
 transformer, ``--layers L`` (or ``--model``'s count) adds the whole model's time, L x one block's
 (``layers``, ``model_time_s``): one block is simulated, not L.
+
+With ``--global-batch G`` (a transformer) the command plans the whole model's training instead: tensor x
+data parallel arrangements, step time, memory per GPU and the launch line
+(``simulator.commands.predict_training``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 import sys
 
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
+from simulator.commands.predict_training import add_training_plan_arguments, training_plan_command
 from simulator.commands.schedule_args import add_workload_arguments, layers_of, workload_from_args
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          parse_overrides)
@@ -57,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print the ranked rows as a JSON list")
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")
     o.add_argument("--png", metavar="FILE", help="draw the ranking as a bar chart")
+    add_training_plan_arguments(p)
     p.set_defaults(func=predict_command)
 
 
@@ -82,6 +88,13 @@ def predict_command(args: argparse.Namespace) -> int:
     if args.gpus < 1:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
     check_ranks(args.gpus, f"--gpus {args.gpus}")
+    training = args.global_batch is not None
+    if not training:
+        _no_training_flags(args)
+    micro_batch = args.batch
+    if training and args.batch is None and (args.model is not None or args.workload == "transformer"):
+        args.batch = 1  # a placeholder: each arrangement's micro-batch is searched
+    passes_given = args.passes
     workload = workload_from_args(args)
     G = load_topology(args.topology)
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
@@ -89,6 +102,10 @@ def predict_command(args: argparse.Namespace) -> int:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "
                          f"{available} GPUs (world size {args.gpus} needs {args.gpus} GPUs)")
     check_placement(args.placement, G, args.gpus, all_ok=True)
+    if training:
+        args.passes = passes_given
+        return training_plan_command(args, G, workload, micro_batch, _algorithms(args.algos),
+                                     _placements(args.placement), overrides)
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
@@ -113,6 +130,17 @@ def predict_command(args: argparse.Namespace) -> int:
         if path:
             print(f"{label}: {path}")
     return 0
+
+
+def _no_training_flags(args) -> None:
+    """The whole-model flags mean nothing without --global-batch: say so rather than ignore them."""
+    given = [flag for flag, value, default in (("--zero", args.zero, 0), ("--recompute", args.recompute, "none"),
+                                                ("--optimizer", args.optimizer, "adam"),
+                                                ("--tp-sizes", args.tp_sizes, None),
+                                                ("--simulate-top", args.simulate_top, 4),
+                                                ("--bucket-mb", args.bucket_mb, 25.0)) if value != default]
+    if given:
+        raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")
 
 
 def _title(args, G, workload) -> str:

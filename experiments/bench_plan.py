@@ -1,0 +1,57 @@
+"""Benchmark of the whole-model training plan at scale: `tpsim predict --global-batch` on 1,024 GPUs, end to end.
+
+Not a test (run it: ``python -m experiments.bench_plan``; ``pytest -m benchmark`` runs it as one). The case
+is the issue's: GPT-3 175B (``--model gpt3-175b``, 96 layers), global batch 1,536 sequences, on 1,024 A100s
+(``dgx-a100:128``), every tensor x data arrangement of the default tensor-parallel sizes (1 .. 64) bounded
+and the leading 4 that fit simulated, with memory per GPU, for ZeRO-0 (nothing fits: 16 bytes per
+parameter over at most 64-way tensor parallelism is over 40 GB) and ZeRO-1 (Megatron-LM's distributed
+optimizer). The command a user types runs in a fresh process, timed from start to exit: wall seconds,
+CPU seconds (user + system) and peak memory; the target is under 60 s of wall time on the development
+machine. Fixed inputs, no randomness: the figures vary only with the machine and what else runs there.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+
+__all__ = ["CASES", "TARGET_S", "command", "end_to_end"]
+
+CASES = {"zero0": (), "zero1": ("--zero", "1")}
+TARGET_S = 60.0
+
+
+def command(extra: tuple[str, ...] = ()) -> list[str]:
+    """The `tpsim predict` command line of the 1,024-GPU plan."""
+    return [sys.executable, "-m", "simulator.cli", "predict", "--gpus", "1024", "--model", "gpt3-175b",
+            "--topology", "dgx-a100:128", "--global-batch", "1536", "--json", *extra]
+
+
+def end_to_end(extra: tuple[str, ...] = ()) -> dict:
+    """Run the command in a child process; its wall and CPU seconds, peak memory, and the best fitting row."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run(command(extra), capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rows = json.loads(done.stdout)
+    best = next((r for r in rows if r["fits"]), None)
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "peak_rss_MB": after.ru_maxrss / 1024, "rows": len(rows),
+            "simulated": sum(1 for r in rows if r.get("simulated")),
+            "best": None if best is None else best["arrangement"]}
+
+
+def main() -> None:
+    for name, extra in CASES.items():
+        figures = end_to_end(extra)
+        print(f"{name}: {figures['wall_s']:.1f} s wall, {figures['cpu_s']:.1f} s CPU, "
+              f"{figures['peak_rss_MB']:.0f} MB, {figures['rows']} rows, {figures['simulated']} simulated, "
+              f"best fitting: {figures['best']} (target {TARGET_S:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

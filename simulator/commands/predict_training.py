@@ -1,0 +1,186 @@
+"""`tpsim predict --global-batch G`: which tensor x data arrangement trains a whole model fastest and fits.
+
+    tpsim predict --gpus P --topology T (--model NAME | --workload transformer ...) --global-batch G
+                  [--batch B] [--layers L] [--zero Z] [--recompute R] [--optimizer O] [--algos ...]
+                  [--tp-sizes 1,8,64] [--simulate-top K] [--bucket-mb MB] [--json] [--csv FILE] [--png FILE]
+
+Every ``simulator.training`` arrangement (pure data parallelism, and each algorithm's grids of every tp
+size) is bounded, the leading ``--simulate-top`` fitting ones are simulated (``simulator.training.search``)
+and the table ranks them: fitting rows first by step time (simulated, then bounds), then those that do not
+fit with their peak memory against the device's usable memory, then the skipped ones with the reason.
+The best simulated row gets its launch line. ``--batch`` fixes the micro-batch; without it each
+arrangement gets the smallest one it can build, doubled while it fits and the step gets faster.
+``--json`` prints the rows (``PlanRow.to_dict``: arrangement, algorithm, grid, tp, dp, micro_batch,
+step_time_s, tokens_per_s, mfu, compute_s, tp_comm_s, dp_comm_s, memory, fits, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+
+from simulator.commands.sim_args import format_time
+from simulator.errors import InputError
+from simulator.files import replacing
+from simulator.predict_plot import plot_training
+from simulator.progress import Progress
+from simulator.training.arrangement import tp_sizes_of, training_arrangements
+from simulator.training.launch import launch_lines
+from simulator.training.memory_fit import device_memory, memory_of
+from simulator.training.search import plan_training
+from simulator.memory.setup import OPTIMIZERS, RECOMPUTE
+from simulator.training.step import StepOptions
+from simulator.workloads.models import preset
+from simulator.workloads.workload import Workload
+from topologies import gpu_nodes
+
+__all__ = ["add_training_plan_arguments", "training_plan_command", "CSV_FIELDS"]
+
+CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp", "micro_batch", "micro_batches",
+              "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "compute_s", "tp_comm_s",
+              "dp_comm_s", "optimizer_s", "peak_bytes", "fits", "status", "reason")
+
+
+def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The whole-model options of `tpsim predict` (they apply with ``--global-batch``)."""
+    g = parser.add_argument_group("training plan (with --global-batch: the whole model, tensor x data parallel)")
+    g.add_argument("--global-batch", type=int, metavar="G", help="sequences per training step; turns on the "
+                   "whole-model plan (--batch is then the micro-batch, searched when not given)")
+    g.add_argument("--zero", type=int, default=0, metavar="0|1|2|3", help="ZeRO stage over the data-parallel "
+                   "group (default 0)")
+    g.add_argument("--recompute", default="none", metavar="|".join(RECOMPUTE), help="activation recomputation "
+                   "(default none)")
+    g.add_argument("--optimizer", default="adam", metavar="|".join(OPTIMIZERS), help="mixed-precision Adam "
+                   "(default) or SGD with momentum")
+    g.add_argument("--tp-sizes", metavar="T,T", help="tensor-parallel sizes to try (default: every divisor of "
+                   "--gpus up to 64; 1 is pure data parallelism)")
+    g.add_argument("--simulate-top", type=int, default=4, metavar="K", help="simulate the K fitting "
+                   "arrangements with the best bound (default 4); the rest show their contention-free bound")
+    g.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB", help="gradient bucket size in MB "
+                   "(10^6 B; default 25, PyTorch DDP's bucket_cap_mb)")
+
+
+def _options(args, workload: Workload) -> StepOptions:
+    if args.passes not in (None, "both"):
+        raise InputError(f"--pass {args.passes}: a training step runs fwd+bwd; drop --pass with --global-batch")
+    if args.simulate_top < 0:
+        raise InputError(f"--simulate-top {args.simulate_top}: must be >= 0")
+    vocab = preset(args.model).vocab if args.model else None
+    return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab, zero=args.zero,
+                       optimizer=args.optimizer, recompute=args.recompute, bucket_bytes=args.bucket_mb * 1e6,
+                       dtype=args.dtype)
+
+
+def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
+                          algorithms: tuple[str, ...], placements, overrides) -> int:
+    """Run the whole-model plan of `tpsim predict`; print the table (or JSON) and the launch line."""
+    if workload.name != "transformer":
+        raise InputError(f"--global-batch plans a transformer's training; --workload {workload.name} has none "
+                         f"(give --model NAME or --workload transformer)")
+    if args.global_batch < 1:
+        raise InputError(f"--global-batch {args.global_batch}: must be >= 1")
+    options = _options(args, workload)
+    sizes = tp_sizes_of(args.gpus, args.tp_sizes)
+    candidates = training_arrangements(args.gpus, algorithms, placements, sizes, args.overlap)
+
+    def make_block(b: int) -> Workload:
+        return Workload.transformer(b, workload.seq, workload.hidden, workload.heads, workload.ffn, workload.dropout)
+
+    device = G.nodes[gpu_nodes(G)[0]]["device"]
+    usable = device_memory(device)
+    with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:
+        rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top, memory_of, usable,
+                             algorithms=overrides, progress=lambda _: bar.update())
+    records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
+    title = _title(args, G, workload, options, device, usable)
+    if args.csv:
+        _write_csv(args.csv, records)
+    if args.png:
+        plot_training(rows, args.png, title, usable)
+    if args.json:
+        json.dump(records, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    for line in table_lines(rows, title, options, usable):
+        print(line)
+    for label, path in (("csv", args.csv), ("png", args.png)):
+        if path:
+            print(f"{label}: {path}")
+    return 0
+
+
+def _title(args, G, workload, options, device, usable) -> str:
+    name = args.model or f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})"
+    opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
+    return (f"{name} x {options.layers} layers, global batch {options.global_batch}, {opt}, ZeRO-{options.zero}, "
+            f"recompute {options.recompute}, {options.dtype}, on {args.gpus} GPUs of "
+            f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
+
+
+def _gb(nbytes: float | None) -> str:
+    """Memory in GB with one decimal ("35.7 GB", "1,543.2 GB"): the columns compare at a glance."""
+    return "-" if nbytes is None else f"{nbytes / 1e9:,.1f} GB"
+
+
+def _row(i, r, width: int, best: float) -> str:
+    s, m = r.best, r.memory
+    mem = _gb(None if m is None else m.peak_bytes)
+    states = _gb(None if m is None else m.params_bytes + m.grads_bytes + m.optimizer_bytes)
+    acts = _gb(None if m is None else m.activations_bytes)
+    return (f"  {i:>3}  {r.arrangement.label:<{width}}  {s.micro_batch:>3} {s.micro_batches:>4}  "
+            f"{format_time(s.step_s):>10}  {s.tokens_per_s:>9,.0f}  {100 * s.mfu:>5.1f}%  "
+            f"{format_time(s.tp_comm_s):>10}  {format_time(s.dp_comm_s):>10}  {states:>10}  {acts:>9}  {mem:>10}  "
+            f"{s.step_s / best:>6.2f}x  {s.model}")
+
+
+def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> list[str]:
+    """The ranked table: fitting rows, the rows that do not fit, the skipped ones; then the launch line."""
+    fit = [r for r in rows if not r.skipped and r.fits is not False]
+    over = [r for r in rows if not r.skipped and r.fits is False]
+    skipped = [r for r in rows if r.skipped]
+    lines = [f"tpsim predict: {title}"]
+    shown = fit + over
+    if not shown:
+        lines.append("  no arrangement applies to this model and batch")
+    else:
+        width = max(len(r.arrangement.label) for r in shown)
+        best = (fit or over)[0].best.step_s
+        lines.append(f"  {'#':>3}  {'arrangement':<{width}}  {'B':>3} {'m':>4}  {'step':>10}  {'tokens/s':>9}  "
+                     f"{'MFU':>6}  {'TP comm':>10}  {'DP comm':>10}  {'states':>10}  {'acts':>9}  {'peak':>10}  "
+                     f"{'vs best':>7}")
+        lines += [_row(i, r, width, best) for i, r in enumerate(fit, 1)]
+        if not fit:
+            lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full or larger "
+                         "--tp-sizes shrink the peak)")
+        if over:
+            lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
+            lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]
+        lines.append("  B: micro-batch, m: micro-batches per step; step = compute + TP comm + DP comm (exposed); "
+                     "states: parameters + gradients + optimizer; acts: kept activations; peak per GPU")
+        lines.append("  simulated: flow network, contention included; bound: contention-free analytic "
+                     "(not simulated: --simulate-top K)")
+    if skipped:
+        lines.append(f"  skipped {len(skipped)}:")
+        lines += [f"    {r.arrangement.label}: {r.skipped}" for r in skipped]
+    winner = next((r for r in fit if r.simulated), None)
+    if winner is not None and fit[0] is not winner:
+        lines.append(f"  note: {fit[0].arrangement.label}'s bound is below the best simulated step; it may be "
+                     f"faster: raise --simulate-top to simulate it")
+    if winner is not None:
+        lines.append(f"  launch {winner.arrangement.label}:")
+        lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
+                                                         options.global_batch, options.zero, options.recompute)]
+    return lines
+
+
+def _write_csv(path: str, records: list[dict]) -> None:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for record in records:
+            row = {k: record.get(k) for k in CSV_FIELDS}
+            row["grid"] = "x".join(map(str, record["grid"]))
+            row["peak_bytes"] = (record.get("memory") or {}).get("peak_bytes")
+            writer.writerow(row)

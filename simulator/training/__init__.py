@@ -1,0 +1,23 @@
+"""Whole-model training plans: tensor x data parallel arrangements and the time of one training step.
+
+==================  ================================================================================
+module              what it holds
+==================  ================================================================================
+``arrangement``     ``TrainingArrangement``: a tensor-parallel arrangement x a data-parallel degree,
+                    with the names a person reads (``megatron tp=8 x dp=8``), and every one of P GPUs
+``batching``        micro-batches per step: G / (B x D), or not applicable
+``placement``       tensor-parallel groups inside servers first; each rank's data-parallel group
+``gradients``       a rank's gradient bytes and its DDP-style buckets with their ready times
+``dp_reduce``       the data-parallel reduction on the topology, all groups at once (and its bound)
+``lm_head``         the embedding / LM head as the algorithm's own parallel linear; vocabulary padding
+``optimizer_step``  the optimizer update as a memory-bound pass over its state
+``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
+``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
+``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
+``memory_fit``      memory per GPU of an arrangement (``simulator.memory``) and the usable device memory
+``launch``          the winner's launch line: Megatron-LM arguments or Colossal-AI's tensor config
+==================  ================================================================================
+"""
+
+__all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "launch", "lm_head", "memory_fit",
+           "optimizer_step", "placement", "search", "step"]

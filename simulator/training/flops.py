@@ -1,0 +1,32 @@
+"""Model FLOPs of a training step and the model FLOPs utilisation (MFU).
+
+Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models" (arXiv
+2205.05198), the model-FLOPs equation of section 6 (no recomputation counted): a GPT of L layers, hidden h, sequence
+s and vocabulary V, trained on B sequences per step, does
+
+    72 B L s h^2 (1 + s / (6h) + V / (12 h L))
+
+FLOPs per step: 24 B s h^2 (1 + s/(6h)) per layer forward, three times that with the backward, plus the
+logit layer's 6 B s h V. MFU = those FLOPs / (step time x GPUs x the device's dense peak for the
+dtype): recomputed work and padding count as overhead, not as useful work.
+
+Example (GPT-3 175B, B = 1536)::
+
+    >>> f"{model_flops_per_step(1536, 96, 2048, 12288, 50257):.4e}"
+    '3.3860e+18'
+"""
+
+from __future__ import annotations
+
+__all__ = ["model_flops_per_step", "mfu"]
+
+
+def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int) -> float:
+    """72 B L s h^2 (1 + s/(6h) + V/(12hL)) (module docstring)."""
+    B, L, s, h, V = global_batch, layers, seq, hidden, vocab
+    return 72.0 * B * L * s * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L))
+
+
+def mfu(flops: float, step_s: float, gpus: int, peak_flops: float) -> float:
+    """flops / (step_s x gpus x peak_flops)."""
+    return flops / (step_s * gpus * peak_flops) if step_s > 0 else 0.0

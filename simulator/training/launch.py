@@ -1,0 +1,68 @@
+"""How to launch a planned arrangement with the framework that implements its algorithm.
+
+- 1-D (``megatron``), 1-D with sequence parallelism (``megatron-sp``) and pure data parallelism: the
+  Megatron-LM arguments (``megatron/training/arguments.py``): ``--tensor-model-parallel-size T``,
+  ``--sequence-parallel``, ``--micro-batch-size B``, ``--global-batch-size G``; Megatron-LM derives the
+  data-parallel size as world size / T (no pipeline parallelism here). Recomputation:
+  ``--recompute-activations`` (selective, Korthikanti et al.) or ``--recompute-granularity full
+  --recompute-method uniform --recompute-num-layers 1``. ZeRO-1 is Megatron-LM's distributed optimizer
+  (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed ``--zero-stage``).
+- 2-D (Optimus), 2.5-D (Tesseract) and 3-D: Colossal-AI's tensor-parallel configuration (its config
+  file's ``parallel = dict(tensor=dict(mode=..., size=..., depth=...))``): mode ``2d`` with size q^2,
+  ``2.5d`` with size q^2 d and depth d, ``3d`` with size q^3; Colossal-AI also derives the data-parallel
+  size as world size / (pipeline x tensor).
+- Cannon 2.5-D: no published training framework implements it; the line says so.
+
+Example::
+
+    >>> from simulator.algorithms.arrangement import Arrangement
+    >>> from simulator.training.arrangement import TrainingArrangement
+    >>> launch_lines(TrainingArrangement(Arrangement("1d-sp", (8,)), 8), micro_batch=1, global_batch=256)[0]
+    'Megatron-LM: --tensor-model-parallel-size 8 --sequence-parallel --micro-batch-size 1 --global-batch-size 256'
+"""
+
+from __future__ import annotations
+
+from simulator.training.arrangement import TrainingArrangement
+
+__all__ = ["launch_lines"]
+
+_MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
+"""tpsim algorithm -> Colossal-AI tensor-parallel mode."""
+
+
+def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str) -> list[str]:
+    args = [f"--tensor-model-parallel-size {a.tp}"]
+    if a.algorithm == "1d-sp" and a.tp > 1:
+        args.append("--sequence-parallel")
+    args += [f"--micro-batch-size {micro_batch}", f"--global-batch-size {global_batch}"]
+    if recompute == "selective":
+        args.append("--recompute-activations")
+    elif recompute == "full":
+        args.append("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
+    if zero == 1:
+        args.append("--use-distributed-optimizer")
+    elif zero >= 2:
+        args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
+    return ["Megatron-LM: " + " ".join(args),
+            f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
+            f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
+
+
+def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
+                 recompute: str = "none") -> list[str]:
+    """The launch configuration of ``a`` as lines to print (module docstring)."""
+    if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
+        return _megatron(a, micro_batch, global_batch, zero, recompute)
+    grid = a.tensor.grid
+    if a.algorithm in _MODES:
+        depth = f", depth={grid[2]}" if a.algorithm == "summa25d" else ""
+        lines = [f"Colossal-AI: parallel = dict(tensor=dict(mode='{_MODES[a.algorithm]}', size={a.tp}{depth}))",
+                 f"  data-parallel size {a.dp} = {a.gpus} / {a.tp}, derived by Colossal-AI; micro-batch "
+                 f"{micro_batch}, global batch {global_batch}"]
+        if a.tensor.placement:
+            lines.append(f"  ranks placed {a.tensor.placement} inside each tensor-parallel group")
+        return lines
+    return [f"{a.label}: no published training framework implements Cannon 2.5-D; "
+            f"tpsim's executor runs its schedule (`tpsim run --algo {a.algorithm} --grid "
+            f"{','.join(map(str, grid))}`)"]

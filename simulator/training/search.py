@@ -1,0 +1,153 @@
+"""The training-plan search: every tensor x data arrangement bounded, the leading ones simulated, ranked.
+
+For each ``TrainingArrangement`` (``simulator.training.arrangement``):
+
+1. the micro-batch: the one given, or else the smallest B dividing G / D whose block and LM head the
+   algorithm can build (``NotApplicable`` for every B: the row is skipped with the reason of the
+   first), then doubled while the doubled one still fits and its bound is lower (a larger micro-batch
+   runs larger GEMMs and fewer steps' latencies, and keeps more activations);
+2. the contention-free bound of its step (``step_time(..., bound=True)``), cheap enough for every row;
+3. its memory per GPU (``memory``, a callable returning an object with ``peak_bytes`` and ``to_dict()``,
+   or None when memory is not modelled), and whether it fits: peak <= the device's usable bytes.
+
+The fitting rows are ordered by their bound and the leading ``simulate_top`` of them are simulated on
+the flow network (contention included). The result lists the fitting rows by step time, simulated
+where simulated and the bound elsewhere (each row says which: ``StepTime.model``; a bound row ranked
+above a simulated one may be slower once simulated: a larger ``simulate_top`` settles it), then the
+rows that do not fit (by bound), then the skipped ones with their reasons, in listing order. The best
+simulated row is the plan to launch.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import networkx as nx
+
+from simulator.errors import NotApplicable
+from simulator.training.arrangement import TrainingArrangement
+from simulator.training.lm_head import lm_head_workload
+from simulator.training.step import StepOptions, StepTime, build_block, step_time
+
+__all__ = ["PlanRow", "plan_training", "micro_batch_for"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One arrangement's outcome: its bound, its simulation (top rows only), memory, or why it was skipped."""
+
+    arrangement: TrainingArrangement
+    bound: StepTime | None = None
+    simulated: StepTime | None = None
+    memory: object | None = None
+    """The memory breakdown (``peak_bytes``, ``to_dict()``), or None when not modelled."""
+    device_bytes: int | None = None
+    """Usable device memory per GPU, bytes, or None when unknown."""
+    skipped: str | None = None
+
+    @property
+    def best(self) -> StepTime | None:
+        """The simulated step where there is one, else the bound."""
+        return self.simulated or self.bound
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the peak memory fits the device (None: unknown)."""
+        if self.memory is None or self.device_bytes is None:
+            return None
+        return self.memory.peak_bytes <= self.device_bytes
+
+    def to_dict(self) -> dict:
+        """The ``--json`` row (``tpsim predict --global-batch``)."""
+        out = self.arrangement.to_dict()
+        best = self.best
+        if best is not None:
+            out.update(best.to_dict())
+            out["bound_step_time_s"] = self.bound.step_s
+            out["simulated"] = self.simulated is not None
+        out.update({"status": "skipped" if self.skipped else "ok", "reason": self.skipped,
+                    "memory": None if self.memory is None else self.memory.to_dict(), "fits": self.fits,
+                    "device_memory_bytes": self.device_bytes})
+        return out
+
+
+def micro_batch_for(a: TrainingArrangement, make_block: Callable[[int], object], options: StepOptions,
+                    micro_batch: int | None, try_build: Callable) -> int:
+    """The micro-batch of ``a``: ``micro_batch``, or the smallest B | G/D that ``try_build(a, block, options)``
+    accepts."""
+    if micro_batch is not None:
+        return micro_batch
+    per_replica = options.global_batch // a.dp if options.global_batch % a.dp == 0 else 0
+    first = None
+    for b in (b for b in range(1, per_replica + 1) if per_replica % b == 0):
+        try:
+            try_build(a, make_block(b), options)
+            return b
+        except NotApplicable as error:
+            first = first or error
+    if first is None:
+        raise NotApplicable(f"global batch {options.global_batch} is not divisible by dp={a.dp}")
+    raise first
+
+
+def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make_block: Callable[[int], object],
+                  options: StepOptions, micro_batch: int | None = None, simulate_top: int = 4,
+                  memory: Callable | None = None, device_bytes: int | None = None, try_build: Callable | None = None,
+                  router=None, algorithms: dict[str, str] | None = None,
+                  progress: Callable[[str], None] | None = None) -> list[PlanRow]:
+    """Rows for ``candidates`` in the order of the module docstring. ``make_block(B)`` is the transformer
+    block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row."""
+    candidates = list(candidates)
+    rows: list[PlanRow] = []
+    def bounded(a: TrainingArrangement, b: int) -> PlanRow:
+        block = make_block(b)
+        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms)
+        return PlanRow(a, bound, memory=memory(a, block, options) if memory is not None else None,
+                       device_bytes=device_bytes)
+
+    for a in candidates:
+        try:
+            b = micro_batch_for(a, make_block, options, micro_batch, try_build or _builds)
+            row = bounded(a, b)
+            per_replica = options.global_batch // a.dp
+            # Without --batch: double the micro-batch while it still fits and the bound still falls.
+            while micro_batch is None and row.fits is not False and per_replica % (2 * b) == 0:
+                try:
+                    wider = bounded(a, 2 * b)
+                except NotApplicable:
+                    break
+                if wider.fits is False or wider.bound.step_s >= row.bound.step_s:
+                    break
+                row, b = wider, 2 * b
+            rows.append(row)
+        except NotApplicable as error:
+            rows.append(PlanRow(a, skipped=str(error).splitlines()[0]))
+        if progress is not None:
+            progress(a.label)
+    order = {a: i for i, a in enumerate(candidates)}
+    ok = [r for r in rows if not r.skipped and r.fits is not False]
+    ok.sort(key=lambda r: (r.bound.step_s, order[r.arrangement]))
+    done = []
+    for i, r in enumerate(ok):
+        if i < simulate_top:
+            block = make_block(r.bound.micro_batch)
+            sim = step_time(G, r.arrangement, block, options, bound=False, router=router, algorithms=algorithms)
+            r = PlanRow(r.arrangement, r.bound, sim, r.memory, r.device_bytes)
+            if progress is not None:
+                progress(r.arrangement.label + " (simulated)")
+        done.append(r)
+    done.sort(key=lambda r: (r.best.step_s, order[r.arrangement]))
+    over = sorted((r for r in rows if not r.skipped and r.fits is False),
+                  key=lambda r: (r.bound.step_s, order[r.arrangement]))
+    return done + over + [r for r in rows if r.skipped]
+
+
+def _builds(a: TrainingArrangement, block, options: StepOptions) -> None:
+    """Raise NotApplicable unless ``a``'s algorithm takes ``block`` and its LM head (their forwards build)."""
+    build_block(a, block, "fwd", options.dtype)
+    if options.vocab:
+        build_block(a, lm_head_workload(block, options.vocab, a.tp), "fwd", options.dtype)

@@ -1,0 +1,223 @@
+"""The time of one training step of a whole model on a tensor x data arrangement.
+
+    step = m x (L x (fwd + bwd of one block) + fwd + bwd of the LM head) + exposed DP reduction + optimizer
+
+with m = G / (B x D) micro-batches (``simulator.training.batching``). One block's forward and backward
+are simulated (``simulator.timing.simulation.simulate``) on the first tensor-parallel group's GPUs
+(``simulator.training.placement``), each pass as its own schedule, and so is the LM head
+(``simulator.training.lm_head``); the L layers and m micro-batches repeat them rather than being
+simulated again. The groups of other replicas run the same at the same time; they are not simulated
+with it, which is exact where groups share no link (groups of up to a server's GPUs, or whole
+servers on a non-blocking fabric).
+
+Recomputation (``--recompute``) adds to each backward what it recomputes: ``full`` the whole forward
+of the block (Megatron-LM's full recomputation, its tensor-parallel communication included),
+``selective`` the forward of the attention core (the ``attn`` part of the forward's timing;
+Korthikanti et al. 2022, section 4.2).
+
+The data-parallel reduction (``simulator.training.dp_reduce``) overlaps the last micro-batch's backward;
+what runs past the backward's end is exposed. ZeRO (Rajbhandari et al. 2019): stage 0 all-reduces the
+gradients once per step; stage 1 (Megatron-LM's distributed optimizer) reduce-scatters them once per
+step and all-gathers the updated parameters after the optimizer step (exposed: Megatron-LM overlaps it
+only with ``--overlap-param-gather``); stages 2 and 3 keep only their shard of the gradients, so they
+reduce-scatter after every micro-batch's backward (DeepSpeed's ZeRO-2/3, each micro-batch's tail
+exposed); stage 3 also all-gathers every layer's parameters in each micro-batch's forward and backward,
+approximated as one all-gather stream of the rank's parameter buckets per pass, prefetched under that
+pass's compute (exposed: what exceeds it), and needs no all-gather after the update.
+
+``bound=True`` is the contention-free analytic model: ``simulator.timing.critical_path.analyze`` for the
+passes and closed-form collectives (``dp_reduce.bound_stream``) for the reduction, for ranking at scale.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from simulator.algorithms.registry import algorithm_class, build_schedule
+from simulator.compute import ComputeConfig, ComputeModel
+from simulator.errors import InputError
+from simulator.ir.schedule import DTYPE_BYTES
+from simulator.memory.setup import RECOMPUTE
+from simulator.timing.critical_path import analyze
+from simulator.timing.simulation import simulate
+from simulator.training.arrangement import TrainingArrangement
+from simulator.training.batching import micro_batches
+from simulator.training.dp_reduce import bound_stream, simulate_waves
+from simulator.training.flops import mfu, model_flops_per_step
+from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
+from simulator.training.lm_head import lm_head_workload
+from simulator.training.optimizer_step import OPTIMIZERS, optimizer_step_s
+from simulator.training.placement import dp_groups, tp_group_gpus
+from simulator.workloads.workload import Workload
+
+__all__ = ["StepOptions", "PassTime", "StepTime", "build_block", "step_time"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """What a step trains: the global batch, the model's depth and vocabulary, and the training setup."""
+
+    global_batch: int
+    """Sequences per step (G)."""
+    layers: int = 1
+    """Transformer blocks (L)."""
+    vocab: int | None = None
+    """Vocabulary of the tied embedding / LM head; None: no embedding layer."""
+    zero: int = 0
+    """ZeRO stage 0..3 over the data-parallel group."""
+    optimizer: str = "adam"
+    recompute: str = "none"
+    bucket_bytes: float = DDP_BUCKET_BYTES
+    dtype: str = "bfloat16"
+
+    def __post_init__(self) -> None:
+        if self.zero not in (0, 1, 2, 3):
+            raise InputError(f"--zero {self.zero!r}: valid: 0, 1, 2, 3")
+        if self.optimizer not in OPTIMIZERS:
+            raise InputError(f"--optimizer {self.optimizer!r}: valid: {', '.join(OPTIMIZERS)}")
+        if self.recompute not in RECOMPUTE:
+            raise InputError(f"--recompute {self.recompute!r}: valid: {', '.join(RECOMPUTE)}")
+        if not (isinstance(self.layers, int) and self.layers >= 1):
+            raise InputError(f"--layers must be an integer >= 1, got {self.layers!r}")
+        if not self.bucket_bytes > 0:
+            raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
+
+
+@dataclass(frozen=True)
+class PassTime:
+    """One simulated (or bounded) pass on the tensor-parallel group: its time and the critical rank's split."""
+
+    time_s: float
+    compute_s: float
+    comm_s: float
+    """Exposed tensor-parallel communication, waiting for peers included."""
+
+    def __add__(self, other: "PassTime") -> "PassTime":
+        return PassTime(self.time_s + other.time_s, self.compute_s + other.compute_s, self.comm_s + other.comm_s)
+
+    def __mul__(self, k: float) -> "PassTime":
+        return PassTime(self.time_s * k, self.compute_s * k, self.comm_s * k)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One arrangement's training step; seconds per step, the split adding up to ``step_s``."""
+
+    arrangement: TrainingArrangement
+    micro_batch: int
+    micro_batches: int
+    model: str
+    """"simulated" (flow network, contention) or "bound" (contention-free analytic)."""
+    step_s: float
+    compute_s: float
+    """Compute of the passes on the critical rank, plus the optimizer step."""
+    tp_comm_s: float
+    """Exposed tensor-parallel communication (and waiting) in the passes."""
+    dp_comm_s: float
+    """Exposed data-parallel communication: the reduction past the backward, ZeRO's all-gathers."""
+    optimizer_s: float
+    tokens_per_s: float
+    mfu: float
+    flops_per_step: float
+    passes: dict = field(default_factory=dict, compare=False)
+    """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd"): its ``PassTime``, one micro-batch."""
+
+    def to_dict(self) -> dict:
+        return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
+                "micro_batches": self.micro_batches, "step_time_s": self.step_s, "compute_s": self.compute_s,
+                "tp_comm_s": self.tp_comm_s, "dp_comm_s": self.dp_comm_s, "optimizer_s": self.optimizer_s,
+                "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
+                "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
+                           for k, p in self.passes.items()}}
+
+
+def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str):
+    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid."""
+    t = a.tensor
+    if not algorithm_class(t.algorithm).square_grid:
+        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0])
+    return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
+
+
+def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None) -> PassTime:
+    run = analyze if bound else simulate
+    r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router)
+    if part is not None:  # one layer part of the critical rank (recompute's share)
+        p = r.parts.get(part)
+        comm = 0.0 if p is None or schedule.world_size == 1 else p.comm_s + p.wait_s
+        return PassTime(0.0, 0.0, 0.0) if p is None else PassTime(p.compute_s + comm, p.compute_s, comm)
+    if schedule.world_size == 1:  # Megatron-LM skips a 1-rank group's collectives (returns the input)
+        return PassTime(r.compute_s, r.compute_s, 0.0)
+    return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s)
+
+
+def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
+              router=None, algorithms: dict[str, str] | None = None) -> StepTime:
+    """The step of ``a`` training ``options.layers`` blocks like ``block`` (its batch is the micro-batch);
+    NotApplicable where sizes do not divide (module docstring)."""
+    if block.name != "transformer":
+        raise InputError(f"a training step needs a transformer block, got {block.name}")
+    m = micro_batches(options.global_batch, block.batch, a.dp)
+    dtype, L = options.dtype, options.layers
+    gpus = tp_group_gpus(G, a)
+    fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype)
+    head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
+    head_f = head_b = None
+    if head is not None:
+        head_f, head_b = build_block(a, head, "fwd", dtype), build_block(a, head, "bwd", dtype)
+    t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
+         "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
+    if options.recompute == "full":
+        t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
+    elif options.recompute == "selective":
+        t["block_bwd"] = t["block_bwd"] + _time(fwd_s, G, gpus, bound, router, algorithms, part="attn")
+    zero = PassTime(0.0, 0.0, 0.0)
+    t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
+    t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"]
+
+    # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's.
+    per = DTYPE_BYTES[dtype]
+    extra = (block.seq * block.hidden + 2 * block.hidden) if head else 0  # position embedding, final LayerNorm
+    layer_el = [weight_elements(fwd_s, block, r) for r in range(a.tp)]
+    embed_el = [(sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
+    params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
+    bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
+    streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
+                              [embed_el[r] * per for r in range(a.tp)], L, options.bucket_bytes,
+                              t["head_bwd"].time_s, t["block_bwd"].time_s)
+    groups = dp_groups(G, a)
+    reduce = bound_stream if bound else simulate_waves
+
+    def stream_s(kind: str, buckets) -> float:
+        return reduce(G, groups, buckets, kind, router=router, algorithms=algorithms)
+
+    dp = 0.0
+    if a.dp > 1:
+        kind = "all_reduce" if options.zero == 0 else "reduce_scatter"
+        tail = max(0.0, stream_s(kind, streams) - bwd_end)
+        dp += tail * (m if options.zero >= 2 else 1)
+        gather = [[Bucket(b.nbytes, 0.0) for b in s] for s in streams]  # parameter buckets, as large
+        if options.zero == 1 or options.zero == 2:
+            dp += stream_s("all_gather", gather)
+        elif options.zero == 3:
+            ag = stream_s("all_gather", gather)
+            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
+            dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
+    device = G.nodes[gpus[0]]["device"]
+    config = ComputeConfig.from_sim(G.graph.get("sim"))
+    shard = a.dp if options.zero >= 1 else 1
+    opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
+    step = m * micro.time_s + dp + opt
+    flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0)
+    peak = ComputeModel(config).peak_flops(device, dtype)
+    tokens = options.global_batch * block.seq / step
+    log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
+    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
+                    m * micro.comm_s, dp, opt, tokens, mfu(flops, step, a.gpus, peak), flops, t)
+
