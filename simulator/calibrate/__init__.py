@@ -12,6 +12,7 @@ Public API::
 module               what it holds
 ===================  ==============================================================================
 ``samples``          the measured records: one collective or one gemm, with its time
+``nccl_lines``       one line of nccl-tests output: launcher tags, NCCL's own lines, the test it names
 ``nccl_tests``       parsing nccl-tests output (all_reduce_perf, all_gather_perf, ...)
 ``from_nccl_tests``  nccl-tests logs as collective samples
 ``from_bench``       a ``tpsim bench`` record as samples
