@@ -7,6 +7,7 @@ Public API::
     samples_from_nccl_tests(paths) -> list[CollectiveSample]         # from_nccl_tests.py
     calibrate(base, collectives, gemms, *, holdout=None, ...) -> Calibration   # fit.py
     Calibration.graph / .parameters / .fit_rows / .holdout_rows / .write(path)
+    Calibration.profile / .write_profile(path)   # topologies.profile: --calibration FILE anywhere
 
 ===================  ==============================================================================
 module               what it holds
@@ -23,6 +24,7 @@ module               what it holds
 ``holdout``          fit / held-out splits
 ``rows``             per-size-bucket error rows and their tables
 ``fit``              ``calibrate``: the whole fit and its check
+``carry``            what a fit carries to other topologies: the profile, what stayed undetermined
 ``result``           ``Calibration``: the calibrated topology, the values, the rows, the file
 ===================  ==============================================================================
 """

@@ -83,7 +83,7 @@ def predict_command(args: argparse.Namespace) -> int:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
     check_ranks(args.gpus, f"--gpus {args.gpus}")
     workload = workload_from_args(args)
-    G = load_topology(args.topology)
+    G = load_topology(args.topology, args.calibration)
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
     if args.gpus > available:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "
