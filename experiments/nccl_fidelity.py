@@ -15,8 +15,8 @@ itself:
 
 Sizes below and from 1 MiB are summarised apart, per log and over all logs: the geometric-mean error
 ``exp(mean |ln(predicted / measured)|) - 1`` (a symmetric measure: 2x too slow and 2x too fast are
-both 100%) and the largest error in the same measure, ``exp(max |ln(predicted / measured)|) - 1``. Then the issue's targets, each met or not:
-from 1 MiB, geomean <= 10% and no point over 25% with the presets, <= 5% geomean calibrated; below
+both 100%) and the largest error in the same measure, ``exp(max |ln(predicted / measured)|) - 1``.
+Then the issue's targets, each met or not: from 1 MiB, geomean <= 10% and no point over 25% with the presets, <= 5% geomean calibrated; below
 1 MiB, geomean <= 25% with the presets. The preset is picked from the log's device and rank count
 (A100-SXM4-40GB -> dgx-a100, H100 -> dgx-h100, H200 -> dgx-h200; ranks / 8 servers).
 
@@ -122,7 +122,8 @@ def calibrated(log: Log, logs: list[Log], folder: str, fit_min: str) -> tuple[di
     profile = str(Path(folder) / f"{log.cluster}-{log.path.stem}.yaml")
     family = log.topology.partition(":")[0]
     _tpsim(["calibrate", "--from-nccl-tests", *[str(t.path) for t in train], "--topology", family, "--no-holdout",
-            "--fit-min-bytes", fit_min, "-o", str(Path(folder) / "topology.yaml"), "--profile", profile, "--json", *extra])
+            "--fit-min-bytes", fit_min, "-o", str(Path(folder) / "topology.yaml"), "--profile", profile, "--json",
+            *extra])
     fitted_on = ", ".join(sorted({f"{t.ranks}" for t in train}, key=int)) + " GPUs" if how == "fewer GPUs" else how
     return compare(log, profile), fitted_on
 

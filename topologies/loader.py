@@ -63,8 +63,9 @@ def _sized_file(spec: str, path: str, size: str) -> nx.DiGraph:
     F = _load(path)
     embedded = (F.graph.get("sim") or {}).get("calibration")
     if not isinstance(embedded, dict) or not embedded.get("preset"):
-        raise TopologyError(f"{spec}: {path} names no preset to rebuild at size {size} (only topologies that tpsim "
-                            f"calibrate fitted on a preset do); use the preset with --calibration {path}")
+        raise TopologyError(f"{spec}: {path} names no preset to rebuild at size {size}; FILE:N rebuilds only a "
+                            f"topology that tpsim calibrate fitted on a preset (else give PRESET:N --calibration "
+                            f"PROFILE)")
     profile = profile_from_document(embedded, path)
     G = apply_profile(build_preset(f"{profile.preset}:{size}"), profile, path)
     validate_graph(G)

@@ -19,8 +19,8 @@ line apart:
 
 Example::
 
-    >>> split_prefix("(head, rank=0, pid=38) [1,0]<stdout>:#  Rank  0 Group  0 Pid  7 on h device  0 [0x8f] NVIDIA H200")
-    ('(head, rank=0, pid=38) [1,0]<stdout>:', '#  Rank  0 Group  0 Pid  7 on h device  0 [0x8f] NVIDIA H200')
+    >>> split_prefix("(head, rank=0, pid=38) [1,0]<stdout>:#  Rank  0 Group  0 Pid  7 on h device  0 [0x8f] H200")
+    ('(head, rank=0, pid=38) [1,0]<stdout>:', '#  Rank  0 Group  0 Pid  7 on h device  0 [0x8f] H200')
     >>> rank_line("#  Rank  0 Group  0 Pid  7 on h device  0 [0x8f] NVIDIA H200")
     (0, 'h', 'NVIDIA H200')
     >>> op_named("mpirun -np 16 ./build/all_reduce_perf_mpi -b 8 -e 8G"), op_in_file_name("nccl_reducescatter.log")
