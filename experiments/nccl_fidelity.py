@@ -16,9 +16,10 @@ itself:
 Sizes below and from 1 MiB are summarised apart, per log and over all logs: the geometric-mean error
 ``exp(mean |ln(predicted / measured)|) - 1`` (a symmetric measure: 2x too slow and 2x too fast are
 both 100%) and the largest error in the same measure, ``exp(max |ln(predicted / measured)|) - 1``.
-Then the issue's targets, each met or not: from 1 MiB, geomean <= 10% and no point over 25% with the presets, <= 5% geomean calibrated; below
-1 MiB, geomean <= 25% with the presets. The preset is picked from the log's device and rank count
-(A100-SXM4-40GB -> dgx-a100, H100 -> dgx-h100, H200 -> dgx-h200; ranks / 8 servers).
+Then the issue's targets, each met or not: from 1 MiB, geomean <= 10% and no point over 25% with the
+presets, <= 5% geomean calibrated; below 1 MiB, geomean <= 25% with the presets. The preset is picked
+from the log's device and rank count (A100-SXM4-40GB -> dgx-a100, H100 -> dgx-h100, H200 -> dgx-h200;
+ranks / 8 servers).
 
 Every number comes from ``tpsim collective --compare LOG --json`` and ``tpsim calibrate
 --from-nccl-tests ... --profile P --json`` run in this process (profiles in a temporary folder). Fixed

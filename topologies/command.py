@@ -37,9 +37,10 @@ def register(subparsers) -> None:
                               description="A topology's GPUs, nodes, link kinds, per-GPU injection and bisection "
                                           "bandwidth.")
     show.add_argument("topology", metavar="NAME|FILE", help="a preset (dgx-a100, dgx-a100:16, ...) or a topology file")
-    show.add_argument("--calibration", metavar="FILE", help="a calibration profile (tpsim calibrate --profile, or the topology file it wrote) "
-                            "applied to the topology: fitted link rates and latencies carry to any topology of the "
-                            "same node kind")
+    show.add_argument("--calibration", metavar="FILE",
+                      help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                           "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                           "topology of the same node kind")
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
     show.add_argument("--png", metavar="OUT.png", help="also draw the graph to this PNG")
     show.set_defaults(func=_show)

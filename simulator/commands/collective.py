@@ -44,9 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, dest="old_ranks", help=argparse.SUPPRESS)
     p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
     p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
-    p.add_argument("--calibration", metavar="FILE", help="a calibration profile (tpsim calibrate --profile, or the topology file it wrote) "
-                            "applied to the topology: fitted link rates and latencies carry to any topology of the "
-                            "same node kind")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                        "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                        "topology of the same node kind")
     p.add_argument("--algo", metavar="A", help="algorithm (default: NCCL-like choice): ring, chain, "
                    "binomial_tree, double_binary_tree, direct")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"), help="NCCL protocol (default auto)")

@@ -20,9 +20,10 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--topology", required=True, metavar="NAME|FILE",
                        help="a preset (dgx-a100, dgx-h100:128, a100-4gpu:16, loopback:8, ...) or a "
                             ".yaml/.json/.graphml file")
-    group.add_argument("--calibration", metavar="FILE", help="a calibration profile (tpsim calibrate --profile, or the topology file it wrote) "
-                            "applied to the topology: fitted link rates and latencies carry to any topology of the "
-                            "same node kind")
+    group.add_argument("--calibration", metavar="FILE",
+                       help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                            "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                            "topology of the same node kind")
     group.add_argument("--placement", metavar="P",
                        help="rank -> GPU: linear (default), depth-major, column-major, or a file of GPU indices")
     group.add_argument("--algo-override", action="append", default=[], metavar="KIND=ALGO",
