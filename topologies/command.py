@@ -51,6 +51,8 @@ def register(subparsers) -> None:
                                           "--topology loads the file anywhere in tpsim.")
     save.add_argument("topology", metavar="NAME|FILE",
                       help="a preset (dgx-a100, dgx-a100:16, ...; `tpsim topology list`) or a topology file")
+    save.add_argument("--calibration", metavar="FILE",
+                      help="a calibration profile applied before saving (the same node kind, or one error line)")
     save.add_argument("out", metavar="OUT", help=f"the file to write; its suffix picks the format: "
                                                  f"{', '.join(FILE_SUFFIXES)}")
     save.set_defaults(func=_save)
@@ -75,6 +77,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    save_topology(load_topology(args.topology), args.out)
+    save_topology(load_topology(args.topology, args.calibration), args.out)
     print(f"wrote {args.out}")
     return 0

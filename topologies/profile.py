@@ -101,8 +101,9 @@ def class_rate(G: nx.DiGraph, kind: str) -> float | None:
 
 
 def preset_family(G: nx.DiGraph) -> str | None:
-    """The preset a graph was built from (``dgx-a100`` for ``dgx-a100:16`` or ``dgx-a100:2-calibrated``)."""
-    family = str(G.graph.get("name", "")).partition(":")[0].removesuffix("-calibrated")
+    """The preset a graph was built from (``dgx-a100`` for ``dgx-a100:16``, ``dgx-a100:2-calibrated`` or
+    ``dgx-a100+calibration``), None for a graph of no preset."""
+    family = str(G.graph.get("name", "")).partition(":")[0].removesuffix("+calibration").removesuffix("-calibrated")
     return family if family in PRESETS else None
 
 

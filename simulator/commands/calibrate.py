@@ -130,8 +130,8 @@ def _base(args, collectives):
     need = max((s.ranks for s in collectives), default=0)
     family = preset_family(base)
     gpus = len(gpu_nodes(base))
-    if family is None or need <= gpus or os.path.exists(args.topology):
-        return base, None
+    if family is None or need <= gpus or ":" in args.topology or os.path.exists(args.topology):
+        return base, None  # a size given (dgx-a100:2) is the user's: the rank check names a mismatch
     per_server = int(node_kind(base).partition("x")[0])
     try:
         grown = load_topology(f"{family}:{-(-need // per_server)}", args.calibration)

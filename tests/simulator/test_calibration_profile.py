@@ -148,3 +148,20 @@ def test_the_carried_calibration_predicts_sixteen_servers_it_never_saw(fitted, c
     assert status == 0, err
     large = [row["error"] for row in json.loads(out) if row["bytes"] >= 128 << 20]
     assert len(large) == 6 and max(abs(e) for e in large) < 0.10, large
+
+
+def test_calibrate_grows_a_calibrated_base_but_not_a_size_given(fitted, tmp_path, capsys):
+    log = str(LOGS / "all_reduce_perf_16gpu.log")
+    status, out, err = _run(capsys, ["calibrate", "--from-nccl-tests", log, "--topology", "dgx-a100", "--calibration",
+                                     str(fitted / "profile.yaml"), "-o", str(tmp_path / "a.yaml")])
+    assert status == 0 and "fitted on dgx-a100:2 (dgx-a100 has 8 GPUs)" in out, err
+    status, out, err = _run(capsys, ["calibrate", "--from-nccl-tests", log, "--topology", "dgx-a100:1",
+                                     "-o", str(tmp_path / "b.yaml")])
+    assert status == 2 and "on 16 ranks does not fit topology dgx-a100:1, which has 8 GPUs" in err
+
+
+def test_topology_save_writes_the_calibrated_preset(fitted, tmp_path, capsys):
+    assert main(["topology", "save", "dgx-a100:4", "--calibration", str(fitted / "profile.yaml"),
+                 str(tmp_path / "c4.yaml")]) == 0
+    G = load_topology(str(tmp_path / "c4.yaml"))
+    assert class_rate(G, "ib") == read_profile(str(fitted / "profile.yaml")).links["ib"]["bandwidth_GBps"]
