@@ -94,6 +94,9 @@ def collective_command(args: argparse.Namespace) -> int:
     measured = None
     if args.compare:
         log = parse_nccl_tests(args.compare)
+        if args.op is None and log.op is None:
+            raise InputError(f"{args.compare}: cannot tell which test this is (no command line or 'Collective test "
+                             f"starting' line naming it, nor the file name); give --op")
         args.op = args.op or log.op
         args.group_size = args.group_size or log.n_ranks
         if log.op and args.op != log.op:

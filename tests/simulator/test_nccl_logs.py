@@ -163,3 +163,12 @@ def test_compare_reads_the_three_forms_of_the_issue(capsys):
                           (DATA / "superbench-a100" / "nccl_broadcast.log", "dgx-a100")]:
         assert main(["collective", "--compare", str(log), "--topology", topology, "--json"]) == 0
         assert capsys.readouterr().err == ""
+
+
+def test_a_log_that_names_no_test_asks_for_op(tmp_path, capsys):
+    path = tmp_path / "job-77.out"
+    path.write_text((DATA / "azure-ndv4-a100" / "all_reduce_perf_8gpu.log").read_text())
+    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "job-77.out: cannot tell which test this is" in err and "give --op" in err
+    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100", "--op", "all_reduce"]) == 0
