@@ -4,8 +4,8 @@ One sample per row: the out-of-place time (``tpsim collective --compare`` compar
 the rank count from the log's device list or ``nGpus``, the test from the log's own "Collective test
 starting" or command line, else its file name (``simulator.calibrate.nccl_tests``). nccl-tests' size
 column is already the S of ``CollectiveSample``. Rows of the same test, rank count and size in different
-logs are repeats of one measurement, merged or refused as conflicting as the parser does within one log (``merge_repeats``).
-Example::
+logs are repeats of one measurement, merged or refused as conflicting as the parser does within one
+log (``merge_repeats``). Example::
 
     >>> samples = samples_from_nccl_tests(["all_reduce_perf_8gpu.log"])          # doctest: +SKIP
     >>> samples[0]                                                                 # doctest: +SKIP
