@@ -6,6 +6,7 @@ module                     what it holds
 ``paper_25d_claim``        the SUMMA2.5 paper's [4,4,4] vs [8,8,1] claim on 64 GPUs, as tpsim predicts it
 ``nccl_realism``           the uncalibrated dgx-a100 preset against real nccl-tests logs, per size
 ``calibration_holdout``    calibration on the nccl-tests logs: the error on held-out sets
+``nccl_fidelity``          every published nccl-tests log: presets and carried calibrations, error tables
 ``cpu_loop``               bench -> calibrate -> run -> compare on gloo ranks, repeated
 ``bench_simulator``        the whole simulator's speed on the largest grids
 ``bench_network``          the flow network's speed on a few traffic patterns
@@ -16,5 +17,5 @@ module                     what it holds
 Their results and the lab notes behind them are in experiments/README.md.
 """
 
-__all__ = ["bench_network", "bench_plan", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_realism",
-           "paper_25d_claim", "quiet_host"]
+__all__ = ["bench_network", "bench_plan", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_fidelity",
+           "nccl_realism", "paper_25d_claim", "quiet_host"]

@@ -21,6 +21,7 @@ module              what it holds
 ``fileformat``      the YAML/JSON topology file
 ``graphml``         GraphML files through networkx
 ``loader``          a topology from a preset name or a file, and saving one
+``profile``         calibration profiles: fitted link-class parameters carried to a node kind's topologies
 ``validate``        full checks of a graph; the first problem is one ``TopologyError``
 ``placement``       which GPU each schedule rank runs on
 ``routing``         deterministic shortest paths with reproducible ECMP spreading

@@ -37,6 +37,10 @@ def register(subparsers) -> None:
                               description="A topology's GPUs, nodes, link kinds, per-GPU injection and bisection "
                                           "bandwidth.")
     show.add_argument("topology", metavar="NAME|FILE", help="a preset (dgx-a100, dgx-a100:16, ...) or a topology file")
+    show.add_argument("--calibration", metavar="FILE",
+                      help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                           "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                           "topology of the same node kind")
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
     show.add_argument("--png", metavar="OUT.png", help="also draw the graph to this PNG")
     show.set_defaults(func=_show)
@@ -47,13 +51,15 @@ def register(subparsers) -> None:
                                           "--topology loads the file anywhere in tpsim.")
     save.add_argument("topology", metavar="NAME|FILE",
                       help="a preset (dgx-a100, dgx-a100:16, ...; `tpsim topology list`) or a topology file")
+    save.add_argument("--calibration", metavar="FILE",
+                      help="a calibration profile applied before saving (the same node kind, or one error line)")
     save.add_argument("out", metavar="OUT", help=f"the file to write; its suffix picks the format: "
                                                  f"{', '.join(FILE_SUFFIXES)}")
     save.set_defaults(func=_save)
 
 
 def _show(args: argparse.Namespace) -> int:
-    G = load_topology(args.topology)
+    G = load_topology(args.topology, args.calibration)
     if args.png and not args.png.lower().endswith(".png"):
         raise TopologyError(f"--png {args.png}: the file name must end in .png")
     summary = summarize(G)
@@ -71,6 +77,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    save_topology(load_topology(args.topology), args.out)
+    save_topology(load_topology(args.topology, args.calibration), args.out)
     print(f"wrote {args.out}")
     return 0

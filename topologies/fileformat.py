@@ -183,7 +183,8 @@ def document_to_graph(doc) -> nx.DiGraph:
         a, b = entry.get("a"), entry.get("b")
         for end in (a, b):
             if not isinstance(end, str) or end not in first_seen:
-                raise TopologyError(f'unknown node "{end}" in link {position}')
+                # json.dumps: quoted as before, and a newline or control character stays on the one line
+                raise TopologyError(f"unknown node {json.dumps(str(end), ensure_ascii=False)} in link {position}")
         for missing in ("bandwidth_GBps", "latency_us", "kind"):
             if missing not in entry:
                 raise TopologyError(f"link {position} {a}-{b} needs {missing}")

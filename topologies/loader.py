@@ -1,8 +1,13 @@
 """Load a topology from a preset name or a file, and save one to a file.
 
-``load_topology(spec)``: ``spec`` is a preset (``dgx-a100``), a preset with a suffix (``dgx-a100:16``) or
-a path ending in .yaml, .yml, .json or .graphml. Whatever the source, the graph is fully validated and
-every problem is one ``TopologyError`` line, prefixed with the file name for files.
+``load_topology(spec, calibration=None)``: ``spec`` is a preset (``dgx-a100``), a preset with a suffix
+(``dgx-a100:16``), a path ending in .yaml, .yml, .json or .graphml, or such a path with a suffix
+(``calibrated.yaml:16``): a topology that ``tpsim calibrate`` wrote from a preset, rebuilt at that size
+(its preset with the suffix, then its embedded calibration profile, ``topologies.profile``); a file
+that names no preset is refused for a suffix, one line. ``calibration`` is a profile file (or a
+calibrated topology file) applied to the graph (``apply_profile``: the same node kind or one error line).
+Whatever the source, the graph is fully validated and every problem is one ``TopologyError`` line,
+prefixed with the file name for files.
 
 Example::
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 
 import networkx as nx
 
@@ -25,6 +31,7 @@ from topologies.errors import TopologyError
 from topologies.fileformat import document_to_graph, graph_to_document, read_document, write_document
 from topologies.graphml import read_graphml, write_graphml
 from topologies.presets import PRESETS, build_preset
+from topologies.profile import apply_profile, profile_from_document, read_profile
 from topologies.validate import gpu_nodes, validate_graph
 
 __all__ = ["load_topology", "save_topology", "FILE_SUFFIXES"]
@@ -38,10 +45,39 @@ def _is_file_spec(spec: str) -> bool:
     return spec.lower().endswith(FILE_SUFFIXES) or os.path.isfile(spec)
 
 
-def load_topology(spec: str) -> nx.DiGraph:
-    """The validated graph for a preset name, ``NAME:N``, or a topology file path."""
+_SIZED_FILE = re.compile(r"(.+\.(?:yaml|yml|json|graphml)):([^:/\\]+)$", re.IGNORECASE)
+
+
+def load_topology(spec: str, calibration: str | None = None) -> nx.DiGraph:
+    """The validated graph for a preset name, ``NAME:N``, a topology file path or ``FILE:N``, with the
+    profile in the file ``calibration`` applied where given (module doc)."""
+    G = _load(spec)
+    if calibration is not None:
+        G = apply_profile(G, read_profile(calibration), f"--calibration {calibration}")
+        validate_graph(G)
+    return G
+
+
+def _sized_file(spec: str, path: str, size: str) -> nx.DiGraph:
+    """``FILE:N``: the preset a calibrated topology file was fitted on, at size N, with its profile."""
+    F = _load(path)
+    embedded = (F.graph.get("sim") or {}).get("calibration")
+    if not isinstance(embedded, dict) or not embedded.get("preset"):
+        raise TopologyError(f"{spec}: {path} names no preset to rebuild at size {size}; FILE:N rebuilds only a "
+                            f"topology that tpsim calibrate fitted on a preset (else give PRESET:N --calibration "
+                            f"PROFILE)")
+    profile = profile_from_document(embedded, path)
+    G = apply_profile(build_preset(f"{profile.preset}:{size}"), profile, path)
+    validate_graph(G)
+    return G
+
+
+def _load(spec: str) -> nx.DiGraph:
     if not isinstance(spec, str) or not spec:
         raise TopologyError(f"a topology is a preset name or a file path, got {spec!r}")
+    sized = _SIZED_FILE.match(spec)
+    if sized and not os.path.exists(spec) and os.path.isfile(sized.group(1)):
+        return _sized_file(spec, sized.group(1), sized.group(2))
     if not _is_file_spec(spec):
         if os.sep in spec or "." in spec.partition(":")[0]:
             raise TopologyError(

@@ -7,11 +7,13 @@ Public API::
     samples_from_nccl_tests(paths) -> list[CollectiveSample]         # from_nccl_tests.py
     calibrate(base, collectives, gemms, *, holdout=None, ...) -> Calibration   # fit.py
     Calibration.graph / .parameters / .fit_rows / .holdout_rows / .write(path)
+    Calibration.profile / .write_profile(path)   # topologies.profile: --calibration FILE anywhere
 
 ===================  ==============================================================================
 module               what it holds
 ===================  ==============================================================================
 ``samples``          the measured records: one collective or one gemm, with its time
+``nccl_lines``       one line of nccl-tests output: launcher tags, NCCL's own lines, the test it names
 ``nccl_tests``       parsing nccl-tests output (all_reduce_perf, all_gather_perf, ...)
 ``from_nccl_tests``  nccl-tests logs as collective samples
 ``from_bench``       a ``tpsim bench`` record as samples
@@ -22,6 +24,7 @@ module               what it holds
 ``holdout``          fit / held-out splits
 ``rows``             per-size-bucket error rows and their tables
 ``fit``              ``calibrate``: the whole fit and its check
+``carry``            what a fit carries to other topologies: the profile, what stayed undetermined
 ``result``           ``Calibration``: the calibrated topology, the values, the rows, the file
 ===================  ==============================================================================
 """

@@ -6,7 +6,9 @@
 2. Collective knobs (``knobs``: per exercised link kind a bandwidth factor and a per-hop latency,
    plus the base latency and the start-up regime) are fitted by ``lsq.fit_knobs``: log-time least
    squares through the closed forms (``evaluator``). Gemm knobs by ``gemm_fit``.
-3. The fitted graph is built (``knobs.apply_values``) and every bucket, fitted, held out or below
+3. What carries to other topologies of the node kind is kept as a profile (``carry``), embedded in
+   the graph's ``sim.calibration`` and written on its own by ``Calibration.write_profile``.
+4. The fitted graph is built (``knobs.apply_values``) and every bucket, fitted, held out or below
    the floor, is predicted by the flow simulation (``run_collective`` on a ``FlowNetwork``, as
    ``tpsim collective`` does), so the rows are what the written file reproduces.
 
@@ -25,6 +27,7 @@ from collections import Counter
 import numpy as np
 import simpy
 
+from simulator.calibrate.carry import carried_profile
 from simulator.calibrate.evaluator import CollectiveEvaluator, members_for
 from simulator.calibrate.gemm_fit import fit_gemms
 from simulator.calibrate.holdout import Holdout, alternate_sizes
@@ -40,6 +43,7 @@ from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size
 from topologies import gpu_nodes
+from topologies.profile import profile_document
 
 __all__ = ["calibrate", "simulate_buckets"]
 
@@ -122,6 +126,7 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     parameters: dict = {}
     base_parameters: dict = {}
     graph = G0
+    knobs, values = [], []
     if fit_keys:
         evaluator = CollectiveEvaluator(G0, fit_keys)
         kinds = evaluator.exercised_kinds()
@@ -153,6 +158,9 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
             parameters[f"peak_tflops.{dtype}"], base_parameters[f"peak_tflops.{dtype}"] = raised, listed
         _raise_peaks(graph, gemm.peaks_TFLOPs)
         notes += list(gemm.notes)
+    carried = (["collective_protocol"] if protocol is not None else []) + sorted(gemm.sim)
+    profile = carried_profile(base, graph, knobs, values, carried, _sources(collectives, gemms))
+    graph.graph["sim"]["calibration"] = profile_document(profile)  # what `--topology FILE:N` rebuilds from
     graph.graph["name"] = f"{base.graph.get('name', 'topology')}-calibrated"
     base_notes = base.graph.get("notes", "")
     graph.graph["notes"] = " ".join(notes) + (f" Base: {base_notes}" if base_notes else "")
@@ -164,7 +172,7 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
                               len(buckets[key])) for key in selected)
 
     return Calibration(graph, parameters, rows(fit_keys), rows(held), rows(below), gemm.rows, tuple(notes),
-                       fit_min_bytes, base_parameters)
+                       fit_min_bytes, base_parameters, profile)
 
 
 def _raise_peaks(graph, peaks: dict) -> None:

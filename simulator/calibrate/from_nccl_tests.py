@@ -1,11 +1,11 @@
 """nccl-tests logs (all_reduce_perf, all_gather_perf, ...) as ``CollectiveSample``s.
 
 One sample per row: the out-of-place time (``tpsim collective --compare`` compares the same column),
-the rank count from the log's device list or ``nGpus``, the test from the file name or the log's
-"Collective test starting" line (``simulator.calibrate.nccl_tests``). nccl-tests' size column is already the S
-of ``CollectiveSample``. Rows of the same test, rank count and size in different logs are repeats of one
-measurement, merged or refused as conflicting as the parser does within one log (``merge_repeats``).
-Example::
+the rank count from the log's device list or ``nGpus``, the test from the log's own "Collective test
+starting" or command line, else its file name (``simulator.calibrate.nccl_tests``). nccl-tests' size
+column is already the S of ``CollectiveSample``. Rows of the same test, rank count and size in different
+logs are repeats of one measurement, merged or refused as conflicting as the parser does within one
+log (``merge_repeats``). Example::
 
     >>> samples = samples_from_nccl_tests(["all_reduce_perf_8gpu.log"])          # doctest: +SKIP
     >>> samples[0]                                                                 # doctest: +SKIP
@@ -34,8 +34,9 @@ def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
             raise InputError(f"nccl-tests log {path} not found")
         log = parse_nccl_tests(path)
         if log.op is None:
-            raise InputError(f"{name}: cannot tell which test this is; name the file after it "
-                             f"(all_reduce_perf..., all_gather_perf..., ...) as nccl-tests' binaries are")
+            raise InputError(f"{name}: cannot tell which test this is (no command line or 'Collective test starting' "
+                             f"line naming it); name the file after it (all_reduce_perf..., all_gather_perf..., ...) "
+                             f"as nccl-tests' binaries are")
         if not log.n_ranks:
             raise InputError(f"{name}: the log lists no ranks (no '# Rank' lines and no nGpus in its header)")
         entries.extend(((log.op, log.n_ranks, row.size_bytes, row.type, row.redop, row.root), (row, name))

@@ -8,9 +8,22 @@ nccl-tests (github.com/NVIDIA/nccl-tests) prints a header naming its columns, th
 
 The columns before ``time`` differ by test and version (older versions print no ``root`` for
 all_reduce, no ``redop`` for all_gather/broadcast), so they are read from the header line; after them
-come out-of-place and in-place ``time algbw busbw`` plus an error column (``error`` or ``#wrong``).
-In-place values printed as ``N/A`` become None. Lines starting with ``#``, blank lines and NCCL's own
-``NCCL INFO``/``NCCL WARN`` lines are skipped; anything else raises InputError naming file and line.
+come out-of-place and (where printed) in-place ``time algbw busbw``, each with or without a check column
+(``error`` in older versions, ``#wrong`` in newer ones; absent where the build prints none). In-place
+values printed as ``N/A`` become None, and so do they where the header has no in-place group.
+
+**Logs as jobs print them** (``nccl_lines``): launcher tags in front of every line (mpirun's
+``[1,0]<stdout>:``, srun's ``0:``, SkyPilot's ``(head, rank=0, pid=N)``) are taken off; lines tagged
+``<stderr>``, NCCL's own lines (``NCCL INFO``, ``NCCL WARN``, ``NCCL version 2.x.y+cuda``) and blank lines
+are skipped anywhere; before the first table header anything goes (the job's command line, ssh warnings),
+and so it does after a table's ``# Avg bus bandwidth`` trailer until the next header. Within a table,
+lines from another process (other launcher tags) are skipped: nccl-tests prints from one rank. Any other
+line there that is not a row raises InputError naming file and line, as does a log with no table.
+
+**The test** is read from the log first: the ``# Collective test starting: all_gather_perf`` line of newer
+versions, or the job's command line (``mpirun ... ./build/all_reduce_perf -b 8 -e 8G``); then from the file
+name (``all_reduce_perf_8gpu.log``, also ``nccl_allgather.log``). A log naming two tests is refused.
+``NcclTestsLog.hosts`` and ``device`` come from the ``# Rank ... on HOST device ... NAME`` lines.
 
 Values are checked as they are read, each failure one InputError naming the file, the line and the
 value as printed: sizes and counts are integers >= 0, times finite and > 0 (the out-of-place one is
@@ -38,19 +51,19 @@ Example::
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from simulator.calibrate.nccl_lines import is_noise, is_stderr, op_in_file_name, op_named, rank_line, split_prefix
 from simulator.errors import InputError
 from simulator.files import read_text
 
 __all__ = ["NcclTestsRow", "NcclTestsLog", "parse_nccl_tests", "merge_repeats", "OPS", "REPEAT_TOLERANCE"]
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
-_OP_IN_TEXT = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce)_perf")
-_SKIP = ("NCCL INFO", "NCCL WARN")
+_ROW_START = re.compile(r"[-+]?\d")  # a row starts with its size, a number (checked later)
+_CHECKS = ("error", "#wrong", "wrong")  # the check column's name across nccl-tests versions
 REPEAT_TOLERANCE = 0.25
 """Repeated rows of one size agree when the slowest time is at most this fraction above the fastest."""
 
@@ -85,6 +98,74 @@ class NcclTestsLog:
     op: str | None
     n_ranks: int | None
     rows: tuple[NcclTestsRow, ...]
+    op_source: str = ""
+    """Where ``op`` was read: "line N" (the log's command or "Collective test starting" line), "file name"."""
+    hosts: tuple[str, ...] = ()
+    """The host of each rank, from the first run's "# Rank ... on HOST" lines (empty where it lists none)."""
+    device: str | None = None
+    """The first rank's device name as printed ("A100-SXM4-40GB", "NVIDIA H200"), None where not listed."""
+
+    @property
+    def n_servers(self) -> int | None:
+        """How many hosts the ranks ran on, None where the log lists no hosts."""
+        return len(set(self.hosts)) or None
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A table's layout from its header: the columns before ``time``, then one or two groups (out-of-place,
+    in-place) of ``time algbw busbw`` with or without a check column."""
+
+    prefix: tuple[str, ...]
+    groups: tuple[int, ...]
+    """Offset of each group's ``time`` among the values after ``prefix``."""
+    width: int
+    columns: str
+    tags: str
+    """The launcher tags of the header line: the rows come from the same process."""
+
+    @classmethod
+    def from_header(cls, words: list[str], where: str, tags: str) -> "_Table":
+        prefix = words[: words.index("time")]
+        if prefix[:3] != ["size", "count", "type"]:
+            raise InputError(f"{where}: an nccl-tests header starts size count type, got {' '.join(prefix)}")
+        rest = words[len(prefix):]
+        starts = [i for i, word in enumerate(rest) if word == "time"]
+        ends = starts[1:] + [len(rest)]
+        for start, end in zip(starts, ends):
+            group = rest[start:end]
+            if group[:3] != ["time", "algbw", "busbw"] or len(group) > 4 or (len(group) == 4 and group[3] not in
+                                                                            _CHECKS):
+                raise InputError(f"{where}: expected time algbw busbw [error|#wrong] after {' '.join(prefix)}, "
+                                 f"got {' '.join(rest)}")
+        if len(starts) > 2:
+            raise InputError(f"{where}: expected out-of-place and at most one in-place group of time algbw busbw, "
+                             f"got {len(starts)}")
+        return cls(tuple(prefix), tuple(starts), len(words), " ".join(words), tags)
+
+    def row(self, tokens: list[str], where: str) -> NcclTestsRow:
+        """One data row in this layout, every value checked (module doc)."""
+        if len(tokens) != self.width:
+            raise InputError(f"{where}: expected {self.width} columns ({self.columns}), got {len(tokens)}")
+        fields = dict(zip(self.prefix, tokens))
+        values = tokens[len(self.prefix):]
+        out = self.groups[0]
+        inplace = self.groups[1] if len(self.groups) > 1 else None
+
+        return NcclTestsRow(
+            size_bytes=_count(fields["size"], where, "size"),
+            count=_count(fields["count"], where, "count"),
+            type=fields["type"],
+            redop=fields.get("redop"),
+            root=_number(fields["root"], int, where, "root") if "root" in fields else None,
+            time_us=_time(values[out], where, "time"),
+            algbw_GBps=_bandwidth(values[out + 1], where, "algbw"),
+            busbw_GBps=_bandwidth(values[out + 2], where, "busbw"),
+            inplace_time_us=None if inplace is None else _time(values[inplace], where, "in-place time", required=False),
+            inplace_algbw_GBps=None if inplace is None else _bandwidth(values[inplace + 1], where, "in-place algbw"),
+            inplace_busbw_GBps=None if inplace is None else _bandwidth(values[inplace + 2], where, "in-place busbw"),
+            where=where,
+        )
 
 
 def _number(token: str, kind, where: str, column: str):
@@ -158,68 +239,80 @@ def merge_repeats(entries: Iterable[tuple[tuple, NcclTestsRow]]) -> list[tuple[t
 
 
 def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
-    """Parse the log at path ``source`` (or ``text``, with ``source`` naming it in errors)."""
+    """Parse the log at path ``source`` (or ``text``, with ``source`` naming it in errors); see the module doc."""
     if text is None:  # within simulator.limits' file size, one InputError line naming the log
         text = read_text(source, "nccl-tests log", errors="replace")
     name = str(source)
-    op = None
-    match = _OP_IN_TEXT.search(os.path.basename(name))
-    if match:
-        op = match.group(1)
     runs: list[dict] = []  # one per "# nThread ... nGpus" header: its line, nGpus and "# Rank" lines
-    prefix: list[str] | None = None
+    named: dict[str, int] = {}  # test -> first line naming it
+    table: _Table | None = None
+    first_other = None  # the first line that is none of nccl-tests' own, for the "no table" message
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"{name} line {number}"
-        stripped = line.strip()
-        if not stripped or any(tag in line for tag in _SKIP):
+        tags, stripped = split_prefix(line)
+        stripped = stripped.strip()
+        if not stripped or is_stderr(tags) or is_noise(stripped):
             continue
+        op = op_named(stripped)
+        if op and not _ROW_START.match(stripped):
+            named.setdefault(op, number)
         if stripped.startswith("#"):
-            words = stripped.lstrip("#").split()
-            if "size" in words and "count" in words and "time" in words:
-                prefix = words[: words.index("time")]
-                if prefix[:3] != ["size", "count", "type"]:
-                    raise InputError(f"{where}: an nccl-tests header starts size count type, got {' '.join(prefix)}")
-            elif words[:1] == ["nThread"] and "nGpus" in words:
-                after = words[words.index("nGpus") + 1:]
-                runs.append({"line": number, "n_gpus": _count(after[0] if after else "(none)", where, "nGpus",
-                                                               least=1), "listed": 0})
-            elif words[:1] == ["Rank"]:
-                if not runs:
-                    runs.append({"line": number, "n_gpus": None, "listed": 0})
-                runs[-1]["listed"] += 1
-            elif "Collective test starting:" in stripped:
-                found = _OP_IN_TEXT.search(stripped)
-                op = found.group(1) if found else op
+            table = _comment(stripped, where, number, runs, table, tags)
             continue
-        if prefix is None:
-            raise InputError(f"{where}: expected an nccl-tests header (# size count type ... time algbw busbw) "
-                             f"before data, got {stripped[:60]!r}")
-        tokens = stripped.split()
-        if len(tokens) != len(prefix) + 8:
-            raise InputError(f"{where}: expected {len(prefix) + 8} columns ({' '.join(prefix)} then out-of-place "
-                             f"and in-place time algbw busbw error), got {len(tokens)}")
-        fields = dict(zip(prefix, tokens))
-        values = tokens[len(prefix):]
-        rows.append(NcclTestsRow(
-            size_bytes=_count(fields["size"], where, "size"),
-            count=_count(fields["count"], where, "count"),
-            type=fields["type"],
-            redop=fields.get("redop"),
-            root=_number(fields["root"], int, where, "root") if "root" in fields else None,
-            time_us=_time(values[0], where, "time"),
-            algbw_GBps=_bandwidth(values[1], where, "algbw"),
-            busbw_GBps=_bandwidth(values[2], where, "busbw"),
-            inplace_time_us=_time(values[4], where, "in-place time", required=False),
-            inplace_algbw_GBps=_bandwidth(values[5], where, "in-place algbw"),
-            inplace_busbw_GBps=_bandwidth(values[6], where, "in-place busbw"),
-            where=where,
-        ))
+        if table is None or tags != table.tags:
+            # Before the table (the job's command line, ssh warnings) or another process's line.
+            first_other = first_other or (number, stripped)
+            continue
+        if not _ROW_START.match(stripped):
+            raise InputError(f"{where}: expected an nccl-tests row ({' '.join(table.prefix)} time algbw busbw ...), "
+                             f"a '#' line or an NCCL message, got {stripped[:60]!r}")
+        rows.append(table.row(stripped.split(), where))
     if not rows:
+        if first_other is not None:
+            raise InputError(f"{name} line {first_other[0]}: expected an nccl-tests header (# size count type ... "
+                             f"time algbw busbw) and rows, found none; this line is {first_other[1][:60]!r}")
         raise InputError(f"{name}: no nccl-tests rows found (expected a '# size count type ...' header and rows)")
     ranks = _ranks(name, runs)  # first: runs on other rank counts also disagree row by row
+    op, op_source = _operation(name, named)
     merged = merge_repeats(((row.size_bytes, row.type, row.redop, row.root), row) for row in rows)
-    return NcclTestsLog(name, op, ranks, tuple(row for _, row in merged))
+    listed = runs[0]["hosts"] if runs else []
+    return NcclTestsLog(name, op, ranks, tuple(row for _, row in merged), op_source,
+                        tuple(host for host, _ in listed), listed[0][1] if listed else None)
+
+
+def _comment(stripped: str, where: str, number: int, runs: list[dict], table, tags: str):
+    """Read a ``#`` line: a table header (returns the new table), a run header, a device line, the trailer."""
+    words = stripped.lstrip("#").split()
+    if "size" in words and "count" in words and "time" in words:
+        return _Table.from_header(words, where, tags)
+    if words[:1] == ["nThread"] and "nGpus" in words:
+        after = words[words.index("nGpus") + 1:]
+        runs.append({"line": number, "n_gpus": _count(after[0] if after else "(none)", where, "nGpus", least=1),
+                     "listed": 0, "hosts": []})
+    elif words[:1] == ["Rank"]:
+        if not runs:
+            runs.append({"line": number, "n_gpus": None, "listed": 0, "hosts": []})
+        runs[-1]["listed"] += 1
+        device = rank_line(stripped)
+        if device:
+            runs[-1]["hosts"].append(device[1:])
+    elif words[:3] == ["Avg", "bus", "bandwidth"]:
+        return None  # the table's trailer: what follows is not its rows until the next header
+    return table
+
+
+def _operation(name: str, named: dict[str, int]) -> tuple[str | None, str]:
+    """The test the log names (its invocation or "Collective test starting" line), else the file name's."""
+    if len(named) > 1:
+        (a, line_a), (b, line_b) = sorted(named.items(), key=lambda item: item[1])[:2]
+        raise InputError(f"{name} line {line_b}: names {b}_perf but line {line_a} names {a}_perf; a log holds one "
+                         f"test (split it in one log per test)")
+    if named:
+        op, line = next(iter(named.items()))
+        return op, f"line {line}"
+    op = op_in_file_name(name)
+    return op, ("file name" if op else "")
 
 
 def _ranks(name: str, runs: list[dict]) -> int | None:

@@ -1,4 +1,4 @@
-"""``Calibration``: the calibrated topology, the fitted values, the error rows, and writing the file."""
+"""``Calibration``: the calibrated topology, its profile, the fitted values, the error rows, writing files."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from simulator.calibrate.rows import ErrorRow, GemmRow, format_gemm_rows, format
 from simulator.files import replacing
 from simulator.sizes import format_size
 from topologies import save_topology
+from topologies.profile import Profile, write_profile
 
 __all__ = ["Calibration"]
 
@@ -37,6 +38,8 @@ class Calibration:
     """Buckets below this size were not fitted."""
     base_parameters: dict = field(default_factory=dict)
     """The base topology's value of each entry of ``parameters``."""
+    profile: Profile | None = None
+    """What carries to any topology of the base's node kind (``carry``, ``topologies.profile``)."""
 
     def report_lines(self) -> list[str]:
         """The tables and summary ``tpsim calibrate`` prints."""
@@ -56,6 +59,9 @@ class Calibration:
             worst = max(abs(r.rel_error) for r in self.below_rows)
             lines.append(f"max |error| below the fit range: {worst * 100:.1f}% ({len(self.below_rows)} buckets)")
         lines += [f"note: {note}" for note in self.notes[1:]]  # the first names the sources, in the file too
+        if self.profile is not None and self.profile.undetermined:
+            lines.append(f"not determined by these measurements (kept at the preset's values): "
+                         f"{', '.join(self.profile.undetermined)}")
         return lines
 
     def write(self, path: str) -> None:
@@ -63,3 +69,8 @@ class Calibration:
         same folder, then renamed over ``path``, so a failure leaves no half-written file."""
         with replacing(path) as temporary:
             save_topology(self.graph, temporary)
+
+    def write_profile(self, path: str) -> None:
+        """Save ``profile`` to ``path`` atomically (``topologies.profile.write_profile``)."""
+        with replacing(path) as temporary:
+            write_profile(self.profile, temporary)

@@ -6,6 +6,13 @@ on the base topology's first N GPUs, as ``tpsim collective`` places them. Output
 (``-o``, .yaml/.yml/.json, written atomically) that ``--topology`` loads anywhere in tpsim, and the
 fit error per size bucket, on the fitted buckets and on held-out ones (``simulator.calibrate``).
 
+The fit also yields a calibration profile (``topologies.profile``): the fitted link-class and protocol
+parameters, embedded in the output file and written alone with ``--profile``, which ``--calibration``
+applies to any topology of the same node kind (``--topology dgx-a100:16 --calibration OUT``). Logs of
+more ranks than a server preset given without its size holds fit that preset at the servers they need.
+The report names the parameters the samples could not determine (inter-server links from a
+single-server log), which keep the preset's values.
+
 Held out by default: every other size of each (kind, ranks) series among the fitted sizes
 (``--holdout-sizes alternate``), so the printed held-out error is out of sample. Fit floor by default:
 1 MiB for nccl-tests logs (below it NCCL's small-message regime, one channel and LL, and nccl-tests'
@@ -27,8 +34,9 @@ from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
 from simulator.errors import InputError
 from simulator.progress import Progress
 from simulator.sizes import parse_size
-from topologies import load_topology
+from topologies import TopologyError, gpu_nodes, load_topology
 from topologies.loader import FILE_SUFFIXES
+from topologies.profile import node_kind, preset_family
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--from-bench", metavar="BENCH", help="a tpsim bench JSON record")
     source.add_argument("--from-nccl-tests", metavar="LOG", nargs="+", help="nccl-tests logs (one or more)")
     p.add_argument("--topology", required=True, metavar="BASE", help="base topology: preset or file")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="calibrated topology file (.yaml, .json)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="calibrated topology file (.yaml, .json); "
+                   "it embeds the profile: --calibration OUT carries it to any topology of the same node kind")
+    p.add_argument("--profile", metavar="FILE", help="also write the calibration profile alone (.yaml, .json)")
+    p.add_argument("--calibration", metavar="FILE", help="apply this profile to the base topology before fitting")
     p.add_argument("--holdout-sizes", metavar="LIST", help="sizes to hold out, e.g. 4MiB,64MiB, or 'alternate' "
                    "(every other fitted size of each series; the default when no --holdout-* is given)")
     p.add_argument("--holdout-ranks", metavar="LIST", help="rank counts to hold out, e.g. 4")
@@ -112,11 +123,33 @@ def _check_output(path: str) -> None:
         raise InputError(f"-o {path}: folder {folder} does not exist")
 
 
+def _base(args, collectives):
+    """The base topology; a server preset given smaller than the logs' rank count is built at the servers
+    they need (a log of 16 ranks on ``dgx-a100`` fits ``dgx-a100:2``). The note to print, or None."""
+    base = load_topology(args.topology, args.calibration)
+    need = max((s.ranks for s in collectives), default=0)
+    family = preset_family(base)
+    gpus = len(gpu_nodes(base))
+    if family is None or need <= gpus or ":" in args.topology or os.path.exists(args.topology):
+        return base, None  # a size given (dgx-a100:2) is the user's: the rank check names a mismatch
+    per_server = int(node_kind(base).partition("x")[0])
+    try:
+        grown = load_topology(f"{family}:{-(-need // per_server)}", args.calibration)
+    except TopologyError:  # not a server preset (loopback, torus): the rank check names the problem
+        return base, None
+    if node_kind(grown) != node_kind(base) or len(gpu_nodes(grown)) < need:
+        return base, None
+    name = grown.graph["name"].removesuffix("+calibration")
+    return grown, f"note: the logs hold {need} ranks; fitted on {name} ({args.topology} has {gpus} GPUs)."
+
+
 def calibrate_command(args: argparse.Namespace) -> int:
     """Run `tpsim calibrate`: load, fit, write atomically, print the report."""
     _check_output(args.output)
-    base = load_topology(args.topology)
+    if args.profile:
+        _check_output(args.profile)
     collectives, gemms, form_note = _samples(args)
+    base, grown_note = _base(args, collectives)
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
     fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
     holdout = _holdout(args, collectives, fit_min)
@@ -125,6 +158,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
                            protocol=args.protocol, kind_factors=not args.no_kind_factors)
     result.write(args.output)
     log.info("wrote %s", args.output)
+    if args.profile:
+        result.write_profile(args.profile)
     if args.json:
         data = _as_json(result, args.output)
         if form_note:
@@ -132,9 +167,15 @@ def calibrate_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1))
         return 0
     print("\n".join(result.report_lines()))
-    if form_note:
-        print(form_note)
+    for note in (form_note, grown_note):
+        if note:
+            print(note)
     print(f"wrote {args.output} ({result.graph.graph['name']}); simulate with --topology {args.output}")
+    profile = args.profile or args.output
+    family = result.profile.preset if result.profile else None
+    if family:
+        print(f"carry it to a larger cluster of the same node kind: --topology {family}:N --calibration {profile}"
+              + ("" if args.profile else f" (or --topology {args.output}:N)"))
     return 0
 
 
@@ -144,4 +185,5 @@ def _as_json(result, path: str) -> dict:
             "fit_rows": [dataclasses.asdict(r) for r in result.fit_rows],
             "holdout_rows": [dataclasses.asdict(r) for r in result.holdout_rows],
             "below_rows": [dataclasses.asdict(r) for r in result.below_rows],
-            "gemm_rows": [dataclasses.asdict(r) for r in result.gemm_rows], "notes": list(result.notes)}
+            "gemm_rows": [dataclasses.asdict(r) for r in result.gemm_rows], "notes": list(result.notes),
+            "undetermined": list(result.profile.undetermined) if result.profile else []}

@@ -44,6 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, dest="old_ranks", help=argparse.SUPPRESS)
     p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
     p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                        "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                        "topology of the same node kind")
     p.add_argument("--algo", metavar="A", help="algorithm (default: NCCL-like choice): ring, chain, "
                    "binomial_tree, double_binary_tree, direct")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"), help="NCCL protocol (default auto)")
@@ -90,6 +94,9 @@ def collective_command(args: argparse.Namespace) -> int:
     measured = None
     if args.compare:
         log = parse_nccl_tests(args.compare)
+        if args.op is None and log.op is None:
+            raise InputError(f"{args.compare}: cannot tell which test this is (no command line or 'Collective test "
+                             f"starting' line naming it, nor the file name); give --op")
         args.op = args.op or log.op
         args.group_size = args.group_size or log.n_ranks
         if log.op and args.op != log.op:
@@ -100,7 +107,7 @@ def collective_command(args: argparse.Namespace) -> int:
     if sum((args.sweep, args.bytes is not None, measured is not None)) != 1:
         raise InputError("give exactly one of --bytes SIZE, --sweep or --compare LOG")
     sizes = SWEEP_SIZES if args.sweep else tuple(measured) if measured else (parse_size(args.bytes),)
-    G = load_topology(args.topology)
+    G = load_topology(args.topology, args.calibration)
     members = _members(args, G)
     params = CollectiveParams.from_graph(G)
     if args.protocol:

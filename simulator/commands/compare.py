@@ -36,6 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("measured", metavar="MEASURED.json", help="a tpsim-measured record (tpsim run --out)")
     p.add_argument("--topology", required=True, metavar="NAME|FILE",
                    help="a preset (loopback:8, ...) or a topology file, e.g. one tpsim calibrate wrote")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                        "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                        "topology of the same node kind")
     p.add_argument("--placement", metavar="P", help="rank -> GPU placement (default linear)")
     p.add_argument("--png", metavar="OUT.png", help="draw measured and predicted bars per op class")
     p.add_argument("--trace", metavar="OUT.json", help="write one Chrome trace with both runs")
@@ -81,7 +85,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.trace and args.png and args.trace == args.png:
         raise InputError(f"--trace and --png name the same file {args.trace!r}")
     record = load_measured(args.measured)
-    G = load_graph(args.topology)
+    G = load_graph(args.topology, args.calibration)
     comparison = compare_record(record, G, args.placement, source=args.measured)
     if args.png:
         plot_comparison(comparison, args.png)

@@ -96,7 +96,7 @@ def predict_command(args: argparse.Namespace) -> int:
         args.batch = 1  # a placeholder: each arrangement's micro-batch is searched
     passes_given = args.passes
     workload = workload_from_args(args)
-    G = load_topology(args.topology)
+    G = load_topology(args.topology, args.calibration)
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
     if args.gpus > available:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "

@@ -15,11 +15,15 @@ __all__ = ["add_topology_arguments", "parse_overrides", "check_placement", "load
 
 
 def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--topology``, ``--placement`` and ``--algo-override``."""
+    """Add ``--topology``, ``--calibration``, ``--placement`` and ``--algo-override``."""
     group = parser.add_argument_group("machine")
     group.add_argument("--topology", required=True, metavar="NAME|FILE",
                        help="a preset (dgx-a100, dgx-h100:128, a100-4gpu:16, loopback:8, ...) or a "
                             ".yaml/.json/.graphml file")
+    group.add_argument("--calibration", metavar="FILE",
+                       help="a calibration profile (tpsim calibrate --profile, or the topology file it "
+                            "wrote) applied to the topology: fitted link rates and latencies carry to any "
+                            "topology of the same node kind")
     group.add_argument("--placement", metavar="P",
                        help="rank -> GPU: linear (default), depth-major, column-major, or a file of GPU indices")
     group.add_argument("--algo-override", action="append", default=[], metavar="KIND=ALGO",
@@ -64,9 +68,9 @@ def check_placement(spec: str | None, G, world_size: int | None, *, all_ok: bool
         placement_indices(spec, len(gpu_nodes(G)), world_size)
 
 
-def load_graph(spec: str):
-    """The topology graph for ``--topology`` (errors are TopologyError, one line)."""
-    return load_topology(spec)
+def load_graph(spec: str, calibration: str | None = None):
+    """The topology graph for ``--topology`` with ``--calibration`` applied (errors are TopologyError, one line)."""
+    return load_topology(spec, calibration)
 
 
 def format_time(seconds: float) -> str:

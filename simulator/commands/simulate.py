@@ -114,7 +114,7 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
-    G = load_graph(args.topology)
+    G = load_graph(args.topology, args.calibration)
     check_placement(args.placement, G, None)  # the name now, before the schedule is built
     setup_from_args(args, 1, None)  # the training flags too
     with Progress("tpsim simulate", what="building the schedule") as progress:
