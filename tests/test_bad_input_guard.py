@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from simulator.algorithms.registry import build_schedule
-from simulator.cli import main
 from simulator.errors import InputError
 from simulator.files import read_bytes
 from simulator.ir.serialize import schedule_to_dict
 from simulator.limits import (MAX_ELEMENTS, MAX_JSON_DEPTH, MAX_RANKS, available_memory_bytes, check_json_depth,
                               loads_json)
 from simulator.workloads.workload import Workload
+from tests.cli_run import run
 
 GEMM = ["--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"]
 SMALL = ["--algo", "1d", "--gpus", "2", *GEMM]
@@ -210,21 +210,12 @@ def _snapshot(folder: Path) -> dict[str, object]:
     return state
 
 
-def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exit_:  # argparse's own errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 def _check_row(capsys, tmp_path: Path, argv: list[str], message: str) -> None:
     paths = {key: str(value) for key, value in _files(tmp_path).items()}
     argv = [arg.format(**paths) for arg in argv]
     message = message.format(**paths)
     before = _snapshot(tmp_path)
-    status, out, err = _run(capsys, argv)
+    status, out, err = run(capsys, *argv)
     assert status == 2, err
     assert message in err
     assert len(err.splitlines()) == 1 and err.endswith("\n") and "Traceback" not in err

@@ -24,11 +24,11 @@ import pytest
 from simulator.algorithms.registry import build_schedule
 from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
 from simulator.calibrate.nccl_tests import parse_nccl_tests
-from simulator.cli import main
 from simulator.ir.serialize import schedule_to_dict
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload
 from topologies import load_topology
+from tests.cli_run import run
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "data" / "nccl-tests" / "azure-ndv4-a100"
@@ -248,15 +248,6 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exit_:  # argparse's own errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 # The file each command would write, which the "existing" rows create beforehand (collective writes none).
 OUTPUT = {"calibrate": "calibrated.yaml", "compare": "trace.json", "simulate": "trace.json", "predict": "predict.csv"}
 ROWS = [pytest.param(*case.values, existing, id=f"{case.id}{'-over-existing' if existing else ''}")
@@ -274,7 +265,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, monke
     if existing:
         (tmp_path / OUTPUT[argv[0]]).write_text("an earlier output\n")
     before = _files(tmp_path)
-    status, stdout, stderr = _run(capsys, argv)
+    status, stdout, stderr = run(capsys, *argv)
     message = message.replace("{}", os.path.join(str(tmp_path), LOG_NAME))  # a message naming the log by path
     assert status == 2, stderr
     assert stdout == "" and "Traceback" not in stderr
@@ -292,13 +283,13 @@ def _never(*_args, **_kwargs):
 
 def test_predict_refuses_a_bad_placement_before_simulating_any_arrangement(capsys, monkeypatch):
     monkeypatch.setattr("simulator.commands.predict.predict", _never)
-    status, _, err = _run(capsys, [*PREDICT, "--placement", "bogus"])
+    status, _, err = run(capsys, *PREDICT, "--placement", "bogus")
     assert status == 2 and 'unknown placement "bogus"' in err
 
 
 def test_simulate_refuses_a_bad_placement_before_building_the_schedule(capsys, monkeypatch):
     monkeypatch.setattr("simulator.commands.simulate.schedule_from_args", _never)
-    status, _, err = _run(capsys, [*SIMULATE, "--placement", "bogus"])
+    status, _, err = run(capsys, *SIMULATE, "--placement", "bogus")
     assert status == 2 and 'unknown placement "bogus"' in err
 
 
@@ -306,7 +297,7 @@ def test_compare_refuses_a_bad_record_before_simulating(tmp_path, capsys, monkey
     monkeypatch.setattr("simulator.compare.measured.simulate", _never)
     path = tmp_path / "measured.json"
     path.write_text(json.dumps(dict(record, time_s=float("nan"))))
-    status, _, err = _run(capsys, ["compare", str(path), "--topology", "loopback:4"])
+    status, _, err = run(capsys, "compare", str(path), "--topology", "loopback:4")
     assert status == 2 and "time_s: expected a finite number of seconds > 0, got nan" in err
 
 
@@ -335,8 +326,8 @@ def test_the_real_logs_still_read_and_in_place_na_is_fine(tmp_path):
 
 
 def test_the_same_override_twice_is_fine(capsys):
-    status, out, err = _run(capsys, [*SIMULATE, "--algo-override", "all_reduce=ring", "--algo-override",
-                                     "all_reduce=ring"])
+    status, out, err = run(capsys, *SIMULATE, "--algo-override", "all_reduce=ring", "--algo-override",
+                                     "all_reduce=ring")
     assert status == 0 and err == "" and out
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from executor.__main__ import build_parser as build_torchrun_parser
 from executor.command import json_out_from_args
-from simulator.cli import build_parser, main
+from simulator.cli import build_parser
 from simulator.commands.schedule_args import DEFAULT_DTYPE
+from tests.cli_run import run
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 
@@ -22,15 +23,6 @@ GEMM = ["--workload", "gemm", "--m", "16", "--k", "8", "--n", "8"]
 MLP = ["--workload", "mlp", "--m", "8", "--hidden", "4"]
 TRANSFORMER = ["--workload", "transformer", "--batch", "2", "--seq", "4", "--hidden", "8", "--heads", "2"]
 MODULE_PATH = re.compile(r"\b(simulator|executor|topologies)\.[a-z_]")
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:  # argparse's --version and --help
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("tpsim",)):

@@ -7,23 +7,14 @@ import json
 import pytest
 
 from simulator.algorithms.registry import build_schedule
-from simulator.cli import main
 from simulator.memory import TrainingSetup, training_memory
 from simulator.workloads.models import preset
 from simulator.workloads.workload import Workload
+from tests.cli_run import run
 
 BLOCK = ["--algo", "1d-sp", "--gpus", "4", "--workload", "transformer", "--batch", "2", "--seq", "16",
          "--hidden", "64", "--heads", "8", "--dropout", "0.1", "--topology", "dgx-a100"]
 MLP = ["--algo", "1d", "--gpus", "2", "--workload", "mlp", "--m", "8", "--hidden", "8", "--topology", "dgx-a100"]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:  # argparse's own errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_json_memory_is_the_breakdown_of_the_flags(capsys):

@@ -7,18 +7,9 @@ import json
 
 import pytest
 
-from simulator.cli import main
 from simulator.errors import InputError
 from simulator.workloads.models import MODELS, ModelPreset, preset
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:  # argparse's own errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
+from tests.cli_run import run
 
 
 @pytest.mark.parametrize("name", MODELS)

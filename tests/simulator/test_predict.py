@@ -15,15 +15,7 @@ from simulator.errors import InputError
 from simulator.predict import Arrangement, arrangements, memory_bytes, predict
 from simulator.workloads.workload import Workload
 from topologies import TopologyError, load_topology
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
+from tests.cli_run import run
 
 
 def test_every_legal_arrangement_of_64_gpus():

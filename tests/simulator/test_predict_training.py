@@ -6,21 +6,12 @@ import json
 
 import pytest
 
-from simulator.cli import main
 from simulator.training.arrangement import tp_sizes_of
+from tests.cli_run import run
 
 SMALL = ("predict", "--gpus", "16", "--topology", "dgx-a100:2", "--workload", "transformer", "--seq", "256",
          "--hidden", "512", "--heads", "8", "--layers", "4", "--global-batch", "32")
 GEMM = ("predict", "--gpus", "8", "--topology", "dgx-a100", "--workload", "gemm", "--m", "64", "--k", "64", "--n", "64")
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_json_rows_carry_the_plan_and_the_memory_breakdown(capsys):

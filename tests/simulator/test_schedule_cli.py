@@ -9,18 +9,9 @@ import stat
 import pytest
 
 from simulator.algorithms.registry import build_schedule
-from simulator.cli import main
 from simulator.ir.serialize import schedule_to_dict
 from simulator.workloads.workload import Workload
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:  # argparse's own errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
+from tests.cli_run import run
 
 
 def test_schedule_json_contract(capsys) -> None:

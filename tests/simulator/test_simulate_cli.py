@@ -8,21 +8,12 @@ import pytest
 
 import simulator.commands.simulate as simulate_command
 from simulator.algorithms.registry import build_schedule
-from simulator.cli import main
 from simulator.commands.schedule_args import DEFAULT_DTYPE
 from simulator.timing.results import OP_RECORD_KEYS
 from simulator.workloads.workload import Workload
+from tests.cli_run import run
 
 GEN = ("--algo", "summa25d", "--grid", "2,2,2", "--workload", "mlp", "--m", "64", "--hidden", "16")
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exit_:  # argparse's own errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_human_summary(capsys):

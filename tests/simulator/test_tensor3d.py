@@ -19,11 +19,11 @@ from simulator.algorithms.base import LinearNames
 from simulator.algorithms.cube import AXES, ProcessCube
 from simulator.algorithms.registry import build_schedule
 from simulator.algorithms.tensor3d import Tensor3D
-from simulator.cli import main
 from simulator.errors import NotApplicable
 from simulator.ir.interpret import interpret
 from simulator.ir.validate import validate_schedule
 from simulator.workloads.workload import Workload
+from tests.cli_run import run
 
 PASSES = ("fwd", "bwd", "both")
 TOLERANCE = 1e-10
@@ -211,12 +211,6 @@ def test_the_layouts_are_the_docstrings_table(index: int) -> None:
 SIZES = {"gemm": ("--m", "12", "--k", "8", "--n", "6"), "mlp": ("--m", "12", "--hidden", "4"),
          "transformer": ("--batch", "4", "--seq", "3", "--hidden", "8", "--heads", "2", "--ffn", "12",
                          "--dropout", "0.1")}
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.mark.parametrize("workload", list(SIZES))

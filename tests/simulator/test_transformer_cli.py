@@ -6,19 +6,13 @@ import json
 
 import pytest
 
-from simulator.cli import main
 from simulator.ir.serialize import save_schedule
 from simulator.algorithms.registry import build_schedule
 from simulator.workloads.models import preset
 from simulator.workloads.workload import Workload
+from tests.cli_run import run
 
 BLOCK = ("--workload", "transformer", "--batch", "4", "--seq", "3", "--hidden", "12", "--heads", "6")
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.mark.parametrize("algo, grid", [("1d", ("--gpus", "3")), ("1d-sp", ("--gpus", "2")), ("2d", ("--gpus", "4")),
