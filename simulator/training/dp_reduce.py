@@ -43,16 +43,24 @@ from simulator.training.gradients import Bucket
 __all__ = ["simulate_waves", "simulate_streams", "bound_stream"]
 
 
+def _nothing_to_reduce(groups, streams) -> bool:
+    """True for groups of one GPU or no buckets: the reduction takes no time."""
+    return not groups or len(groups[0]) == 1 or not any(streams)
+
+
+def _network(G: nx.DiGraph, router, algorithms: dict[str, str] | None, kind: str):
+    """A fresh simpy clock and flow network on ``G``, the collective parameters, and ``kind``'s override."""
+    env = simpy.Environment()
+    return env, FlowNetwork(env, G, router=router), CollectiveParams.from_graph(G), (algorithms or {}).get(kind)
+
+
 def simulate_waves(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequence[Sequence[Bucket]],
                    kind: str, router=None, algorithms: dict[str, str] | None = None) -> float:
     """Seconds from the streams' time 0 (the last backward's start) until every group's last bucket
     is reduced, wave by wave (module docstring); 0 for groups of one GPU."""
-    if not groups or len(groups[0]) == 1 or not any(streams):
+    if _nothing_to_reduce(groups, streams):
         return 0.0
-    env = simpy.Environment()
-    net = FlowNetwork(env, G, router=router)
-    params = CollectiveParams.from_graph(G)
-    algorithm = (algorithms or {}).get(kind)
+    env, net, params, algorithm = _network(G, router, algorithms, kind)
     durations: dict[tuple, float] = {}
     clock = 0.0
     for k in range(max(len(s) for s in streams)):
@@ -72,12 +80,9 @@ def simulate_streams(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Se
                      kind: str, router=None, algorithms: dict[str, str] | None = None) -> float:
     """The same reduction with every group's stream running freely (no waves): the reference for
     ``simulate_waves``, one collective per bucket per group."""
-    if not groups or len(groups[0]) == 1 or not any(streams):
+    if _nothing_to_reduce(groups, streams):
         return 0.0
-    env = simpy.Environment()
-    net = FlowNetwork(env, G, router=router)
-    params = CollectiveParams.from_graph(G)
-    algorithm = (algorithms or {}).get(kind)
+    env, net, params, algorithm = _network(G, router, algorithms, kind)
 
     def stream(members, buckets):
         for bucket in (b for b in buckets if b.nbytes):
@@ -93,12 +98,9 @@ def bound_stream(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequen
                  kind: str, router=None, algorithms: dict[str, str] | None = None) -> float:
     """Contention-free end of the streams: each bucket's closed-form time on its group alone, in order
     after its ready time; the latest group's end. A lower bound on ``simulate_streams``."""
-    if not groups or len(groups[0]) == 1 or not any(streams):
+    if _nothing_to_reduce(groups, streams):
         return 0.0
-    env = simpy.Environment()
-    net = FlowNetwork(env, G, router=router)
-    params = CollectiveParams.from_graph(G)
-    algorithm = (algorithms or {}).get(kind)
+    env, net, params, algorithm = _network(G, router, algorithms, kind)
     times: dict[tuple, float] = {}
     end = 0.0
     for members, buckets in zip(groups, streams):
