@@ -7,8 +7,11 @@ What a protocol changes here:
   the others (8-byte lines carry 4 data bytes and a flag, and LL runs fewer threads), LL128 at 0.92
   (120 of every 128 bytes are data), Simple at 1. The model sends ``payload / rate_fraction`` bytes, so
   a protocol's overhead also loads shared links.
-- Start-up delay (``startup_s``): LL128 and Simple pay the pipeline start-up of
-  ``simulator.collectives.params``; LL (flag per line, no slice handshakes) does not.
+- Start-up delay (``startup_s``): every protocol pays the pipeline start-up of
+  ``simulator.collectives.params`` (the first slice carried by one channel: LL too splits its data over
+  channels; exempting LL made it 30-50% too fast from 256 KiB to 2 MiB against the A100 logs in
+  tests/data/nccl-tests); LL's lower NCCL base latency (``protocol_latency_s``) lets it win the smallest
+  messages. ``front_s`` is the sum charged before the first phase.
 
 Choice (``choose_protocol``): the protocol NCCL's tuning model predicts fastest, with its published
 constants (tuning.cc, NCCL 2.8-2.12): time = baseLat + nsteps x hwLat + bytes / algBw, where for a
@@ -16,8 +19,9 @@ ring baseLat = {LL 3.6, LL128 10.0, Simple 8.4} us, hwLat on NVLink = {0.47, 1.9
 network = {2.7, 4.0, 9.6} us per step; for a tree baseLat = {4.4, 4.4, 0} us, hwLat NVLink =
 {0.52, 1.2, 28} us, network = {5.0, 8.5, 50} us. algBw = busBw x nRanks/nsteps for rings, busBw/2
 for trees; busBw is the group's bottleneck bandwidth scaled by the protocol fraction (trees also by
-0.9, LL 1/3.8, LL128 7/9). Left out: NCCL's per-channel LL128 cap and 235 GB/s A100 cap (they need
-NCCL's channel count) and its tree correction factors. The result: LL for small messages, LL128 for
+0.9, LL 1/3.8, LL128 7/9), and the tree's by NCCL's ``treeCorrectionFactor`` (0.4-1.0 by size, medium
+sizes lowest). Left out: NCCL's per-channel LL128 cap and 235 GB/s A100 cap (they need NCCL's channel
+count). The result: LL for small messages, LL128 for
 medium ones on NVLink, Simple for large ones; a ring on 8 A100s at 230 GB/s uses LL up to ~1.2 MiB,
 LL128 up to ~28 MiB, then Simple.
 """
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["wire_factor", "startup_s", "choose_protocol", "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES"]
+__all__ = ["wire_factor", "startup_s", "front_s", "protocol_latency_s", "choose_protocol", "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES"]
 
 _PROTOS = ("ll", "ll128", "simple")
 # tuning.cc: baseLat[algorithm][protocol] and hwLat[hardware][algorithm][protocol], microseconds.
@@ -37,6 +41,14 @@ _HW_LAT_US = {
     ("net", "ring"): (2.7, 4.0, 9.6),
     ("net", "tree"): (5.0, 8.5, 50.0),
 }
+
+# tuning.cc, treeCorrectionFactor[protocol][log2(bytes / 64)]: NCCL's own correction of its tree's
+# bandwidth for medium sizes ("Trees are not perfectly sticking to the model for medium sizes").
+_TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)
 
 NCCL_P2P_LL_THRESHOLD_BYTES = 16384
 """NCCL sends point-to-point messages of up to this many bytes with LL (NCCL_P2P_LL_THRESHOLD)."""
@@ -57,11 +69,37 @@ def wire_factor(protocol: str, kind: str) -> float:
     return 1.0 / _rate_fraction(protocol, kind)
 
 
+# NCCL's current base latencies of a ring (tuning.cc, ncclTunerConstantsDefaults.baseLatencies, Ring row):
+# LL 6.6, LL128 14.0, Simple 8.4 us. The base latency (8 us in the presets) stands for Simple's and LL
+# gets 1.8 us less. LL128's 5.6 us more is not added: the start-up term already charges LL128 and Simple
+# for their first slice, and adding it put 1-2 MiB on 2-4 A100s 12-21% over the logs.
+NCCL_RING_BASE_LATENCY_US = {"ll": 6.6, "ll128": 14.0, "simple": 8.4}
+
+
+def protocol_latency_s(protocol: str) -> float:
+    """A protocol's fixed latency relative to the base latency: LL's NCCL base latency less Simple's
+    (-1.8 us); 0 for LL128 and Simple (``NCCL_RING_BASE_LATENCY_US``), seconds."""
+    if protocol == "ll":
+        return (NCCL_RING_BASE_LATENCY_US["ll"] - NCCL_RING_BASE_LATENCY_US["simple"]) * 1e-6
+    return 0.0
+
+
 def startup_s(protocol: str, nbytes: float, params) -> float:
-    """The pipeline start-up delay of ``params`` for a collective of ``nbytes`` (0 for LL)."""
-    if protocol == "ll" or nbytes <= 0:
+    """The pipeline start-up of ``params`` for a collective of ``nbytes``, every protocol (module doc)."""
+    if nbytes <= 0:
         return 0.0
     return min(float(nbytes), float(params.startup_bytes)) / (params.channel_bandwidth_GBps * 1e9)
+
+
+def front_s(kind: str, protocol: str, nbytes: float, params, n: int) -> float:
+    """Everything charged once before a collective's first phase on ``n`` ranks: the base latency, the
+    protocol's own latency and the start-up (never below 0; only the base latency when n == 1). A send
+    with LL has no start-up: NCCL sends at most NCCL_P2P_LL_THRESHOLD (16 KiB) with LL, one channel's
+    LL buffer, so there is no slice pipeline to fill."""
+    if n <= 1:
+        return params.base_latency_s
+    startup = 0.0 if kind == "send" and protocol == "ll" else startup_s(protocol, nbytes, params)
+    return max(0.0, params.base_latency_s + protocol_latency_s(protocol) + startup)
 
 
 def _nsteps(kind: str, n: int) -> int:
@@ -88,6 +126,10 @@ def nccl_model_time_us(kind: str, family: str, protocol: str, n: int, nbytes: fl
         algbw = bus * 0.5
     else:
         algbw = bus * n / nsteps
+    if family == "tree" and kind == "all_reduce":
+        log_size = int(math.log2(nbytes)) - 6 if nbytes >= 64 else -1  # tuning.cc: log2i(nBytes >> 6)
+        if 0 <= log_size < 23:
+            algbw *= _TREE_CORRECTION[p][log_size]
     lat = _BASE_LAT_US[family][p]
     intra = _HW_LAT_US[("nvlink", family)][p]
     inter = _HW_LAT_US[("net", family)][p]
