@@ -101,13 +101,14 @@ class _Group:
         graph = net.graph
         self.kind, self.n = kind, len(members)
         self.n_nodes, self.pattern = server_pattern(graph, members)
+        self.nvls_efficiency = params.nvls_efficiency
         self.classes = classes
         self._network_classes = [i for kind, i in sorted(classes.items()) if kind in NETWORK_EDGE_KINDS]
         probe_pairs = [(members[a], members[b], None) for ph in decompose(kind, ALGORITHMS[kind][0], self.n, 1.0, 0)
                        for a, b, _ in ph.flows]
         self.probe = self._routes(net, probe_pairs, 1)
         self.algorithms, self.phases = {}, {}
-        for algorithm in nccl_algorithms(kind, self.n):
+        for algorithm in nccl_algorithms(kind, self.n, params, self.n_nodes):
             plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
             routes = self._routes(net, pairs, plan.rings)
@@ -124,7 +125,8 @@ class _Group:
         rows of their fill hops."""
         orders = ring_orders(list(self.pattern)) if algorithm in ("ring", "chain") else None
         vias = rail_vias(self.pattern, orders)
-        phases = decompose(kind, algorithm, self.n, 1.0, 0, lambda stream: stream, orders, self.pattern)
+        phases = decompose(kind, algorithm, self.n, 1.0, 0, lambda stream: stream, orders, self.pattern,
+                           self.nvls_efficiency)
         out = []
         for ph in phases:
             rows = []
@@ -194,7 +196,7 @@ class _Group:
         hop_out = float(np.max(latency[~routes.inside], initial=0.0))
         networked = bool(np.any(routes.hops[~routes.inside][:, self._network_classes] > 0))
         wire_per_byte = wire_factor(protocol, self.kind)
-        total = front_s(self.kind, protocol, nbytes, params, self.n)
+        total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
         for (phase, fill_rows), drain in zip(routes.timing, self.phases[algorithm]):
             chunk = params.chunk_bytes(phase.chunk_bytes * nbytes) if len(fill_rows) else 0.0
             fill = wire_per_byte * float(np.sum(1.0 / bandwidth_per_route[fill_rows])) if len(fill_rows) else 0.0

@@ -55,15 +55,20 @@ def choose_algorithm(kind: str, n: int, nbytes: float, params=None, *, n_nodes: 
     return "double_binary_tree" if best("tree") < best("ring") else "ring"
 
 
-def nccl_algorithms(kind: str, n: int) -> tuple[str, ...]:
-    """The algorithms NCCL considers for ``kind`` on ``n`` ranks, in order.
+def nccl_algorithms(kind: str, n: int, params=None, n_nodes: int = 1) -> tuple[str, ...]:
+    """The algorithms NCCL considers for ``kind`` on ``n`` ranks over ``n_nodes`` servers, in order.
 
     NCCL's tuning model runs broadcast and reduce as rings (our chain), all_gather and reduce_scatter
-    as rings (PAT needs one GPU per server and is left out), and all_reduce as ring or tree.
+    as rings (PAT needs one GPU per server and is left out), and all_reduce as ring or tree, and as
+    NVLS where the GPUs share an NVLink SHARP switch (``params.nvls``): NCCL enables it for two GPUs or
+    more with multicast support (src/transport/nvls.cc, ``ncclNvlsInit``), Simple only, and across
+    servers only with CollNet, which is off by default (tuning.cc), so on one server (NVLink domain).
     """
+    nvls = ("nvls",) if (kind == "all_reduce" and n >= 2 and n_nodes == 1 and params is not None
+                         and params.nvls) else ()
     if kind != "all_reduce" or n <= 2:
-        return (ALGORITHMS[kind][0],)
-    return ("ring", "double_binary_tree")
+        return (ALGORITHMS[kind][0],) + nvls
+    return ("ring", "double_binary_tree") + nvls
 
 
 def candidates(kind: str, n: int, nbytes: float, params, *, n_nodes: int, bandwidth_GBps: float,
@@ -76,11 +81,15 @@ def candidates(kind: str, n: int, nbytes: float, params, *, n_nodes: int, bandwi
     ``bandwidth_GBps`` (``nccl_model_time_us``; ties keep LL, LL128, Simple and ring before tree).
     Callers time every pair and ``settle``.
     """
-    names = (algorithm,) if algorithm is not None else nccl_algorithms(kind, n)
+    names = (algorithm,) if algorithm is not None else nccl_algorithms(kind, n, params, n_nodes)
     options = []
     for name in names:
-        family = "tree" if name == "double_binary_tree" else "ring"
-        if params.protocol != "auto":
+        family = _family(name)
+        if name == "nvls" and algorithm is None and params.protocol not in ("auto", "simple"):
+            continue  # NCCL runs NVLS with Simple only
+        if name == "nvls" and params.protocol == "auto":
+            protocols = ("simple",)
+        elif params.protocol != "auto":
             protocols = (params.protocol,)
         elif n == 1:
             protocols = ("simple",)  # nothing moves; any protocol costs the base latency alone
@@ -93,10 +102,14 @@ def candidates(kind: str, n: int, nbytes: float, params, *, n_nodes: int, bandwi
         return options
 
     def nccl_us(option: tuple[str, str]) -> float:
-        family = "tree" if option[0] == "double_binary_tree" else "ring"
-        return nccl_model_time_us(kind, family, option[1], n, nbytes, bandwidth_GBps, n_nodes)
+        return nccl_model_time_us(kind, _family(option[0]), option[1], n, nbytes, bandwidth_GBps, n_nodes)
 
     return sorted(options, key=nccl_us)  # stable: ties keep the order above
+
+
+def _family(algorithm: str) -> str:
+    """The family of NCCL's tuning model an algorithm is timed as."""
+    return {"double_binary_tree": "tree", "nvls": "nvls"}.get(algorithm, "ring")
 
 
 def settle(times: dict) -> tuple[str, str]:

@@ -19,6 +19,7 @@ chain broadcast, reduce  T0 + st + (n-1) alpha + (n-2) W c(S) / B + W S / B
 binomial bcast, reduce   T0 + st + R (alpha + W S / B)          (all_reduce: 2R rounds)
 tree, one server         T0 + st + 2(n-1) alpha + (2n-3) W c(S) / B + m W S / B_inj   (m = 2; 1 if n = 2)
 direct all_gather, r_s   T0 + st + alpha + W (n-1)/n S / B_inj  (all_reduce: twice)
+nvls (one switch)        T0 + st + alpha + W (1 + 1/n) S / e / B_inj   (e: NCCL's NVLS efficiency)
 send (p2p)               T0 + st + alpha + W S / B
 ======================== ================================================================
 
@@ -135,6 +136,8 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
         phases = [(2 * (n - 1), (2 * n - 3) * W * params.chunk_bytes(S) / B, load * W * S / inj)]
     elif algorithm == "direct" and kind in ("all_gather", "reduce_scatter", "all_reduce"):
         phases = [(1, 0.0, W * ((n - 1) / n * S) / inj)] * (2 if kind == "all_reduce" else 1)
+    elif algorithm == "nvls" and kind == "all_reduce":
+        phases = [(1, 0.0, W * (1 + 1 / n) * S / params.nvls_efficiency / inj)]
     elif algorithm == "p2p" and kind == "send":
         phases = [(1, 0.0, W * S / B)]
     else:
@@ -143,7 +146,7 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
         raise ValueError(f"{kind}/{algorithm} on {n} ranks has {len(phases)} phases, got {len(drains_s)} drains")
     step = params.step_latency_s
     hop = a - step  # the flows' own route latency: alpha less the software step
-    total = front_s(kind, protocol, nbytes, params, n)
+    total = front_s(kind, protocol, nbytes, params, n, algorithm)
     for k, (steps, fill_s, stream_s) in enumerate(phases):
         drain = hop + stream_s if drains_s is None else drains_s[k]
         total += (steps - 1) * a + step + fill_s + drain

@@ -14,6 +14,10 @@ collective_inter_step_latency_us   1.4                      extra latency of a s
                                                             (NCCL's network step, see below)
 collective_startup_bytes           1048576 (1 MiB)          bytes of the pipeline start-up (see below)
 collective_channel_bandwidth_GBps  20.0                     rate of one NCCL channel during start-up
+collective_nvls                    false                    the GPUs share an NVLink SHARP switch (NCCL's
+                                                            NVLS: Hopper and later NVSwitch systems)
+collective_nvls_efficiency         0.85                     NCCL's NVLS efficiency (tuning.cc: Hopper
+                                                            0.85, Blackwell 0.74)
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
@@ -78,6 +82,10 @@ class CollectiveParams:
     """Bytes moved at one channel's rate before a LL128/Simple pipeline streams."""
     channel_bandwidth_GBps: float = 20.0
     """Rate of one channel during the start-up, GB/s (1 GB = 1e9 B)."""
+    nvls: bool = False
+    """Whether the servers' GPUs share an NVLink SHARP switch (NCCL's NVLS all_reduce is then enabled)."""
+    nvls_efficiency: float = 0.85
+    """NCCL's NVLS efficiency: the fraction of the link rate NVLS traffic moves at (tuning.cc)."""
     pipeline_chunks: int = 8
     """Number of chunks a pipelined stream is cut into (at most pipeline_chunk_max_bytes each)."""
     pipeline_chunk_max_bytes: int = 512 << 10
@@ -112,6 +120,10 @@ class CollectiveParams:
                     and 0 < pair[1] < math.inf):
                 raise InputError(f"collective_kind_bytes_factors: each entry must map a kind ({', '.join(KINDS)}) "
                                  f"to a number > 0, got {pair!r}")
+        if not isinstance(self.nvls, bool):
+            raise InputError(f"CollectiveParams.nvls must be true or false, got {self.nvls!r}")
+        if not (isinstance(self.nvls_efficiency, (int, float)) and 0 < self.nvls_efficiency <= 1):
+            raise InputError(f"CollectiveParams.nvls_efficiency must be a number in (0, 1], got {self.nvls_efficiency!r}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
 

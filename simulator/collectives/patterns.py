@@ -22,6 +22,12 @@ and the input for reduce_scatter.
 - double_binary_tree (all_reduce): NCCL's tree (``nccl_tree``): a chain inside each server and a
   double binary tree across servers, one tree pair per NIC channel; reduce up and broadcast down at
   once; its leaf-root-leaf path gives the steps and, less its last hop, the fill (chunks of S/(2k)).
+- nvls (all_reduce on an NVLink SHARP switch; NCCL's NVLS, src/device/all_reduce.h ``runNvls``): the
+  switch reduces (multimem.ld_reduce: every GPU's whole buffer is read, shard by shard) and multicasts
+  (multimem.st: every GPU receives the whole result), so each GPU's link carries S (1 + 1/n) each way,
+  at NCCL's NVLS efficiency (tuning.cc ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74). Modelled as one
+  flow per GPU to the next of S (1 + 1/n) / efficiency bytes, which loads every GPU's uplink and downlink
+  by exactly that; one step.
 - direct (all_gather, reduce_scatter, all_reduce = reduce-scatter + all-gather): every rank sends
   S/n to every other rank, one step per phase.
 - p2p (send): one flow of S from rank 0 to rank 1.
@@ -41,7 +47,7 @@ KINDS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "s
 ALGORITHMS = {
     "broadcast": ("chain", "binomial_tree"),
     "reduce": ("chain", "binomial_tree"),
-    "all_reduce": ("ring", "double_binary_tree", "binomial_tree", "direct"),
+    "all_reduce": ("ring", "double_binary_tree", "binomial_tree", "direct", "nvls"),
     "all_gather": ("ring", "direct"),
     "reduce_scatter": ("ring", "direct"),
     "send": ("p2p",),
@@ -157,7 +163,7 @@ def _direct(kind: str, n: int, nbytes: float) -> list[Phase]:
 
 
 def decompose(kind: str, algorithm: str, n: int, nbytes: float, root: int = 0, chunk=None,
-              orders=None, servers=None) -> list[Phase]:
+              orders=None, servers=None, nvls_efficiency: float = 0.85) -> list[Phase]:
     """The phases of ``algorithm`` for ``kind`` on ``n`` ranks; ``chunk(stream_bytes)`` sizes pipeline
     chunks (``CollectiveParams.chunk_bytes``); ``orders``: ring orders for ring and chain (default the
     one order 0..n-1); ``servers[rank]``: each rank's server (default all on one). Assumes arguments
@@ -167,6 +173,9 @@ def decompose(kind: str, algorithm: str, n: int, nbytes: float, root: int = 0, c
     chunk = chunk or (lambda stream: stream)
     orders = orders or [tuple(range(n))]
     servers = list(servers) if servers is not None else [0] * n
+    if algorithm == "nvls":
+        per_gpu = nbytes * (1 + 1 / n) / nvls_efficiency
+        return [Phase(tuple((i, (i + 1) % n, per_gpu) for i in range(n)), 1)]
     phases = _phases(kind, algorithm, n, nbytes, root, chunk, orders, servers)
     # A one-step phase (binomial round, direct exchange, send) is an inter-server step if any flow is.
     return [Phase(ph.flows, 1, 1) if ph.steps == 1 and not ph.inter_steps

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["wire_factor", "startup_s", "front_s", "protocol_latency_s", "choose_protocol", "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES"]
+__all__ = ["wire_factor", "startup_s", "front_s", "NCCL_NVLS_LATENCY_US", "protocol_latency_s", "choose_protocol", "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES"]
 
 _PROTOS = ("ll", "ll128", "simple")
 # tuning.cc: baseLat[algorithm][protocol] and hwLat[hardware][algorithm][protocol], microseconds.
@@ -91,14 +91,21 @@ def startup_s(protocol: str, nbytes: float, params) -> float:
     return min(float(nbytes), float(params.startup_bytes)) / (params.channel_bandwidth_GBps * 1e9)
 
 
-def front_s(kind: str, protocol: str, nbytes: float, params, n: int) -> float:
+NCCL_NVLS_LATENCY_US = 25.0
+"""NCCL's NVLS latency on NVLink (tuning.cc: hwLatencies[NVLINK][NVLS][Simple] 25 us, its base latency 0)."""
+
+
+def front_s(kind: str, protocol: str, nbytes: float, params, n: int, algorithm: str | None = None) -> float:
     """Everything charged once before a collective's first phase on ``n`` ranks: the base latency, the
-    protocol's own latency and the start-up (never below 0; only the base latency when n == 1). A send
+    protocol's own latency and the start-up (never below 0; only the base latency when n == 1); NVLS
+    adds NCCL's NVLS latency less Simple's base latency (25 - 8.4 us, ``NCCL_NVLS_LATENCY_US``). A send
     with LL has no start-up: NCCL sends at most NCCL_P2P_LL_THRESHOLD (16 KiB) with LL, one channel's
     LL buffer, so there is no slice pipeline to fill."""
     if n <= 1:
         return params.base_latency_s
     startup = 0.0 if kind == "send" and protocol == "ll" else startup_s(protocol, nbytes, params)
+    if algorithm == "nvls":
+        startup += (NCCL_NVLS_LATENCY_US - NCCL_RING_BASE_LATENCY_US["simple"]) * 1e-6
     return max(0.0, params.base_latency_s + protocol_latency_s(protocol) + startup)
 
 
@@ -113,9 +120,13 @@ def _nsteps(kind: str, n: int) -> int:
 
 def nccl_model_time_us(kind: str, family: str, protocol: str, n: int, nbytes: float,
                        bandwidth_GBps: float, n_nodes: int = 1) -> float:
-    """NCCL's tuning-model time (us) of a ``family`` ("ring" or "tree") collective; see module doc."""
+    """NCCL's tuning-model time (us) of a ``family`` ("ring", "tree" or "nvls") collective; see module doc."""
     p = _PROTOS.index(protocol)
     nsteps = _nsteps(kind, n)
+    if family == "nvls":  # tuning.cc: Simple only; latency 25 us; busBw 2 x 0.85 x link, algBw x n / nsteps
+        if protocol != "simple":
+            return math.inf
+        return NCCL_NVLS_LATENCY_US + nbytes / (1e3 * 2 * 0.85 * bandwidth_GBps * n / nsteps)
     bus = bandwidth_GBps * _rate_fraction(protocol, kind)
     if family == "tree":
         bus *= 0.9

@@ -157,7 +157,7 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
         timed.append((phase_delay_s(ph, hop_in, hop_out, params, fill, networked),
                       tuple((members[a], members[b], wire * size, None if v is None else members[v])
                             for a, b, size, v in flows)))
-    front = front_s(kind, protocol, nbytes, params, n)
+    front = front_s(kind, protocol, nbytes, params, n, algorithm)
     return CollectivePlan(kind, algorithm, protocol, members, nbytes, max(hop_in, hop_out) + params.step_latency_s,
                           bandwidth, wire, shape.rings, front, tuple(timed), shape.groups)
 
@@ -232,7 +232,8 @@ def server_pattern(graph, members) -> tuple[int, tuple[int, ...]]:
 
 def _shape(kind, algorithm, n, nbytes, root, params, pattern) -> _Shape:
     orders = ring_orders(list(pattern)) if algorithm in ("ring", "chain") else None
-    phases = tuple(decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders, pattern))
+    phases = tuple(decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders, pattern,
+                             params.nvls_efficiency))
     via = rail_vias(pattern, orders)
     flows = tuple(tuple((a, b, size, via.get((a, b))) for a, b, size in ph.flows) for ph in phases)
     pairs = tuple(dict.fromkeys((a, b, v) for phase in flows for a, b, _, v in phase))

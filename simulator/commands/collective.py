@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
     p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
     p.add_argument("--algo", metavar="A", help="algorithm (default: NCCL-like choice): ring, chain, "
-                   "binomial_tree, double_binary_tree, direct")
+                   "binomial_tree, double_binary_tree (NCCL's tree), direct, nvls (NVLink SHARP)")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"), help="NCCL protocol (default auto)")
     p.add_argument("--root", type=int, default=None, help="root rank for broadcast/reduce (default 0)")
     p.add_argument("--placement", metavar="P",

@@ -89,6 +89,7 @@ def test_512_h100s_all_reduce_no_longer_funnels_through_one_nic():
 SWEEP = [("dgx-a100", (2, 4, 8), (8, 1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28)),
          ("dgx-a100:4", (16, 32), (8, 1 << 14, 1 << 20, 1 << 24, 1 << 28)),
          ("dgx-h100:8", (16, 64), (8, 1 << 16, 1 << 20, 1 << 24, 1 << 28)),
+         ("dgx-h100", (4, 8), (8, 1 << 16, 1 << 20, 1 << 24, 1 << 28)),
          ("dgx-h100:64", (512,), (1 << 10, 1 << 20, 384 << 20))]
 
 
@@ -97,15 +98,18 @@ def test_the_chosen_candidate_is_within_10_percent_of_the_fastest_simulated_one(
     G = load_topology(preset)
     env = simpy.Environment()
     net = FlowNetwork(env, G)
+    params = CollectiveParams.from_graph(G)
     worst = []
     for n in groups:
         members = gpu_nodes(G)[:n]
+        n_nodes = len({G.nodes[m]["server"] for m in members})
         kinds = ("all_reduce",) if n > 64 else KINDS
         for kind in kinds:
             for nbytes in sizes:
                 chosen, plan = _simulated_s(net, env, kind, members, nbytes)
                 times = {(a, p): _simulated_s(net, env, kind, members, nbytes, a, p)[0]
-                         for a in nccl_algorithms(kind, n) for p in ("ll", "ll128", "simple")}
+                         for a in nccl_algorithms(kind, n, params, n_nodes)
+                         for p in (("simple",) if a == "nvls" else ("ll", "ll128", "simple"))}
                 fastest = min(times.values())
                 assert chosen == pytest.approx(times[(plan.algorithm, plan.protocol)], rel=1e-9)
                 worst.append((chosen / fastest, kind, n, nbytes, plan.algorithm, plan.protocol))
@@ -123,7 +127,8 @@ def _sweep(preset: str, kind: str, n: int) -> list[dict]:
     return json.loads(out.getvalue())
 
 
-@pytest.mark.parametrize("preset, n", [("dgx-a100", 8), ("dgx-a100", 2), ("dgx-a100:4", 32), ("dgx-h100:8", 64)])
+@pytest.mark.parametrize("preset, n", [("dgx-a100", 8), ("dgx-a100", 2), ("dgx-a100:4", 32), ("dgx-h100:8", 64),
+                                       ("dgx-h100", 8), ("gb200-nvl72", 72)])
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_sweep_table_is_monotone(preset, n, kind):
     rows = _sweep(preset, kind, n)
