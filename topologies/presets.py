@@ -206,7 +206,8 @@ def _server_preset(name: str, server, fabric: FabricSpec, summary: str, generati
             return server.build()
         return fat_tree_cluster(server, _count(name, arg, "number of servers", server.n_gpus), fabric)
 
-    return Preset(name, summary, "N", "N servers on a fat tree", build, server, fabric, dict(GENERATION_SIM[generation]))
+    return Preset(name, summary, "N", "N servers on a fat tree", build, server, fabric,
+                  dict(GENERATION_SIM[generation]))
 
 
 def _torus_build(arg: str | None) -> nx.DiGraph:
@@ -233,7 +234,8 @@ PRESETS: dict[str, Preset] = {
                        "hopper"),
         _server_preset("dgx-h200", DGX_H200_SERVER, NDR_FABRIC, "8x H200 SXM, NVSwitch (NVLink4), 8x NDR 400 Gb/s",
                        "hopper"),
-        _server_preset("dgx-a100-80gb", DGX_A100_80GB_SERVER, HDR_FABRIC, "8x A100 SXM4 80GB, NVSwitch, 8x HDR 200 Gb/s"),
+        _server_preset("dgx-a100-80gb", DGX_A100_80GB_SERVER, HDR_FABRIC,
+                       "8x A100 SXM4 80GB, NVSwitch, 8x HDR 200 Gb/s"),
         _server_preset("dgx-b200", DGX_B200_SERVER, NDR_FABRIC, "8x B200, NVSwitch (NVLink5), 8x NDR 400 Gb/s",
                        "blackwell"),
         _server_preset("gb200-nvl72", GB200_NVL72_RACK, NDR_FABRIC, "72 GB200 GPUs in one NVLink5 domain, 72x NDR",

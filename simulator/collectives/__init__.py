@@ -15,7 +15,8 @@ module              what it holds
 ``trees``           binomial and NCCL's double binary trees
 ``nccl_tree``       NCCL's tree all_reduce: chains in servers, a double binary tree across, per channel
 ``drain``           when a phase's last flow arrives, alone on the network
-``protocols``       NCCL's LL, LL128 and Simple protocols: their cost, and NCCL's pick
+``protocols``       NCCL's LL, LL128 and Simple protocols: their cost in the model
+``nccl_tuning``     NCCL's own tuning model (tuning.cc's constants): the time NCCL predicts per candidate
 ``choose``          NCCL's order of preference, filtered by the simulated times of the candidates
 ``run``             planning and running one collective on a ``FlowNetwork``
 ``closed_form``     the closed-form alpha-beta times of every collective

@@ -123,7 +123,8 @@ class CollectiveParams:
         if not isinstance(self.nvls, bool):
             raise InputError(f"CollectiveParams.nvls must be true or false, got {self.nvls!r}")
         if not (isinstance(self.nvls_efficiency, (int, float)) and 0 < self.nvls_efficiency <= 1):
-            raise InputError(f"CollectiveParams.nvls_efficiency must be a number in (0, 1], got {self.nvls_efficiency!r}")
+            raise InputError(f"CollectiveParams.nvls_efficiency must be a number in (0, 1], "
+                             f"got {self.nvls_efficiency!r}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
 

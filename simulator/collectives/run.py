@@ -1,16 +1,15 @@
 """Plan and run one collective on a ``FlowNetwork``: route geometry, delays, then the flows.
 
-``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: the
-algorithm and protocol used, the group's step latency and bandwidth read from the routes, and the
-phases as flows between GPU nodes with the delay in front of each. ``run_collective`` runs that plan
-as a simpy process. Time of a collective, contention-free, is exactly ``simulator.collectives.closed_form``'s closed form:
-base latency + protocol start-up + per phase (steps x step latency + fill chunks x chunk / bandwidth
-+ the flows' drain time).
-
-Step latency of the group = the largest route latency among the pairs the algorithm uses, plus the
-``step_latency_us`` parameter; bandwidth = the smallest route bottleneck among those pairs. Both are
-exact for a homogeneous group (every used pair alike, e.g. GPUs on one NVSwitch); otherwise the
-delays use the slowest pair, as a lock-step algorithm waits for it.
+``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: it builds
+every NCCL-enabled candidate (algorithm x protocol, ``choose.candidates``), times each as it will be
+simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks. A plan holds the algorithm and
+protocol, the group's step latency and bandwidth read from the routes, and the phases as flows between
+GPU nodes with the delay in front of each. ``run_collective`` runs that plan as a simpy process. Time
+of a collective, contention-free, is ``plan_time_s``: the front (base latency, protocol latency,
+start-up) + per phase (``phase_delay_s``: its steps inside servers at the slowest intra-server route's
+latency, its steps between servers at the slowest inter-server route's plus NCCL's network step
+latency, the pipeline fill hop by hop at each hop's rate) + the flows' drain. For a homogeneous group
+(GPUs on one NVSwitch) it is ``closed_form``'s table exactly.
 """
 
 from __future__ import annotations
