@@ -8,9 +8,10 @@ tuning model (src/graph/tuning.cc, ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTi
 ``nccl_tuning.nccl_model_time_us`` with NCCL's published constants. NCCL's model does not know this
 model's start-up term or the flow network's contention, and on its own it picks what the simulation
 finds up to 7x slower (the tree on 512 H100s at 384 MiB, 17.4 ms against the ring's 4.0 ms, before the
-tree was NCCL's; ring/LL at 1 MiB on 8 A100s, 27% slower than LL128 once LL pays the start-up). So the choice (``settle``) is NCCL's order of preference filtered
-by the simulation: every candidate is timed as it will be simulated (``run.plan_time_s``), and the
-fastest runs, except that NCCL's LL128 stays within ``CHOICE_TOLERANCE`` of Simple (``settle``).
+tree was NCCL's; ring/LL at 1 MiB on 8 A100s, 27% slower than LL128 once LL pays the start-up). So
+the choice (``settle``) is NCCL's order of preference filtered by the simulation: every candidate is
+timed as it will be simulated (``run.plan_time_s``), and the fastest runs, except that NCCL's LL128
+stays within ``CHOICE_TOLERANCE`` of Simple (``settle``).
 ``choose_algorithm`` alone is NCCL's algorithm pick, for reference and for callers without a network.
 """
 
