@@ -12,6 +12,15 @@ Sources (NVIDIA datasheets; the sparse figures they headline are halved here):
 - H100 SXM5: NVIDIA H100 datasheet: FP64 34, FP64 TC 67, FP32 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958*
   (*with sparsity); 80 GB HBM3 at 3.35 TB/s.
 - H200 SXM: NVIDIA H200 datasheet: the H100's compute, 141 GB HBM3e at 4.8 TB/s.
+- A100 SXM4 80GB: NVIDIA A100 datasheet (the 80GB column): the 40GB part's compute, 80 GB HBM2e at
+  2,039 GB/s.
+- B200 (DGX B200): NVIDIA DGX B200 datasheet, 8 GPUs: FP8 72 PF*, FP16/BF16 36 PF*, TF32 18 PF*,
+  FP64 296 TF; 1,440 GB HBM3e at 64 TB/s; per GPU (halving the sparse rates): FP8 4,500, BF16 2,250,
+  TF32 1,125, FP64 37 TF; 180 GB at 8 TB/s. FP32 (CUDA cores) is not in the datasheet; FP64's 37 is
+  given (an assumption, as Hopper's FP32 equals its FP64 rate).
+- GB200 (GB200 NVL72): NVIDIA GB200 NVL72 datasheet, 72 GPUs: FP8 720 PF*, FP16/BF16 360 PF*, TF32
+  180 PF*, FP64 3,240 TF; up to 13.4 TB HBM3e at 576 TB/s; per GPU: FP8 5,000, BF16 2,500, TF32 1,250,
+  FP64 45 TF; 186 GB at 8 TB/s. FP32 as FP64 (the same assumption).
 
 Example::
 
@@ -34,6 +43,9 @@ __all__ = [
     "A100_PCIE_40GB",
     "H100_SXM5_80GB",
     "H200_SXM_141GB",
+    "A100_SXM4_80GB",
+    "B200_180GB",
+    "GB200_186GB",
     "CPU_CORE",
     "DEVICES",
 ]
@@ -95,6 +107,13 @@ A100_PCIE_40GB = DeviceSpec("A100-PCIE-40GB", _A100_RATES, 1555.0, 40.0, "NVIDIA
 H100_SXM5_80GB = DeviceSpec("H100-SXM5-80GB", _HOPPER_RATES, 3350.0, 80.0, "NVIDIA H100 datasheet")
 H200_SXM_141GB = DeviceSpec("H200-SXM-141GB", _HOPPER_RATES, 4800.0, 141.0, "NVIDIA H200 datasheet")
 
+A100_SXM4_80GB = DeviceSpec("A100-SXM4-80GB", _A100_RATES, 2039.0, 80.0, "NVIDIA A100 datasheet (80GB)")
+B200_180GB = DeviceSpec("B200-180GB", {"float64": 37.0, "float32": 37.0, "tfloat32": 1125.0, "bfloat16": 2250.0,
+                                       "float16": 2250.0, "float8": 4500.0}, 8000.0, 180.0, "NVIDIA DGX B200 datasheet")
+GB200_186GB = DeviceSpec("GB200-186GB", {"float64": 45.0, "float32": 45.0, "tfloat32": 1250.0, "bfloat16": 2500.0,
+                                         "float16": 2500.0, "float8": 5000.0}, 8000.0, 186.0,
+                         "NVIDIA GB200 NVL72 datasheet")
+
 # A nominal x86 core for gloo rank slots: 3 GHz x 2 AVX2 FMA units x (4 doubles | 8 floats) x 2 FLOP.
 # bfloat16/float16 get the float32 rate because CPUs without AMX compute them in float32. A placeholder
 # that calibration overwrites from measurements.
@@ -106,4 +125,5 @@ CPU_CORE = DeviceSpec(
     "nominal AVX2 core at 3 GHz; placeholder until calibrated",
 )
 
-DEVICES = {spec.name: spec for spec in (A100_SXM4_40GB, A100_PCIE_40GB, H100_SXM5_80GB, H200_SXM_141GB, CPU_CORE)}
+DEVICES = {spec.name: spec for spec in (A100_SXM4_40GB, A100_PCIE_40GB, H100_SXM5_80GB, H200_SXM_141GB, A100_SXM4_80GB,
+                                        B200_180GB, GB200_186GB, CPU_CORE)}

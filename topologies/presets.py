@@ -11,6 +11,12 @@ preset      GPUs  inside a server              NICs                 cluster fabr
 dgx-a100    8     NVSwitch, 230 (300) GB/s     8x HDR 24 (25) GB/s  20-port leaves (DGX A100 SuperPOD SU)
 dgx-h100    8     NVSwitch, 370 (450) GB/s     8x NDR 47 (50) GB/s  32-port leaves (DGX H100 SuperPOD SU)
 dgx-h200    8     NVSwitch, 370 (450) GB/s     8x NDR 47 (50) GB/s  32-port leaves
+dgx-a100-   8     as dgx-a100, A100 80GB       8x HDR 24 (25) GB/s  20-port leaves
+  80gb
+dgx-b200    8     NVSwitch (NVLink5), 722      8x NDR 47 (50) GB/s  32-port leaves
+                  (900) GB/s
+gb200-nvl72 72    one NVLink5 domain of 72,    72x NDR 47 (50)      32-port leaves
+                  722 (900) GB/s per GPU       GB/s, one per GPU
 a100-4gpu   4     NVLink3 mesh, 4 links/pair,  4x HDR 24 (25) GB/s  20-port leaves
                   76.7 (100) GB/s per pair
 pcie-8gpu   8     PCIe Gen4 tree, 4 switches,  4x HDR, one per      20-port leaves
@@ -22,11 +28,23 @@ loopback    8     CPU ranks via one host hub,  none                 (suffix is t
 ==========  ====  ==========================  ===================  ===================================
 
 Rates are "model (peak)" per direction; ``topologies.rates`` gives the source of each. Every preset's
-``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency: several
-microseconds, about 8 us; kept for PCIe and cluster presets as an assumption, inter-node NCCL latency
-is likely higher)
-and ``gemm_efficiency`` = 0.7 (an assumption: large cuBLAS GEMMs reach roughly 70-80% of dense
-tensor-core peak; calibration replaces it).
+``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency: tuning.cc's
+Simple ring base latency is 8.4 us; steps between servers add NCCL's network step latency, see
+``simulator.collectives.params``) and ``gemm_efficiency`` = 0.7 (an assumption: large cuBLAS GEMMs
+reach roughly 70-80% of dense tensor-core peak; calibration replaces it). The start-up term and NVLink
+SHARP are per GPU generation (``GENERATION_SIM``):
+
+- Ampere (A100 presets): the first 1 MiB (NCCL's Simple slice) at 20 GB/s, NCCL's per-channel NVLink
+  figure for SM80 (topo.h SM80_NVLINK_BW; tuning.cc perChMaxRingLL128Bws Ampere 20.0): 52 us, which
+  the A100 logs in tests/data/nccl-tests show as the intercept of their bandwidth regime.
+- Hopper (H100, H200): the first 4 MiB at 210 GB/s (20 us): read off the published nccl-tests
+  all_reduce on 8 H20 (NVLink4 NVSwitch like H100's; nccl-tests 2.19.7, NCCL 2.30.4;
+  kvcache-ai/Mooncake PR #3484), which runs 1 MiB in 27.8 us, 4 MiB in 53.2 us and 16 MiB in 121.3 us:
+  these two values put every size from 256 KiB to 1 GiB within 10% of that log (the A100 figure
+  would put 1 MiB at +167%). NVLS on (NVSwitch gen 3 has multicast), efficiency 0.85 (tuning.cc
+  nvlsEfficiency, Hopper).
+- Blackwell (B200, GB200): Hopper's start-up (an assumption: no published small-size B200 log was
+  found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell).
 
 Example::
 
@@ -47,22 +65,34 @@ import networkx as nx
 from simulator.limits import check_topology_gpus
 from topologies import builders
 from topologies.cluster import FabricSpec, fat_tree_cluster
-from topologies.devices import A100_PCIE_40GB, A100_SXM4_40GB, H100_SXM5_80GB, H200_SXM_141GB
+from topologies.devices import (A100_PCIE_40GB, A100_SXM4_40GB, A100_SXM4_80GB, B200_180GB, GB200_186GB,
+                                H100_SXM5_80GB, H200_SXM_141GB)
 from topologies.errors import TopologyError
 from topologies.rates import (IB_HDR, IB_NDR, NIC_ATTACH_GEN4, NIC_ATTACH_GEN5, NVLINK3_LINK, NVSWITCH_A100,
-                              NVSWITCH_H100, PCIE_GEN4_X16)
+                              NVSWITCH_B200, NVSWITCH_H100, PCIE_GEN4_X16)
 from topologies.servers import MeshServer, NvSwitchServer, PcieServer
 
-__all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM",
-           "DGX_A100_SERVER", "DGX_H100_SERVER", "DGX_H200_SERVER", "A100_4GPU_SERVER", "PCIE_8GPU_SERVER"]
+__all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
+           "DGX_A100_SERVER", "DGX_H100_SERVER", "DGX_H200_SERVER", "A100_4GPU_SERVER", "PCIE_8GPU_SERVER",
+           "DGX_A100_80GB_SERVER", "DGX_B200_SERVER", "GB200_NVL72_RACK"]
 
 DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
+_HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
+GENERATION_SIM = {
+    "ampere": dict(DEFAULT_SIM),
+    "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85},
+    "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74},
+}
+"""The ``sim`` of a preset by GPU generation (module doc)."""
 # Loopback placeholders: gloo on a small CPU host; calibration (a later issue) measures the real values.
 LOOPBACK_SIM = {"collective_base_latency_us": 100.0, "gemm_efficiency": 0.5}
 
 DGX_A100_SERVER = NvSwitchServer(8, A100_SXM4_40GB, NVSWITCH_A100, nics=8, nic_link=NIC_ATTACH_GEN4)
 DGX_H100_SERVER = NvSwitchServer(8, H100_SXM5_80GB, NVSWITCH_H100, nics=8, nic_link=NIC_ATTACH_GEN5)
 DGX_H200_SERVER = NvSwitchServer(8, H200_SXM_141GB, NVSWITCH_H100, nics=8, nic_link=NIC_ATTACH_GEN5)
+DGX_A100_80GB_SERVER = NvSwitchServer(8, A100_SXM4_80GB, NVSWITCH_A100, nics=8, nic_link=NIC_ATTACH_GEN4)
+DGX_B200_SERVER = NvSwitchServer(8, B200_180GB, NVSWITCH_B200, nics=8, nic_link=NIC_ATTACH_GEN5)
+GB200_NVL72_RACK = NvSwitchServer(72, GB200_186GB, NVSWITCH_B200, nics=72, nic_link=NIC_ATTACH_GEN5)
 A100_4GPU_SERVER = MeshServer(4, A100_SXM4_40GB, NVLINK3_LINK, links_per_pair=4, nics=4, nic_link=NIC_ATTACH_GEN4)
 PCIE_8GPU_SERVER = PcieServer(8, A100_PCIE_40GB, 2, PCIE_GEN4_X16, PCIE_GEN4_X16, nics=4, nic_link=NIC_ATTACH_GEN4)
 
@@ -82,6 +112,16 @@ _SOURCES = {
     "H100 SuperPOD scalable unit (32 servers, QM9700 64-port switches at 1:1).",
     "dgx-h200": "DGX H200 (NVIDIA DGX BasePOD reference architecture): the DGX H100 design with H200-SXM-141GB "
     "GPUs (141 GB HBM3e, 4.8 TB/s); NVLink4 370 (450 peak) GB/s, 8x NDR 47 (50 peak) GB/s.",
+    "dgx-a100-80gb": "DGX A100 640GB (NVIDIA DGX A100 datasheet): the dgx-a100 design with A100-SXM4-80GB GPUs "
+    "(80 GB HBM2e, 2,039 GB/s); NVLink3 230 (300 peak) GB/s, 8x ConnectX-6 HDR 24 (25 peak) GB/s.",
+    "dgx-b200": "DGX B200 (NVIDIA DGX B200 datasheet and user guide): 8x B200 (180 GB HBM3e, 8 TB/s), 2 NVSwitch "
+    "chips (one switch node here), 18 NVLink5 links = 1.8 TB/s per GPU both ways, 900 GB/s peak per direction, "
+    "modelled at 722 GB/s (NCCL's 18 x 40.1 per-link figure; no published nccl-tests result found); 8x "
+    "ConnectX-7 400 Gb/s compute NICs (ConnectX-8 in later systems) = 50 GB/s peak, modelled at 47 GB/s.",
+    "gb200-nvl72": "GB200 NVL72 (NVIDIA GB200 NVL72 datasheet): one rack of 72 Blackwell GPUs (36 Grace CPUs) in one "
+    "NVLink5 domain (18 NVLink switch chips in 9 trays, one switch node here), 1.8 TB/s per GPU both ways = 900 GB/s "
+    "peak per direction, modelled at 722 GB/s as dgx-b200; 186 GB HBM3e per GPU at 8 TB/s; one 400 Gb/s "
+    "ConnectX-7 NIC per GPU (4 per compute tray) for the scale-out fabric, 47 (50 peak) GB/s. NAME:N is N racks.",
     "a100-4gpu": "4x A100-SXM4-40GB fully connected by NVLink3, 4 links per pair = 100 GB/s peak per direction "
     "(an HGX A100 4-GPU board), modelled at 4 x 19.17 = 76.7 GB/s (the 230/300 NCCL fraction of DGX A100 applied "
     "per link, an assumption); 4x HDR NICs, one per GPU, 24 (25 peak) GB/s. The node shape of the 2.5-D "
@@ -116,6 +156,8 @@ class Preset:
     """The server spec (topologies.servers) of a server preset, else None."""
     fabric: FabricSpec | None = field(default=None, repr=False)
     """The default cluster fabric of a server preset, else None."""
+    sim: dict = field(default_factory=lambda: dict(DEFAULT_SIM), repr=False, compare=False)
+    """The ``sim`` dict every graph of this preset starts with (``GENERATION_SIM``)."""
 
     @property
     def notes(self) -> str:
@@ -127,7 +169,7 @@ class Preset:
         G = self.build(None if arg is None else str(arg))
         G.graph["name"] = self.name if arg is None else f"{self.name}:{arg}"
         G.graph["notes"] = self.notes
-        G.graph["sim"] = dict(LOOPBACK_SIM if self.name == "loopback" else DEFAULT_SIM)
+        G.graph["sim"] = dict(LOOPBACK_SIM if self.name == "loopback" else self.sim)
         return G
 
     def cluster(self, n_servers: int, **fabric_changes) -> nx.DiGraph:
@@ -143,7 +185,7 @@ class Preset:
         G = fat_tree_cluster(self.server, n_servers, fabric, name=f"{self.name}:{n_servers}")
         changes = ", ".join(f"{key}={value}" for key, value in fabric_changes.items())
         G.graph["notes"] = self.notes + (f" Fabric changed: {changes}." if changes else "")
-        G.graph["sim"] = dict(DEFAULT_SIM)
+        G.graph["sim"] = dict(self.sim)
         return G
 
 
@@ -158,13 +200,14 @@ def _count(preset: str, arg: str, what: str, gpus_each: int = 1) -> int:
     return int(arg)
 
 
-def _server_preset(name: str, server, fabric: FabricSpec, summary: str) -> Preset:
+def _server_preset(name: str, server, fabric: FabricSpec, summary: str, generation: str = "ampere") -> Preset:
     def build(arg: str | None) -> nx.DiGraph:
         if arg is None:
             return server.build()
         return fat_tree_cluster(server, _count(name, arg, "number of servers", server.n_gpus), fabric)
 
-    return Preset(name, summary, "N", "N servers on a fat tree", build, server, fabric)
+    return Preset(name, summary, "N", "N servers on a fat tree", build, server, fabric,
+                  dict(GENERATION_SIM[generation]))
 
 
 def _torus_build(arg: str | None) -> nx.DiGraph:
@@ -187,8 +230,16 @@ PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
         _server_preset("dgx-a100", DGX_A100_SERVER, HDR_FABRIC, "8x A100 SXM4, NVSwitch, 8x HDR 200 Gb/s"),
-        _server_preset("dgx-h100", DGX_H100_SERVER, NDR_FABRIC, "8x H100 SXM5, NVSwitch (NVLink4), 8x NDR 400 Gb/s"),
-        _server_preset("dgx-h200", DGX_H200_SERVER, NDR_FABRIC, "8x H200 SXM, NVSwitch (NVLink4), 8x NDR 400 Gb/s"),
+        _server_preset("dgx-h100", DGX_H100_SERVER, NDR_FABRIC, "8x H100 SXM5, NVSwitch (NVLink4), 8x NDR 400 Gb/s",
+                       "hopper"),
+        _server_preset("dgx-h200", DGX_H200_SERVER, NDR_FABRIC, "8x H200 SXM, NVSwitch (NVLink4), 8x NDR 400 Gb/s",
+                       "hopper"),
+        _server_preset("dgx-a100-80gb", DGX_A100_80GB_SERVER, HDR_FABRIC,
+                       "8x A100 SXM4 80GB, NVSwitch, 8x HDR 200 Gb/s"),
+        _server_preset("dgx-b200", DGX_B200_SERVER, NDR_FABRIC, "8x B200, NVSwitch (NVLink5), 8x NDR 400 Gb/s",
+                       "blackwell"),
+        _server_preset("gb200-nvl72", GB200_NVL72_RACK, NDR_FABRIC, "72 GB200 GPUs in one NVLink5 domain, 72x NDR",
+                       "blackwell"),
         _server_preset("a100-4gpu", A100_4GPU_SERVER, HDR_FABRIC, "4x A100 SXM4, NVLink3 all-to-all, 4x HDR"),
         _server_preset("pcie-8gpu", PCIE_8GPU_SERVER, HDR_FABRIC, "8x A100 PCIe, PCIe Gen4 tree, 4x HDR"),
         Preset("torus-3d", "4x4x4 torus of A100s, 2 NVLink3 per neighbour", "XxYxZ", "an X x Y x Z torus",

@@ -2,24 +2,45 @@
 
 Every ``LinkSpec`` here has ``bandwidth_GBps`` = the effective per-direction rate the model uses and
 ``peak_bandwidth_GBps`` = the published per-direction peak. The effective rates are figures taken from
-published measurements (NVIDIA/nccl-tests results and NCCL's documentation), not fitted to this
-project's data:
+published measurements (nccl-tests results, NCCL maintainers' statements of what NCCL reaches, NCCL's
+own per-link figures in src/graph/topo.h), not fitted to this project's data:
 
 =================  ===========  ==========  =========================================================
 link               model GB/s   peak GB/s   source of the model rate
 =================  ===========  ==========  =========================================================
-NVLink3, per GPU   230          300         NCCL all_reduce busbw on 8x A100 (NVSwitch), 1 GiB
-  (A100, 12 links)                          (~230 GB/s; NVIDIA/nccl-tests results)
+NVLink3, per GPU   230          300         nccl-tests all_reduce on 8 A100 SXM4 (Azure ND A100 v4,
+  (A100, 12 links)                          tests/data/nccl-tests/azure-ndv4-a100): busbw 230.9 GB/s
+                                            at 1 GiB; NCCL's own figure 12 x 20 = 240 (topo.h
+                                            SM80_NVLINK_BW 20.0 per link)
 NVLink3, one link  19.17        25          230/12: the same NCCL efficiency, shared by 12 links
-NVLink4, per GPU   370          450         NCCL ring all_reduce busbw on 8x H100 (~370 GB/s; ~480
-  (H100/H200, 18)                           with NVLink SHARP, not modelled)
+NVLink4, per GPU   370          450         NCCL maintainer (S. Jeaugey, NVIDIA/nccl-tests#212): "NCCL
+  (H100/H200, 18)                           can get an effective NVLink bandwidth of 370GB/s", as ring
+                                            busbw; nccl-tests all_reduce on 8 H20 (NVLink4, NCCL 2.30,
+                                            kvcache-ai/Mooncake PR #3484): ring busbw 358 GB/s at 1 GiB;
+                                            NCCL's figure 18 x 20.6 = 371 (SM90_NVLINK_BW). NVLink
+                                            SHARP reaches busbw ~480 on 8 GPUs (same source; 476 in
+                                            NVIDIA/nccl-tests#290), modelled by NVLS (collectives)
+NVLink5, per GPU   722          900         no published nccl-tests figure found; NCCL's own figure
+  (B200, 18)                                18 x 40.1 = 722 (topo.h SM100_NVLINK_BW), which for A100
+                                            and H100 is within 4% of the measured rates above
 PCIe Gen4 x16      25           31.5        assumption: ~80% of the raw rate after TLP/DLLP overhead,
                                             typical of CUDA bandwidthTest on Gen4 x16
 PCIe Gen5 x16      50           63          the same 80% assumption
-IB HDR, per port   24           25          NCCL inter-node busbw per HDR NIC (~24 GB/s)
-IB NDR, per port   47           50          NCCL inter-node busbw per NDR NIC (46-48 GB/s; midpoint)
+IB HDR, per port   24           25          NVIDIA (A. Ladd, NVIDIA/nccl#812): "On an Nvidia DGX-A100
+                                            system we have 8x200Gbit/s IB cards and we measure 192GB/s
+                                            AllReduce BusBW" = 24 per NIC
+IB NDR, per port   47           50          NVIDIA (A. Ladd, NVIDIA/nccl-tests#290): "For NDR @ 400Gbps
+                                            you should see 46-48GB/s per NIC"; the midpoint
 loopback           5            none        placeholder; calibration overwrites it
 =================  ===========  ==========  =========================================================
+
+Spread across published clusters (inter-server busbw per NIC as a fraction of its peak): NVIDIA's
+reference systems reach 96% (DGX A100, 192 of 200 GB/s, above; NDR 92-96%, above); a user cluster of
+A100 servers with 4 HDR NICs each reached 85% on average and 96% at best (84.8 and 96 of 100 GB/s,
+NVIDIA/nccl-tests#119); RoCE clusters of 8x 100 Gb/s NICs reported 75% (600 of 800 Gb/s,
+NVIDIA/nccl#495, "a bit low" per the maintainers) and 60% (60 of 100 GB/s ring busbw, NVIDIA/nccl#812).
+So the defaults are a well-tuned InfiniBand cluster; a real one may be 5-15% slower across servers,
+and a RoCE or misconfigured one 25-40% slower (``tpsim calibrate`` measures yours).
 
 Per-hop latencies are stated assumptions, chosen to be of the published order of magnitude:
 an NVLink or NVSwitch hop 0.3 us (P2P load latencies of a few hundred ns in interconnect
@@ -43,6 +64,7 @@ __all__ = [
     "NVLINK3_LINK",
     "NVSWITCH_A100",
     "NVSWITCH_H100",
+    "NVSWITCH_B200",
     "PCIE_GEN4_X16",
     "PCIE_GEN5_X16",
     "NIC_ATTACH_GEN4",
@@ -67,6 +89,7 @@ NCCL_A100_NVLINK_EFFICIENCY = 230.0 / 300.0
 NVLINK3_LINK = LinkSpec("nvlink", 25.0 * NCCL_A100_NVLINK_EFFICIENCY, NVLINK_HOP_US, peak_bandwidth_GBps=25.0)
 NVSWITCH_A100 = LinkSpec("nvswitch", 230.0, NVLINK_HOP_US, peak_bandwidth_GBps=300.0, n_links=12)
 NVSWITCH_H100 = LinkSpec("nvswitch", 370.0, NVLINK_HOP_US, peak_bandwidth_GBps=450.0, n_links=18)
+NVSWITCH_B200 = LinkSpec("nvswitch", 722.0, NVLINK_HOP_US, peak_bandwidth_GBps=900.0, n_links=18)
 
 PCIE_GEN4_X16 = LinkSpec("pcie", 25.0, PCIE_HOP_US, peak_bandwidth_GBps=31.5)
 PCIE_GEN5_X16 = LinkSpec("pcie", 50.0, PCIE_HOP_US, peak_bandwidth_GBps=63.0)

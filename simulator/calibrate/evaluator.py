@@ -10,12 +10,12 @@ only redoes the arithmetic ``plan_collective`` and ``predict_collective_s`` do, 
 
 - route latency = sum over classes of hops x latency; route bandwidth = min over classes of
   base rate x scale; a shared link's capacity = its base rate x its class's scale;
-- algorithm = ``choose_algorithm`` on the bottleneck of the default algorithm's pairs, protocol =
-  ``choose_protocol`` on that same bottleneck (as ``plan_collective`` does);
-- each phase's drain as ``simulator.collectives.closed_form.phase_drain_s`` measures it (slowest flow alone on its
-  route, or a shared link's bytes over its capacity plus the smallest latency of its flows);
-- time = ``simulator.collectives.closed_form.collective_time_s`` with alpha = slowest used route + step latency and
-  those drains.
+- every (algorithm, protocol) candidate of ``choose.candidates`` (in NCCL's order at the bottleneck of the
+  default algorithm's pairs) is timed and ``choose.settle`` takes one, as ``plan_collective`` does;
+- a candidate's time = ``front_s`` + per phase ``run.phase_delay_s`` (the slowest used route inside a server
+  and between servers, the fill over the fill hops' own rates) + the phase's drain as
+  ``simulator.collectives.closed_form.phase_drain_s`` measures it (slowest flow alone on its route, or a
+  shared link's bytes over its capacity plus the smallest latency of its flows).
 
 The tests hold ``predict`` to the flow simulation inside a server and to ``predict_collective_s``
 everywhere.
@@ -28,15 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from simulator.collectives.choose import choose_algorithm
-from simulator.collectives.closed_form import collective_time_s
+from simulator.collectives.choose import candidates, nccl_algorithms, settle
 from simulator.collectives.params import CollectiveParams
-from simulator.collectives.patterns import ALGORITHMS, decompose
-from simulator.collectives.protocols import choose_protocol, wire_factor
-from simulator.collectives.run import plan_collective
+from simulator.collectives.patterns import ALGORITHMS, decompose, rail_vias, ring_orders
+from simulator.collectives.protocols import front_s, wire_factor
+from simulator.collectives.run import phase_delay_s, plan_collective, server_pattern
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes
+from topologies.kinds import NETWORK_EDGE_KINDS
 
 __all__ = ["CollectiveEvaluator", "members_for"]
 
@@ -60,6 +60,10 @@ class _Routes:
     min_rate_Bps: np.ndarray
     """inf where a route has no edge of the class."""
     rings: int
+    inside: np.ndarray = None
+    """Per route: True where both ends share a server."""
+    timing: tuple = ()
+    """Per phase: (``patterns.Phase`` at nbytes = 1 with chunk = stream, fill-hop route rows)."""
 
 
 @dataclass(frozen=True)
@@ -96,20 +100,41 @@ class _Group:
     def __init__(self, net: FlowNetwork, classes: dict, kind: str, members: list, params: CollectiveParams):
         graph = net.graph
         self.kind, self.n = kind, len(members)
-        self.n_nodes = len({graph.nodes[m].get("server", 0) for m in members})
+        self.n_nodes, self.pattern = server_pattern(graph, members)
+        self.nvls_efficiency = params.nvls_efficiency
         self.classes = classes
+        self._network_classes = [i for kind, i in sorted(classes.items()) if kind in NETWORK_EDGE_KINDS]
         probe_pairs = [(members[a], members[b], None) for ph in decompose(kind, ALGORITHMS[kind][0], self.n, 1.0, 0)
                        for a, b, _ in ph.flows]
         self.probe = self._routes(net, probe_pairs, 1)
-        candidates = [ALGORITHMS[kind][0]] + (["double_binary_tree"] if kind == "all_reduce" and self.n > 2 else [])
         self.algorithms, self.phases = {}, {}
-        for algorithm in candidates:
+        for algorithm in nccl_algorithms(kind, self.n, params, self.n_nodes):
             plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
-            self.algorithms[algorithm] = self._routes(net, pairs, plan.rings)
+            routes = self._routes(net, pairs, plan.rings)
             row = {pair: i for i, pair in enumerate(dict.fromkeys(pairs))}
+            server = {m: graph.nodes[m].get("server", 0) for m in members}
+            inside = np.array([server[src] == server[dst] for src, dst, _ in dict.fromkeys(pairs)], dtype=bool)
+            self.algorithms[algorithm] = _Routes(routes.hops, routes.min_rate_Bps, routes.rings, inside,
+                                                 self._timing(kind, algorithm, members, row))
             per_byte = 1.0 / (plan.wire_factor * plan.nbytes)  # plan.nbytes: the base's kind factor applied
             self.phases[algorithm] = [self._phase(net, flows, row, per_byte) for _, flows in plan.phases]
+
+    def _timing(self, kind: str, algorithm: str, members: list, row: dict) -> tuple:
+        """The phases as ``plan_collective`` builds them, at nbytes = 1 (chunk = stream), with the route
+        rows of their fill hops."""
+        orders = ring_orders(list(self.pattern)) if algorithm in ("ring", "chain") else None
+        vias = rail_vias(self.pattern, orders)
+        phases = decompose(kind, algorithm, self.n, 1.0, 0, lambda stream: stream, orders, self.pattern,
+                           self.nvls_efficiency)
+        out = []
+        for ph in phases:
+            rows = []
+            for a, b in ph.fill_hops:
+                v = vias.get((a, b))
+                rows.append(row[(members[a], members[b], None if v is None else members[v])])
+            out.append((ph, np.array(rows, dtype=int)))
+        return tuple(out)
 
     def _phase(self, net, flows, row: dict, per_byte: float) -> _Phase:
         flows = [(src, dst, size, via) for src, dst, size, via in flows if src != dst]
@@ -158,21 +183,27 @@ class _Group:
             return params.base_latency_s
         nbytes = nbytes * params.bytes_factor(self.kind)  # as plan_collective does
         probe_bw = float(np.min(self.probe.min_rate_Bps * scale))
-        algorithm = choose_algorithm(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes,
-                                     bandwidth_GBps=probe_bw / 1e9)
-        family = "tree" if algorithm == "double_binary_tree" else "ring"
-        protocol = params.protocol
-        if protocol == "auto":
-            protocol = choose_protocol(self.kind, family, self.n, nbytes, probe_bw / 1e9, self.n_nodes)
+        options = candidates(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes, bandwidth_GBps=probe_bw / 1e9)
+        times = {option: self._candidate_s(*option, nbytes, scale, latency_s, params) for option in options}
+        return times[settle(times)]
+
+    def _candidate_s(self, algorithm: str, protocol: str, nbytes: float, scale: np.ndarray, latency_s: np.ndarray,
+                     params: CollectiveParams) -> float:
         routes = self.algorithms[algorithm]
         latency = routes.hops @ latency_s
         bandwidth_per_route = np.min(routes.min_rate_Bps * scale, axis=1)
-        hop = float(np.max(latency)) if len(routes.hops) else 0.0
-        bandwidth = float(np.min(bandwidth_per_route)) if len(routes.hops) else probe_bw
-        wire = nbytes * wire_factor(protocol, self.kind)
-        drains = [phase.drain_s(wire, latency, bandwidth_per_route, scale) for phase in self.phases[algorithm]]
-        return collective_time_s(self.kind, algorithm, self.n, nbytes, hop + params.step_latency_s, bandwidth,
-                                 params, protocol, None, routes.rings, drains)
+        hop_in = float(np.max(latency[routes.inside], initial=0.0))
+        hop_out = float(np.max(latency[~routes.inside], initial=0.0))
+        networked = bool(np.any(routes.hops[~routes.inside][:, self._network_classes] > 0))
+        wire_per_byte = wire_factor(protocol, self.kind)
+        total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
+        for (phase, fill_rows), drain in zip(routes.timing, self.phases[algorithm]):
+            chunk = params.chunk_bytes(phase.chunk_bytes * nbytes) if len(fill_rows) else 0.0
+            fill = wire_per_byte * float(np.sum(1.0 / bandwidth_per_route[fill_rows])) if len(fill_rows) else 0.0
+            scaled = phase.__class__(phase.flows, phase.steps, phase.inter_steps, phase.fill_hops, chunk)
+            total += phase_delay_s(scaled, hop_in, hop_out, params, fill, networked)
+            total += drain.drain_s(nbytes * wire_per_byte, latency, bandwidth_per_route, scale)
+        return total
 
 
 class CollectiveEvaluator:

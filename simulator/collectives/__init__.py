@@ -13,8 +13,11 @@ module              what it holds
 ``params``          ``CollectiveParams``: the collective model's parameters and their ``sim`` keys
 ``patterns``        collectives decomposed into point-to-point flows, one algorithm each
 ``trees``           binomial and NCCL's double binary trees
-``protocols``       NCCL's LL, LL128 and Simple protocols: their cost, and NCCL's pick
-``choose``          the NCCL-like default algorithm by kind, group and message size
+``nccl_tree``       NCCL's tree all_reduce: chains in servers, a double binary tree across, per channel
+``drain``           when a phase's last flow arrives, alone on the network
+``protocols``       NCCL's LL, LL128 and Simple protocols: their cost in the model
+``nccl_tuning``     NCCL's own tuning model (tuning.cc's constants): the time NCCL predicts per candidate
+``choose``          NCCL's order of preference, filtered by the simulated times of the candidates
 ``run``             planning and running one collective on a ``FlowNetwork``
 ``closed_form``     the closed-form alpha-beta times of every collective
 ==================  ===============================================================================

@@ -6,17 +6,20 @@ own section), by the engine.
 Collectives. ``collective_time_s`` is the time of one collective on a group with step latency
 ``alpha_s`` (route latency of one step plus the per-step software latency) and bandwidth
 ``bandwidth_Bps`` (the bottleneck of the routes used), in the same model the flow network runs (see
-``simulator.collectives.patterns``). With T0 the base latency, st the protocol start-up, W the
+``simulator.collectives.patterns``). With T0 + st the front (``protocols.front_s``: the base latency,
+the protocol's own latency and the pipeline start-up), W the
 protocol's wire bytes per payload byte, c(X) the pipeline chunk of a stream of X bytes,
-R = ceil(log2 n), d the double binary tree's depth and m its port load (``trees.dbtree_port_load``):
+R = ceil(log2 n) (the tree, ``double_binary_tree``, is NCCL's: on one server a chain up and down,
+``nccl_tree``):
 
 ======================== ================================================================
 ring all_reduce          T0 + st + 2(n-1) alpha + W 2(n-1)/n S / B
 ring all_gather, r_s     T0 + st + (n-1) alpha + W (n-1)/n S / B
 chain broadcast, reduce  T0 + st + (n-1) alpha + (n-2) W c(S) / B + W S / B
 binomial bcast, reduce   T0 + st + R (alpha + W S / B)          (all_reduce: 2R rounds)
-double_binary_tree       T0 + st + 2d alpha + (2d-1) W c(S/2) / B + m W (S/2) / B_inj
+tree, one server         T0 + st + 2(n-1) alpha + (2n-3) W c(S) / B + m W S / B_inj   (m = 2; 1 if n = 2)
 direct all_gather, r_s   T0 + st + alpha + W (n-1)/n S / B_inj  (all_reduce: twice)
+nvls (one switch)        T0 + st + alpha + W (1 + 1/n) S / e / B_inj   (e: NCCL's NVLS efficiency)
 send (p2p)               T0 + st + alpha + W S / B
 ======================== ================================================================
 
@@ -46,10 +49,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from simulator.collectives.drain import phase_drain_s
 from simulator.collectives.params import CollectiveParams
-from simulator.collectives.protocols import startup_s, wire_factor
-from simulator.collectives.run import plan_collective
-from simulator.collectives.trees import dbtree_parents, dbtree_port_load, tree_depth
+from simulator.collectives.protocols import front_s, wire_factor
+from simulator.collectives.run import plan_collective, plan_time_s
 from simulator.errors import InputError
 
 __all__ = [
@@ -128,10 +131,13 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
     elif algorithm == "binomial_tree" and kind in ("broadcast", "reduce", "all_reduce"):
         phases = [(1, 0.0, W * S / B)] * (math.ceil(math.log2(n)) * (2 if kind == "all_reduce" else 1))
     elif algorithm == "double_binary_tree" and kind == "all_reduce":
-        d = max(tree_depth(p) for p in dbtree_parents(n))
-        phases = [(2 * d, (2 * d - 1) * W * params.chunk_bytes(S / 2) / B, dbtree_port_load(n) * W * (S / 2) / inj)]
+        # One server: NCCL's tree is a chain carrying S up and S down; a middle rank's port carries two flows.
+        load = 1 if n == 2 else 2
+        phases = [(2 * (n - 1), (2 * n - 3) * W * params.chunk_bytes(S) / B, load * W * S / inj)]
     elif algorithm == "direct" and kind in ("all_gather", "reduce_scatter", "all_reduce"):
         phases = [(1, 0.0, W * ((n - 1) / n * S) / inj)] * (2 if kind == "all_reduce" else 1)
+    elif algorithm == "nvls" and kind == "all_reduce":
+        phases = [(1, 0.0, W * (1 + 1 / n) * S / params.nvls_efficiency / inj)]
     elif algorithm == "p2p" and kind == "send":
         phases = [(1, 0.0, W * S / B)]
     else:
@@ -140,54 +146,11 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
         raise ValueError(f"{kind}/{algorithm} on {n} ranks has {len(phases)} phases, got {len(drains_s)} drains")
     step = params.step_latency_s
     hop = a - step  # the flows' own route latency: alpha less the software step
-    total = params.base_latency_s + startup_s(protocol, nbytes, params)
+    total = front_s(kind, protocol, nbytes, params, n, algorithm)
     for k, (steps, fill_s, stream_s) in enumerate(phases):
         drain = hop + stream_s if drains_s is None else drains_s[k]
         total += (steps - 1) * a + step + fill_s + drain
     return total
-
-
-def phase_drain_s(net, flows, groups=None) -> float:
-    """Time from a phase's start until its last flow arrives, with nothing else on ``net``: a lower bound.
-
-    ``flows``: (src, dst, wire bytes, via) as in ``CollectivePlan.phases``; ``groups``: their
-    ``flow_groups.same_flows`` where known (``CollectivePlan.groups``), so that identical flows are
-    routed once. No flow arrives sooner than alone on its route (latency + bytes / bottleneck), and
-    the flows crossing one link cannot drain sooner than their bytes over its capacity, the last of
-    them arriving no sooner than that plus the smallest of their latencies. The larger of these is
-    the flow network's time exactly when no link carries two of the flows, or when all the flows are
-    alike in bytes and latency.
-    """
-    route, cap = net.route, net.links.cap
-    end = 0.0
-    used = []
-    alone = True  # no link carries two flows
-    for members in groups if groups is not None else [(i,) for i in range(len(flows))]:
-        src, dst, nbytes, via = flows[members[0]]
-        if src == dst:
-            continue  # takes no time (FlowNetwork.transfer)
-        r = route(src, dst, via)
-        used.append((r, nbytes, len(members)))
-        alone = alone and len(members) == 1
-        t = r.latency_s + nbytes / r.bandwidth_Bps
-        if t > end:
-            end = t
-    if alone:
-        links = [link for r, _, _ in used for link in r.links]
-        if len(links) == len(set(links)):
-            return end  # each flow runs at its bottleneck
-    load: dict[int, float] = {}
-    min_latency: dict[int, float] = {}
-    count: dict[int, int] = {}
-    for r, nbytes, weight in used:
-        for link in set(r.links):
-            load[link] = load.get(link, 0.0) + weight * nbytes
-            min_latency[link] = min(min_latency.get(link, r.latency_s), r.latency_s)
-            count[link] = count.get(link, 0) + weight
-    for link, flows_on in count.items():
-        if flows_on > 1:
-            end = max(end, load[link] / cap[link] + min_latency[link])
-    return end
 
 
 def group_alpha_beta(net, plan) -> AlphaBeta:
@@ -217,12 +180,9 @@ def group_alpha_beta(net, plan) -> AlphaBeta:
 
 def predict_collective_s(net, kind: str, members, nbytes: float, root: int | None = None,
                          algorithm: str | None = None, params: CollectiveParams | None = None) -> float:
-    """Closed-form time of the collective ``run_collective`` would run (same algorithm and protocol),
-    each phase's drain measured on its own routes (``phase_drain_s``): a lower bound on the flow
-    network's time, equal to it where no phase has contention (see the module docstring)."""
+    """Closed-form time of the collective ``run_collective`` would run (same algorithm and protocol):
+    the plan's delays (steps inside and between servers, pipeline fill hop by hop) and each phase's
+    drain measured on its own routes (``phase_drain_s``): a lower bound on the flow network's time,
+    equal to it where no phase has contention (see the module docstring)."""
     params = params or CollectiveParams.from_graph(net.graph)
-    plan = plan_collective(net, kind, members, nbytes, root, algorithm, params)
-    groups = plan.groups or (None,) * len(plan.phases)
-    drains = [phase_drain_s(net, flows, same) for (_, flows), same in zip(plan.phases, groups)]
-    return collective_time_s(kind, plan.algorithm, len(plan.members), plan.nbytes, plan.alpha_s, plan.bandwidth_Bps,
-                             params, plan.protocol, None, plan.rings, drains)
+    return plan_time_s(net, plan_collective(net, kind, members, nbytes, root, algorithm, params))

@@ -10,8 +10,14 @@ collective_base_latency_us         8.0                      fixed software laten
                                                             (NCCL: several us, about 8 us)
 collective_step_latency_us         0.0                      software latency per algorithm step, on top
                                                             of the route's hop latencies
+collective_inter_step_latency_us   1.4                      extra latency of a step between servers
+                                                            (NCCL's network step, see below)
 collective_startup_bytes           1048576 (1 MiB)          bytes of the pipeline start-up (see below)
 collective_channel_bandwidth_GBps  20.0                     rate of one NCCL channel during start-up
+collective_nvls                    false                    the GPUs share an NVLink SHARP switch (NCCL's
+                                                            NVLS: Hopper and later NVSwitch systems)
+collective_nvls_efficiency         0.85                     NCCL's NVLS efficiency (tuning.cc: Hopper
+                                                            0.85, Blackwell 0.74)
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
@@ -35,6 +41,14 @@ Before the pipeline streams at the link rate the first slice is carried by one c
 that as a fixed delay ``min(S, startup_bytes) / channel_bandwidth`` (52 us from 1 MiB up). It is
 what separates NCCL's ~8 us small-message latency from the ~50-70 us intercept of its bandwidth
 regime; it is a simplification (NCCL's real ramp also depends on channel and thread counts).
+
+Inter-server steps: NCCL's tuning model (src/graph/tuning.cc, ``hwLatencies``) charges a ring step
+0.6 us over NVLink and 2.7 us over the network (LL; the tree's network step 5.0 us). A preset's NVLink
+route (GPU -> NVSwitch -> GPU, 2 x 0.3 us) already is NCCL's NVLink step, while its network route
+(GPU -> NIC -> leaf -> NIC -> GPU, 0.5 + 0.15 + 0.15 + 0.5 us) is 1.3 us, so a step between servers adds
+2.7 - 1.3 = 1.4 us of NIC/proxy software on top of its route: the inter-server latency term. The
+LL128/Simple per-step surcharges of that table are left to the start-up term above, which the
+A100 logs fit (their intercept does not grow with the number of ranks as NCCL's table would have it).
 
 Pipelining (chain broadcast/reduce, double binary tree): a stream of X bytes is cut into chunks of
 ``min(X / pipeline_chunks, pipeline_chunk_max_bytes)``; the pipeline fill costs one chunk time per
@@ -62,10 +76,16 @@ class CollectiveParams:
     """Fixed software latency charged once per collective, microseconds."""
     step_latency_us: float = 0.0
     """Extra software latency per algorithm step (added to the route latency), microseconds."""
+    inter_step_latency_us: float = 1.4
+    """Further latency of a step between servers (NIC and proxy), microseconds (module doc)."""
     startup_bytes: int = 1 << 20
     """Bytes moved at one channel's rate before a LL128/Simple pipeline streams."""
     channel_bandwidth_GBps: float = 20.0
     """Rate of one channel during the start-up, GB/s (1 GB = 1e9 B)."""
+    nvls: bool = False
+    """Whether the servers' GPUs share an NVLink SHARP switch (NCCL's NVLS all_reduce is then enabled)."""
+    nvls_efficiency: float = 0.85
+    """NCCL's NVLS efficiency: the fraction of the link rate NVLS traffic moves at (tuning.cc)."""
     pipeline_chunks: int = 8
     """Number of chunks a pipelined stream is cut into (at most pipeline_chunk_max_bytes each)."""
     pipeline_chunk_max_bytes: int = 512 << 10
@@ -77,7 +97,7 @@ class CollectiveParams:
     (module doc); a kind not listed has factor 1. A tuple, so that parameters stay hashable."""
 
     def __post_init__(self) -> None:
-        for name in ("base_latency_us", "step_latency_us"):
+        for name in ("base_latency_us", "step_latency_us", "inter_step_latency_us"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0):
                 raise InputError(f"CollectiveParams.{name} must be a number >= 0, got {value!r}")
@@ -100,6 +120,11 @@ class CollectiveParams:
                     and 0 < pair[1] < math.inf):
                 raise InputError(f"collective_kind_bytes_factors: each entry must map a kind ({', '.join(KINDS)}) "
                                  f"to a number > 0, got {pair!r}")
+        if not isinstance(self.nvls, bool):
+            raise InputError(f"CollectiveParams.nvls must be true or false, got {self.nvls!r}")
+        if not (isinstance(self.nvls_efficiency, (int, float)) and 0 < self.nvls_efficiency <= 1):
+            raise InputError(f"CollectiveParams.nvls_efficiency must be a number in (0, 1], "
+                             f"got {self.nvls_efficiency!r}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
 
@@ -112,6 +137,11 @@ class CollectiveParams:
     def step_latency_s(self) -> float:
         """``step_latency_us`` in seconds."""
         return self.step_latency_us * 1e-6
+
+    @property
+    def inter_step_latency_s(self) -> float:
+        """``inter_step_latency_us`` in seconds."""
+        return self.inter_step_latency_us * 1e-6
 
     def bytes_factor(self, kind: str) -> float:
         """Bytes of work per byte of S for a collective of ``kind`` (1 unless set)."""

@@ -1,45 +1,32 @@
-"""NCCL protocols (LL, LL128, Simple): what each costs in the model, and which one NCCL would pick.
+"""NCCL protocols (LL, LL128, Simple): what each costs in the model.
 
 What a protocol changes here:
 
-- Wire bytes per payload byte (``wire_factor``): NCCL's own tuning model (src/graph/tuning.cc,
-  ``ncclTopoTuneModel``) rates LL at 1/4 of the link bandwidth for all_reduce and reduce and 1/3 for
+- Wire bytes per payload byte (``wire_factor``): NCCL 2.8-2.12's tuning model (src/graph/tuning.cc,
+  ``ncclTopoTuneModel``) rated LL at 1/4 of the link bandwidth for all_reduce and reduce and 1/3 for
   the others (8-byte lines carry 4 data bytes and a flag, and LL runs fewer threads), LL128 at 0.92
-  (120 of every 128 bytes are data), Simple at 1. The model sends ``payload / rate_fraction`` bytes, so
+  (120 of every 128 bytes are data), Simple at 1; the A100 logs' slopes from 256 KiB to 1 MiB agree
+  with LL's 1/4 (current NCCL's model says 1/2). The model sends ``payload / rate_fraction`` bytes, so
   a protocol's overhead also loads shared links.
-- Start-up delay (``startup_s``): LL128 and Simple pay the pipeline start-up of
-  ``simulator.collectives.params``; LL (flag per line, no slice handshakes) does not.
+- Start-up delay (``startup_s``): every protocol pays the pipeline start-up of
+  ``simulator.collectives.params`` (the first slice carried by one channel: LL too splits its data over
+  channels; exempting LL made it 30-50% too fast from 256 KiB to 2 MiB against the A100 logs in
+  tests/data/nccl-tests), and LL NCCL's 1.8 us lower base latency (``protocol_latency_s``), so LL wins
+  the smallest messages. ``front_s`` is the sum charged before the first phase.
 
-Choice (``choose_protocol``): the protocol NCCL's tuning model predicts fastest, with its published
-constants (tuning.cc, NCCL 2.8-2.12): time = baseLat + nsteps x hwLat + bytes / algBw, where for a
-ring baseLat = {LL 3.6, LL128 10.0, Simple 8.4} us, hwLat on NVLink = {0.47, 1.9, 3.4} us and on the
-network = {2.7, 4.0, 9.6} us per step; for a tree baseLat = {4.4, 4.4, 0} us, hwLat NVLink =
-{0.52, 1.2, 28} us, network = {5.0, 8.5, 50} us. algBw = busBw x nRanks/nsteps for rings, busBw/2
-for trees; busBw is the group's bottleneck bandwidth scaled by the protocol fraction (trees also by
-0.9, LL 1/3.8, LL128 7/9). Left out: NCCL's per-channel LL128 cap and 235 GB/s A100 cap (they need
-NCCL's channel count) and its tree correction factors. The result: LL for small messages, LL128 for
-medium ones on NVLink, Simple for large ones; a ring on 8 A100s at 230 GB/s uses LL up to ~1.2 MiB,
-LL128 up to ~28 MiB, then Simple.
+Choice: NCCL's tuning model (``nccl_tuning``, re-exported here as ``choose_protocol`` and
+``nccl_model_time_us``) orders the candidates; ``choose.settle`` picks among them by simulated time.
 """
 
 from __future__ import annotations
 
-import math
+from simulator.collectives.nccl_tuning import (NCCL_NVLS_LATENCY_US, NCCL_P2P_LL_THRESHOLD_BYTES, choose_protocol,
+                                               nccl_model_time_us)
 
-__all__ = ["wire_factor", "startup_s", "choose_protocol", "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES"]
+__all__ = ["wire_factor", "startup_s", "front_s", "protocol_latency_s", "choose_protocol", "nccl_model_time_us",
+           "NCCL_P2P_LL_THRESHOLD_BYTES", "NCCL_NVLS_LATENCY_US"]
 
 _PROTOS = ("ll", "ll128", "simple")
-# tuning.cc: baseLat[algorithm][protocol] and hwLat[hardware][algorithm][protocol], microseconds.
-_BASE_LAT_US = {"ring": (3.6, 10.0, 8.4), "tree": (4.4, 4.4, 0.0)}
-_HW_LAT_US = {
-    ("nvlink", "ring"): (0.47, 1.9, 3.4),
-    ("nvlink", "tree"): (0.52, 1.2, 28.0),
-    ("net", "ring"): (2.7, 4.0, 9.6),
-    ("net", "tree"): (5.0, 8.5, 50.0),
-}
-
-NCCL_P2P_LL_THRESHOLD_BYTES = 16384
-"""NCCL sends point-to-point messages of up to this many bytes with LL (NCCL_P2P_LL_THRESHOLD)."""
 
 
 def _rate_fraction(protocol: str, kind: str) -> float:
@@ -57,53 +44,39 @@ def wire_factor(protocol: str, kind: str) -> float:
     return 1.0 / _rate_fraction(protocol, kind)
 
 
+# NCCL's current base latencies of a ring (tuning.cc, ncclTunerConstantsDefaults.baseLatencies, Ring row):
+# LL 6.6, LL128 14.0, Simple 8.4 us. The base latency (8 us in the presets) stands for Simple's; LL has
+# NCCL's 1.8 us less, so it wins the smallest messages. LL128 keeps Simple's: its NCCL latency lies
+# between over a few steps (higher base, lower per step: 17.8 vs 15.2 us on 2 ranks, 40.6 vs 56 on 8),
+# the start-up term already charges it for its first slice, and NCCL's 5.6 us over Simple's base put
+# 1-2 MiB on 2-4 A100s 12-21% over the logs; given LL's instead, it would beat LL on every size.
+NCCL_RING_BASE_LATENCY_US = {"ll": 6.6, "ll128": 14.0, "simple": 8.4}
+
+
+def protocol_latency_s(protocol: str) -> float:
+    """A protocol's fixed latency relative to the base latency (Simple's): LL's NCCL base latency less
+    Simple's (-1.8 us) for LL, 0 for LL128 and Simple (``NCCL_RING_BASE_LATENCY_US``), seconds."""
+    if protocol == "ll":
+        return (NCCL_RING_BASE_LATENCY_US["ll"] - NCCL_RING_BASE_LATENCY_US["simple"]) * 1e-6
+    return 0.0
+
+
 def startup_s(protocol: str, nbytes: float, params) -> float:
-    """The pipeline start-up delay of ``params`` for a collective of ``nbytes`` (0 for LL)."""
-    if protocol == "ll" or nbytes <= 0:
+    """The pipeline start-up of ``params`` for a collective of ``nbytes``, every protocol (module doc)."""
+    if nbytes <= 0:
         return 0.0
     return min(float(nbytes), float(params.startup_bytes)) / (params.channel_bandwidth_GBps * 1e9)
 
 
-def _nsteps(kind: str, n: int) -> int:
-    # tuning.cc: 2(n-1) for all_reduce, n-1 for all_gather/reduce_scatter, n for broadcast/reduce.
-    if kind == "all_reduce":
-        return 2 * (n - 1)
-    if kind in ("all_gather", "reduce_scatter"):
-        return n - 1
-    return n
-
-
-def nccl_model_time_us(kind: str, family: str, protocol: str, n: int, nbytes: float,
-                       bandwidth_GBps: float, n_nodes: int = 1) -> float:
-    """NCCL's tuning-model time (us) of a ``family`` ("ring" or "tree") collective; see module doc."""
-    p = _PROTOS.index(protocol)
-    nsteps = _nsteps(kind, n)
-    bus = bandwidth_GBps * _rate_fraction(protocol, kind)
-    if family == "tree":
-        bus *= 0.9
-        if protocol == "ll":
-            bus = bandwidth_GBps * 0.9 / 3.8
-        elif protocol == "ll128":
-            bus = bandwidth_GBps * 0.9 * 7.0 / 9.0
-        algbw = bus * 0.5
-    else:
-        algbw = bus * n / nsteps
-    lat = _BASE_LAT_US[family][p]
-    intra = _HW_LAT_US[("nvlink", family)][p]
-    inter = _HW_LAT_US[("net", family)][p]
-    per_node = max(1, n // max(1, n_nodes))
-    if family == "ring":
-        inter_steps = _nsteps(kind, n_nodes) if n_nodes > 1 else 0
-        lat += (nsteps - inter_steps) * intra + inter_steps * inter
-    else:
-        lat += 2 * ((per_node - 1) * intra + math.floor(math.log2(max(1, n_nodes))) * inter)
-    return lat + nbytes / (1e3 * algbw)
-
-
-def choose_protocol(kind: str, family: str, n: int, nbytes: float, bandwidth_GBps: float,
-                    n_nodes: int = 1) -> str:
-    """The protocol with the smallest ``nccl_model_time_us`` (ties go to the earlier of LL, LL128, Simple)."""
-    if kind == "send":
-        return "ll" if nbytes <= NCCL_P2P_LL_THRESHOLD_BYTES else "simple"
-    times = [nccl_model_time_us(kind, family, p, n, nbytes, bandwidth_GBps, n_nodes) for p in _PROTOS]
-    return _PROTOS[times.index(min(times))]
+def front_s(kind: str, protocol: str, nbytes: float, params, n: int, algorithm: str | None = None) -> float:
+    """Everything charged once before a collective's first phase on ``n`` ranks: the base latency, the
+    protocol's own latency and the start-up (never below 0; only the base latency when n == 1); NVLS
+    adds NCCL's NVLS latency less Simple's base latency (25 - 8.4 us, ``NCCL_NVLS_LATENCY_US``). A send
+    with LL has no start-up: NCCL sends at most NCCL_P2P_LL_THRESHOLD (16 KiB) with LL, one channel's
+    LL buffer, so there is no slice pipeline to fill."""
+    if n <= 1:
+        return params.base_latency_s
+    startup = 0.0 if kind == "send" and protocol == "ll" else startup_s(protocol, nbytes, params)
+    if algorithm == "nvls":
+        startup += (NCCL_NVLS_LATENCY_US - NCCL_RING_BASE_LATENCY_US["simple"]) * 1e-6
+    return max(0.0, params.base_latency_s + protocol_latency_s(protocol) + startup)

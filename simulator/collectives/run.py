@@ -1,16 +1,15 @@
 """Plan and run one collective on a ``FlowNetwork``: route geometry, delays, then the flows.
 
-``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: the
-algorithm and protocol used, the group's step latency and bandwidth read from the routes, and the
-phases as flows between GPU nodes with the delay in front of each. ``run_collective`` runs that plan
-as a simpy process. Time of a collective, contention-free, is exactly ``simulator.collectives.closed_form``'s closed form:
-base latency + protocol start-up + per phase (steps x step latency + fill chunks x chunk / bandwidth
-+ the flows' drain time).
-
-Step latency of the group = the largest route latency among the pairs the algorithm uses, plus the
-``step_latency_us`` parameter; bandwidth = the smallest route bottleneck among those pairs. Both are
-exact for a homogeneous group (every used pair alike, e.g. GPUs on one NVSwitch); otherwise the
-delays use the slowest pair, as a lock-step algorithm waits for it.
+``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: it builds
+every NCCL-enabled candidate (algorithm x protocol, ``choose.candidates``), times each as it will be
+simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks. A plan holds the algorithm and
+protocol, the group's step latency and bandwidth read from the routes, and the phases as flows between
+GPU nodes with the delay in front of each. ``run_collective`` runs that plan as a simpy process. Time
+of a collective, contention-free, is ``plan_time_s``: the front (base latency, protocol latency,
+start-up) + per phase (``phase_delay_s``: its steps inside servers at the slowest intra-server route's
+latency, its steps between servers at the slowest inter-server route's plus NCCL's network step
+latency, the pipeline fill hop by hop at each hop's rate) + the flows' drain. For a homogeneous group
+(GPUs on one NVSwitch) it is ``closed_form``'s table exactly.
 """
 
 from __future__ import annotations
@@ -19,14 +18,16 @@ from dataclasses import dataclass
 
 import simpy
 
-from simulator.collectives.choose import choose_algorithm
+from simulator.collectives.choose import candidates, settle
+from simulator.collectives.drain import phase_drain_s
 from simulator.collectives.params import CollectiveParams
-from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, ring_orders
-from simulator.collectives.protocols import choose_protocol, startup_s, wire_factor
+from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, rail_vias, ring_orders
+from simulator.collectives.protocols import front_s, wire_factor
 from simulator.errors import InputError
 from simulator.network.flow_groups import same_flows
+from topologies.kinds import NETWORK_EDGE_KINDS
 
-__all__ = ["CollectivePlan", "plan_collective", "run_collective"]
+__all__ = ["CollectivePlan", "phase_delay_s", "plan_collective", "plan_time_s", "run_collective", "server_pattern"]
 
 
 @dataclass(frozen=True)
@@ -93,36 +94,71 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
         return cached
     root = root or 0
     nbytes = nbytes * params.bytes_factor(kind)  # the kind's work in bytes (params: kind factors)
-    route = net.route
+    n_nodes, pattern = _cached(cache, ("servers", members), server_pattern, net.graph, members)
     probe = _cached(cache, ("probe", kind, algorithm, n, root), _probe_pairs, kind, algorithm, n, root)
-    bandwidth = _cached(cache, ("probe_Bps", members, probe), _probe_bandwidth, route, members, probe)
-    n_nodes, pattern = _cached(cache, ("servers", members), _server_pattern, net.graph, members)
-    if algorithm is None:
-        algorithm = choose_algorithm(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=bandwidth / 1e9)
-    family = "tree" if algorithm == "double_binary_tree" else "ring"
-    protocol = params.protocol
-    if protocol == "auto" and n == 1:
-        protocol = "simple"  # nothing moves; any protocol costs the base latency alone
-    elif protocol == "auto":
-        protocol = choose_protocol(kind, family, n, nbytes, bandwidth / 1e9, n_nodes)
+    probe_GBps = _cached(cache, ("probe_Bps", members, probe), _probe_bandwidth, net.route, members, probe) / 1e9
+    options = candidates(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=probe_GBps, algorithm=algorithm)
+    plans = {option: _build(net, kind, members, nbytes, root, *option, params, pattern) for option in options}
+    if len(plans) == 1:
+        best = next(iter(plans.values()))
+    else:
+        best = plans[settle({option: plan_time_s(net, plan) for option, plan in plans.items()})]
+    cache[key] = best
+    return best
+
+
+def plan_time_s(net, plan: CollectivePlan) -> float:
+    """The plan's time with nothing else on ``net``: its delays plus each phase's ``phase_drain_s``.
+
+    Exactly the flow network's time where no phase has contention, a lower bound elsewhere; the
+    choice of algorithm and protocol in ``plan_collective`` compares candidates by it.
+    """
+    groups = plan.groups or (None,) * len(plan.phases)
+    return plan.front_s + sum(delay + phase_drain_s(net, flows, same)
+                              for (delay, flows), same in zip(plan.phases, groups))
+
+
+def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: CollectiveParams,
+                  fill_s_per_byte: float, networked: bool = True) -> float:
+    """The delay in front of a phase's flows: its steps' latencies less the one route latency its drain
+    carries, plus the pipeline fill.
+
+    A step inside a server costs ``hop_in_s`` (the largest route latency of the used pairs inside a
+    server) plus the step latency, one between servers ``hop_out_s`` plus the step latency and, where
+    the route crosses the network (``networked``), the inter-server step latency (NCCL: intra and inter
+    latency per step, tuning.cc); the fill is the wire bytes of one chunk times ``fill_s_per_byte``, the
+    sum of 1 / rate over the fill hops (each hop at its own rate).
+    """
+    step = params.step_latency_s
+    extra = params.inter_step_latency_s if networked else 0.0
+    inside = phase.steps - phase.inter_steps
+    own = hop_out_s if phase.inter_steps else hop_in_s  # the drain carries one route latency itself
+    return (inside * (hop_in_s + step) + phase.inter_steps * (hop_out_s + step + extra)
+            - own + phase.chunk_bytes * fill_s_per_byte)
+
+
+def _build(net, kind, members, nbytes, root, algorithm, protocol, params, pattern) -> CollectivePlan:
+    """One candidate: the timed flows of ``algorithm`` with ``protocol``."""
+    cache, route, n = net.cache, net.route, len(members)
     shape = _cached(cache, ("shape", kind, algorithm, n, nbytes, root, params, pattern), _shape,
                     kind, algorithm, n, nbytes, root, params, pattern)
     wire = wire_factor(protocol, kind)
-    hop, used_Bps = _cached(cache, ("hops", members, shape.pairs), _hop_and_bandwidth, route, members, shape.pairs)
-    bandwidth = bandwidth if used_Bps is None else used_Bps
-    step = params.step_latency_s
-    timed = tuple(
-        (
-            (ph.steps - 1) * (hop + step) + step + ph.fill_chunks * wire * ph.chunk_bytes / bandwidth,
-            tuple((members[a], members[b], wire * size, None if v is None else members[v]) for a, b, size, v in flows),
-        )
-        for ph, flows in zip(shape.phases, shape.flows)
-    )
-    front = params.base_latency_s + (startup_s(protocol, nbytes, params) if n > 1 else 0.0)
-    plan = CollectivePlan(kind, algorithm, protocol, members, nbytes, hop + step, bandwidth, wire,
-                          shape.rings, front, timed, shape.groups)
-    cache[key] = plan
-    return plan
+    geometry = _cached(cache, ("hops", members, shape.pairs, pattern), _geometry, net, members, shape.pairs, pattern)
+    hop_in, hop_out, bandwidth, networked = geometry
+    if bandwidth is None:
+        bandwidth = float("inf")
+    timed = []
+    for ph, flows in zip(shape.phases, shape.flows):
+        fill = 0.0
+        if ph.fill_hops:
+            fill = wire * _cached(cache, ("fill", members, ph.fill_hops), _fill_rates, route, members, ph.fill_hops,
+                                  shape.vias)
+        timed.append((phase_delay_s(ph, hop_in, hop_out, params, fill, networked),
+                      tuple((members[a], members[b], wire * size, None if v is None else members[v])
+                            for a, b, size, v in flows)))
+    front = front_s(kind, protocol, nbytes, params, n, algorithm)
+    return CollectivePlan(kind, algorithm, protocol, members, nbytes, max(hop_in, hop_out) + params.step_latency_s,
+                          bandwidth, wire, shape.rings, front, tuple(timed), shape.groups)
 
 
 # What a plan needs from its group's shape alone (sizes, roots, which ranks share a server), computed
@@ -138,6 +174,8 @@ class _Shape:
     pairs: tuple[tuple[int, int, int | None], ...]
     """Every (src, dst, via) used, once, in order of first use."""
     rings: int
+    vias: dict
+    """(src, dst) -> via rank for hops that take another GPU's NIC rail."""
 
 
 def _cached(cache: dict, key, make, *args):
@@ -149,7 +187,7 @@ def _cached(cache: dict, key, make, *args):
 
 def _probe_pairs(kind, algorithm, n, root) -> tuple[tuple[int, int], ...]:
     """The pairs of the algorithm as given (or the kind's default) with one ring: whose routes'
-    bottleneck informs the NCCL-like choices."""
+    bottleneck informs NCCL's own choices."""
     phases = decompose(kind, algorithm or ALGORITHMS[kind][0], n, 1.0, root)
     return tuple(dict.fromkeys((a, b) for ph in phases for a, b, _ in ph.flows))
 
@@ -158,13 +196,33 @@ def _probe_bandwidth(route, members, probe) -> float:
     return min((route(members[a], members[b]).bandwidth_Bps for a, b in probe), default=float("inf"))
 
 
-def _hop_and_bandwidth(route, members, pairs) -> tuple[float, float | None]:
-    """Largest route latency and smallest bottleneck of the (src, dst, via) ``pairs`` (None: no pairs)."""
-    routes = [route(members[a], members[b], None if v is None else members[v]) for a, b, v in pairs]
-    return max((r.latency_s for r in routes), default=0.0), min((r.bandwidth_Bps for r in routes), default=None)
+def _geometry(net, members, pairs, pattern) -> tuple[float, float, float | None, bool]:
+    """Largest route latency of the used (src, dst, via) ``pairs`` inside a server and between servers,
+    their smallest bottleneck (None: no pairs), and whether a route between servers crosses the network
+    (an InfiniBand or Ethernet edge; GPUs of different servers joined by NVLink, as in a torus, do not)."""
+    inside, between, bandwidth, networked = 0.0, 0.0, None, False
+    edges, graph = net.links.edges, net.graph
+    for a, b, v in pairs:
+        r = net.route(members[a], members[b], None if v is None else members[v])
+        if pattern[a] == pattern[b]:
+            inside = max(inside, r.latency_s)
+        else:
+            between = max(between, r.latency_s)
+            networked = networked or any(graph.edges[edges[link]]["kind"] in NETWORK_EDGE_KINDS for link in r.links)
+        bandwidth = r.bandwidth_Bps if bandwidth is None else min(bandwidth, r.bandwidth_Bps)
+    return inside, between, bandwidth, networked
 
 
-def _server_pattern(graph, members) -> tuple[int, tuple[int, ...]]:
+def _fill_rates(route, members, hops, vias) -> float:
+    """Sum over the pipeline's fill ``hops`` of 1 / that hop's route bottleneck, s/B: each hop at its own rate."""
+    total = 0.0
+    for a, b in hops:
+        v = vias.get((a, b))
+        total += 1.0 / route(members[a], members[b], None if v is None else members[v]).bandwidth_Bps
+    return total
+
+
+def server_pattern(graph, members) -> tuple[int, tuple[int, ...]]:
     """Servers in the group, and each member's server numbered by first appearance (0, 0, 1, 1, ...)."""
     labels: dict = {}
     pattern = tuple(labels.setdefault(server, len(labels)) for server in _servers(graph, members))
@@ -173,31 +231,12 @@ def _server_pattern(graph, members) -> tuple[int, tuple[int, ...]]:
 
 def _shape(kind, algorithm, n, nbytes, root, params, pattern) -> _Shape:
     orders = ring_orders(list(pattern)) if algorithm in ("ring", "chain") else None
-    phases = tuple(decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders))
-    via = _rail_vias(pattern, orders)
+    phases = tuple(decompose(kind, algorithm, n, nbytes, root, params.chunk_bytes, orders, pattern,
+                             params.nvls_efficiency))
+    via = rail_vias(pattern, orders)
     flows = tuple(tuple((a, b, size, via.get((a, b))) for a, b, size in ph.flows) for ph in phases)
     pairs = tuple(dict.fromkeys((a, b, v) for phase in flows for a, b, _, v in phase))
-    return _Shape(phases, flows, tuple(same_flows(f) for f in flows), pairs, len(orders) if orders else 1)
-
-
-def _rail_vias(servers, orders) -> dict:
-    """For multi-ring orders: (src, dst) -> the rank in src's server with dst's local index, for hops
-    between servers whose local indices differ, so the flow uses dst's NIC rail (NCCL's PXN)."""
-    if not orders or len(orders) == 1:
-        return {}
-    by_server: dict = {}
-    local = {}
-    for rank, server in enumerate(servers):
-        group = by_server.setdefault(server, [])
-        local[rank] = len(group)
-        group.append(rank)
-    vias = {}
-    for order in orders:
-        for a, b in zip(order, order[1:] + order[:1]):
-            for x, y in ((a, b), (b, a)):  # reduce chains run the hops backwards
-                if servers[x] != servers[y] and local[x] != local[y]:
-                    vias[(x, y)] = by_server[servers[x]][local[y]]
-    return vias
+    return _Shape(phases, flows, tuple(same_flows(f) for f in flows), pairs, len(orders) if orders else 1, via)
 
 
 def _execute(env: simpy.Environment, net, plan: CollectivePlan):

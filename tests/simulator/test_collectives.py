@@ -116,6 +116,8 @@ def test_default_algorithms_are_nccl_like():
 
 
 def test_protocols_by_size_on_one_a100_server():
+    # NCCL's tuning model prefers LL, LL, LL128, Simple; at 1 MiB its LL is 27% slower than Simple in the
+    # simulation (LL pays the start-up too), so its next choice, LL128 (within 10%), runs.
     G = switch(8, bw=230.0)
     plans = [simulate(G, "all_reduce", 8, s)[1].protocol for s in (2**10, 2**20, 2**24, 2**26)]
     assert plans == ["ll", "ll128", "ll128", "simple"]

@@ -69,9 +69,11 @@ def test_concurrent_collectives_across_servers_match_the_ungrouped_run(topology)
     assert grouped.flow_records < alone.flow_records / 2  # the rings' shared NVSwitch hops ran grouped
 
 
-@pytest.mark.parametrize("algorithm, shape, topology, placement", [
-    ("1d", {"gpus": 16}, "dgx-h100:2", None), ("2d", {"gpus": 64}, "dgx-a100:8", "halves")])
-def test_a_whole_schedule_matches_the_ungrouped_run(algorithm, shape, topology, placement):
+# 1d on two H100 servers: its all_reduces run NCCL's tree, whose flows are already one per GPU pair (nothing
+# to group), so there the grouped run only has to give the same numbers; 2d's rings and chains group.
+@pytest.mark.parametrize("algorithm, shape, topology, placement, fewer", [
+    ("1d", {"gpus": 16}, "dgx-h100:2", None, False), ("2d", {"gpus": 64}, "dgx-a100:8", "halves", True)])
+def test_a_whole_schedule_matches_the_ungrouped_run(algorithm, shape, topology, placement, fewer):
     G = load_topology(topology)
     if placement == "halves":  # rank 8j + i on server 2(j // 2) + i // 4: each row group 4 + 4 on two servers
         gpus = gpu_nodes(G)
@@ -92,7 +94,7 @@ def test_a_whole_schedule_matches_the_ungrouped_run(algorithm, shape, topology, 
     assert a.starts == b.starts and a.ends == b.ends and a.waits == b.waits
     assert net_a.link_stats() == net_b.link_stats()
     assert (net_a.flow_count, net_a.rate_changes, net_a.fills) == (net_b.flow_count, net_b.rate_changes, net_b.fills)
-    assert net_a.flow_records < net_b.flow_records
+    assert net_a.flow_records < net_b.flow_records if fewer else net_a.flow_records <= net_b.flow_records
 
 
 def test_a_group_counts_its_members_and_a_timeline_lists_every_flow():

@@ -6,9 +6,11 @@ from collections import Counter
 import pytest
 
 from topologies import PRESETS, TopologyError, bisection_GBps, gpu_nodes, load_topology, validate_graph
-from topologies.presets import build_preset
+from topologies.presets import GENERATION_SIM, build_preset
 
-GPUS = {"dgx-a100": 8, "dgx-h100": 8, "dgx-h200": 8, "a100-4gpu": 4, "pcie-8gpu": 8, "torus-3d": 64, "loopback": 8}
+GPUS = {"dgx-a100": 8, "dgx-h100": 8, "dgx-h200": 8, "a100-4gpu": 4, "pcie-8gpu": 8, "torus-3d": 64, "loopback": 8,
+        "dgx-a100-80gb": 8, "dgx-b200": 8, "gb200-nvl72": 72}
+GENERATION = {"dgx-h100": "hopper", "dgx-h200": "hopper", "dgx-b200": "blackwell", "gb200-nvl72": "blackwell"}
 
 
 def test_the_issue_s_presets_exist():
@@ -20,7 +22,8 @@ def test_every_preset_builds_validates_and_documents_itself(name):
     G = load_topology(name)
     assert len(validate_graph(G)) == GPUS[name]
     assert G.graph["name"] == name and len(G.graph["notes"]) > 80
-    assert set(G.graph["sim"]) == {"collective_base_latency_us", "gemm_efficiency"}
+    assert G.graph["sim"] == (GENERATION_SIM[GENERATION.get(name, "ampere")] if name != "loopback" else
+                              {"collective_base_latency_us": 100.0, "gemm_efficiency": 0.5})
     if name != "loopback":
         assert G.graph["sim"]["collective_base_latency_us"] == 8.0
         for *_, data in G.edges(data=True):
@@ -35,7 +38,9 @@ def rates(G, kind):
     "name, device, nvswitch, ib",
     [("dgx-a100", "A100-SXM4-40GB", (230.0, 300.0), (24.0, 25.0)),
      ("dgx-h100", "H100-SXM5-80GB", (370.0, 450.0), (47.0, 50.0)),
-     ("dgx-h200", "H200-SXM-141GB", (370.0, 450.0), (47.0, 50.0))],
+     ("dgx-h200", "H200-SXM-141GB", (370.0, 450.0), (47.0, 50.0)),
+     ("dgx-a100-80gb", "A100-SXM4-80GB", (230.0, 300.0), (24.0, 25.0)),
+     ("dgx-b200", "B200-180GB", (722.0, 900.0), (47.0, 50.0))],
 )
 def test_dgx_rates_effective_and_peak(name, device, nvswitch, ib):
     G = build_preset(f"{name}:2")
@@ -59,6 +64,20 @@ def test_device_specs_carry_dense_peaks():
     assert a100["peak_tflops"]["bfloat16"] == 312.0 and a100["peak_tflops"]["float64"] == 19.5
     assert a100["mem_bandwidth_GBps"] == 1555.0 and a100["memory_GB"] == 40.0
     assert h200["peak_tflops"]["bfloat16"] == 989.5 and h200["memory_GB"] == 141.0
+    a100_80 = load_topology("dgx-a100-80gb").nodes["gpu0"]["device"]
+    assert a100_80["peak_tflops"] == a100["peak_tflops"] and (a100_80["memory_GB"], a100_80["mem_bandwidth_GBps"]) \
+        == (80.0, 2039.0)
+    b200 = load_topology("dgx-b200").nodes["gpu0"]["device"]
+    assert b200["peak_tflops"]["bfloat16"] == 2250.0 and b200["memory_GB"] == 180.0
+
+
+def test_gb200_nvl72_is_one_nvlink_domain_of_72_with_a_nic_each():
+    G = load_topology("gb200-nvl72:2")
+    gpus = gpu_nodes(G)
+    assert len(gpus) == 144 and {G.nodes[g]["server"] for g in gpus} == {0, 1}
+    assert rates(G, "nvswitch") == {(722.0, 900.0)}
+    assert Counter(k for _, k in G.nodes(data="kind"))["nic"] == 144 and Counter(
+        k for _, k in G.nodes(data="kind"))["nvswitch"] == 2
 
 
 @pytest.mark.parametrize("spec, gpus, servers", [("dgx-a100:16", 128, 16), ("a100-4gpu:16", 64, 16),
