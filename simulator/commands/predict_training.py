@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 
 from simulator.commands.sim_args import format_time
@@ -62,11 +63,18 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    "(10^6 B; default 25, PyTorch DDP's bucket_cap_mb)")
 
 
+MAX_GLOBAL_BATCH = 1 << 20
+"""Most sequences per step ``--global-batch`` takes: 1,048,576 (published runs use some 10^3 to 10^4,
+GPT-3 175B 1,536); a count beyond it would only make the micro-batch search slow."""
+
+
 def _options(args, workload: Workload) -> StepOptions:
     if args.passes not in (None, "both"):
         raise InputError(f"--pass {args.passes}: a training step runs fwd+bwd; drop --pass with --global-batch")
     if args.simulate_top < 0:
         raise InputError(f"--simulate-top {args.simulate_top}: must be >= 0")
+    if not (math.isfinite(args.bucket_mb) and args.bucket_mb > 0):
+        raise InputError(f"--bucket-mb {args.bucket_mb:g}: a bucket size is a finite number of MB > 0")
     vocab = preset(args.model).vocab if args.model else None
     return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab, zero=args.zero,
                        optimizer=args.optimizer, recompute=args.recompute, bucket_bytes=args.bucket_mb * 1e6,
@@ -79,8 +87,9 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     if workload.name != "transformer":
         raise InputError(f"--global-batch plans a transformer's training; --workload {workload.name} has none "
                          f"(give --model NAME or --workload transformer)")
-    if args.global_batch < 1:
-        raise InputError(f"--global-batch {args.global_batch}: must be >= 1")
+    if not 1 <= args.global_batch <= MAX_GLOBAL_BATCH:
+        raise InputError(f"--global-batch {args.global_batch}: sequences per step must be from 1 to "
+                         f"{MAX_GLOBAL_BATCH:,}")
     options = _options(args, workload)
     sizes = tp_sizes_of(args.gpus, args.tp_sizes)
     candidates = training_arrangements(args.gpus, algorithms, placements, sizes, args.overlap)

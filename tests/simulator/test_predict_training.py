@@ -70,10 +70,19 @@ def test_png_draws_the_plan(capsys, tmp_path):
     (("--zero", "5"), "--zero 5"),
     (("--simulate-top", "-1"), "--simulate-top -1"),
     (("--pass", "fwd"), "a training step runs fwd+bwd"),
+    (("--bucket-mb", "nan"), "--bucket-mb nan: a bucket size is a finite number of MB > 0"),
+    (("--bucket-mb", "-1"), "--bucket-mb -1: a bucket size"),
 ])
 def test_bad_training_flags_are_one_line_and_exit_2(capsys, extra, message):
     status, out, err = run(capsys, *SMALL, *extra)
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("batch", ["0", "1048577", "99999999999999999999999"])
+def test_a_global_batch_out_of_range_is_refused_before_any_work(capsys, batch):
+    at = SMALL.index("--global-batch") + 1
+    status, out, err = run(capsys, *SMALL[:at], batch, *SMALL[at + 1:])
+    assert status == 2 and f"--global-batch {batch}: sequences per step must be from 1 to 1,048,576" in err
 
 
 def test_training_flags_need_a_global_batch_and_a_transformer(capsys):
