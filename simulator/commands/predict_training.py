@@ -23,15 +23,16 @@ import math
 import sys
 
 from simulator.commands.sim_args import format_time
+from simulator.commands.training_args import add_model_state_arguments
 from simulator.errors import InputError
 from simulator.files import replacing
+from simulator.memory import usable_device_bytes
 from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.launch import launch_lines
-from simulator.training.memory_fit import device_memory, memory_of
+from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
-from simulator.memory.setup import OPTIMIZERS, RECOMPUTE
 from simulator.training.step import StepOptions
 from simulator.workloads.models import preset
 from simulator.workloads.workload import Workload
@@ -49,12 +50,7 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("training plan (with --global-batch: the whole model, tensor x data parallel)")
     g.add_argument("--global-batch", type=int, metavar="G", help="sequences per training step; turns on the "
                    "whole-model plan (--batch is then the micro-batch, searched when not given)")
-    g.add_argument("--zero", type=int, default=0, metavar="0|1|2|3", help="ZeRO stage over the data-parallel "
-                   "group (default 0)")
-    g.add_argument("--recompute", default="none", metavar="|".join(RECOMPUTE), help="activation recomputation "
-                   "(default none)")
-    g.add_argument("--optimizer", default="adam", metavar="|".join(OPTIMIZERS), help="mixed-precision Adam "
-                   "(default) or SGD with momentum")
+    add_model_state_arguments(g)
     g.add_argument("--tp-sizes", metavar="T,T", help="tensor-parallel sizes to try (default: every divisor of "
                    "--gpus up to 64; 1 is pure data parallelism)")
     g.add_argument("--simulate-top", type=int, default=4, metavar="K", help="simulate the K fitting "
@@ -98,7 +94,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         return Workload.transformer(b, workload.seq, workload.hidden, workload.heads, workload.ffn, workload.dropout)
 
     device = G.nodes[gpu_nodes(G)[0]]["device"]
-    usable = device_memory(device)
+    usable = usable_device_bytes(device)
     with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:
         rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top, memory_of, usable,
                              algorithms=overrides, progress=lambda _: bar.update())

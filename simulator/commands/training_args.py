@@ -12,12 +12,11 @@ import argparse
 
 from simulator.memory.setup import OPTIMIZERS, RECOMPUTE, ZERO_STAGES, TrainingSetup
 
-__all__ = ["add_training_arguments", "setup_from_args"]
+__all__ = ["add_model_state_arguments", "add_training_arguments", "setup_from_args"]
 
 
-def add_training_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the training-memory options to ``parser``, in a group of their own."""
-    group = parser.add_argument_group("training memory (a transformer's memory per GPU)")
+def add_model_state_arguments(group: argparse._ArgumentGroup) -> None:
+    """Add ``--optimizer --zero --recompute`` to ``group`` (`simulate` and `predict --global-batch` share them)."""
     group.add_argument("--optimizer", default="adam", metavar="|".join(OPTIMIZERS),
                        help="mixed-precision Adam (default: 16 B per parameter before sharding) or SGD with "
                             "momentum (12 B)")
@@ -27,6 +26,12 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--recompute", default="none", metavar="|".join(RECOMPUTE),
                        help="activation recomputation: none (default), selective (the attention core), full "
                             "(each layer from its input)")
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the training-memory options to ``parser``, in a group of their own."""
+    group = parser.add_argument_group("training memory (a transformer's memory per GPU)")
+    add_model_state_arguments(group)
     group.add_argument("--dp", type=int, default=1, metavar="D",
                        help="data-parallel degree ZeRO shards over (default 1)")
 

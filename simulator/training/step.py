@@ -40,7 +40,7 @@ from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
-from simulator.memory.setup import RECOMPUTE
+from simulator.memory.setup import TrainingSetup
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.training.arrangement import TrainingArrangement
@@ -49,7 +49,7 @@ from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.flops import mfu, model_flops_per_step
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
-from simulator.training.optimizer_step import OPTIMIZERS, optimizer_step_s
+from simulator.training.optimizer_step import optimizer_step_s
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.workloads.workload import Workload
 
@@ -76,14 +76,9 @@ class StepOptions:
     dtype: str = "bfloat16"
 
     def __post_init__(self) -> None:
-        if self.zero not in (0, 1, 2, 3):
-            raise InputError(f"--zero {self.zero!r}: valid: 0, 1, 2, 3")
-        if self.optimizer not in OPTIMIZERS:
-            raise InputError(f"--optimizer {self.optimizer!r}: valid: {', '.join(OPTIMIZERS)}")
-        if self.recompute not in RECOMPUTE:
-            raise InputError(f"--recompute {self.recompute!r}: valid: {', '.join(RECOMPUTE)}")
-        if not (isinstance(self.layers, int) and self.layers >= 1):
-            raise InputError(f"--layers must be an integer >= 1, got {self.layers!r}")
+        # The same training choices size memory: one set of checks and messages for both.
+        TrainingSetup(optimizer=self.optimizer, zero=self.zero, recompute=self.recompute, layers=self.layers,
+                      vocab=self.vocab)
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
 
