@@ -12,10 +12,11 @@ module                     what it holds
 ``bench_network``          the flow network's speed on a few traffic patterns
 ``bench_plan``             the whole-model training plan's speed on 1,024 GPUs (`predict --global-batch`)
 ``quiet_host``             waiting for an idle host, and telling a disturbed run
+``published``              published figure vs prediction: the rows, CSV and PNG of every paper reproduction
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md.
 """
 
 __all__ = ["bench_network", "bench_plan", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_fidelity",
-           "nccl_realism", "paper_25d_claim", "quiet_host"]
+           "nccl_realism", "paper_25d_claim", "published", "quiet_host"]

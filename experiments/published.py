@@ -1,0 +1,133 @@
+"""Published figure against tpsim's prediction: the rows, CSV and PNG every paper reproduction writes.
+
+A reproduction script (``experiments.repro_*``) sets up a paper's configuration, asks tpsim for the
+figure the paper reports (a speedup, a scaling efficiency, a throughput), and records one
+``Comparison`` per published figure: where the number comes from, what tpsim predicted, the commands
+that produced the prediction and one or two sentences on the gap. ``write_csv`` and ``write_png``
+give every script the same two outputs, and ``tpsim_json`` runs a tpsim command in this process and
+returns its ``--json`` output.
+
+Example::
+
+    >>> row = Comparison(paper="Optimus", claim="2-D over 1-D, training", configuration="64 GPUs",
+    ...                  published=1.48, predicted=1.30, unit="x", source="arXiv 2104.05343, abstract")
+    >>> round(row.ratio, 3)
+    0.878
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+
+from simulator.cli import main as tpsim
+
+__all__ = ["Comparison", "tpsim_json", "write_csv", "write_png", "script_arguments", "within"]
+
+WITHIN = 0.15  # the issue's bar: a claim is reproduced when predicted / published is within 15%
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One published figure and tpsim's prediction of it."""
+
+    paper: str
+    claim: str
+    configuration: str
+    published: float
+    predicted: float
+    unit: str
+    source: str
+    explanation: str = ""
+    commands: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ratio(self) -> float:
+        """Predicted over published (1.0 is an exact reproduction)."""
+        return self.predicted / self.published
+
+    @property
+    def reproduced(self) -> bool:
+        """True when the prediction is within 15% of the published figure."""
+        return within(self.ratio)
+
+    def as_row(self) -> dict:
+        """The CSV row: every field, the ratio and the verdict; commands joined by ' ; '."""
+        row = asdict(self)
+        row["commands"] = " ; ".join(self.commands)
+        row["ratio"] = f"{self.ratio:.3f}"
+        row["reproduced"] = "yes" if self.reproduced else "no"
+        return row
+
+
+def within(ratio: float, tolerance: float = WITHIN) -> bool:
+    """True when ``ratio`` is within ``tolerance`` of 1 (predicted / published)."""
+    return abs(ratio - 1.0) <= tolerance
+
+
+def tpsim_json(args: list[str]):
+    """Run ``tpsim ARGS --json`` in this process and return the parsed JSON; exit on a non-zero status."""
+    out = io.StringIO()
+    argv = [*args, "--json"] if "--json" not in args else list(args)
+    with contextlib.redirect_stdout(out):
+        status = tpsim(argv)
+    if status != 0:
+        raise SystemExit(f"tpsim {' '.join(argv)} exited with status {status}")
+    return json.loads(out.getvalue())
+
+
+def write_csv(rows: list[Comparison], path: str) -> None:
+    """Write ``rows`` to ``path`` (through a temporary file, so a failed run leaves no half-written CSV)."""
+    columns = [f.name for f in fields(Comparison)] + ["ratio", "reproduced"]
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row.as_row())
+    os.replace(tmp, path)
+
+
+def write_png(rows: list[Comparison], path: str, title: str) -> None:
+    """Draw published and predicted side by side, one pair of bars per row, to ``path`` (PNG)."""
+    import matplotlib  # here, not at the top: matplotlib is slow to import and only the PNG needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r.claim}\n{r.configuration}" for r in rows]
+    x = range(len(rows))
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 * len(rows) + 2.0), 4.8), dpi=120)
+    ax.bar([i - width / 2 for i in x], [r.published for r in rows], width, color="#8C8C8C", label="published")
+    ax.bar([i + width / 2 for i in x], [r.predicted for r in rows], width, color="#4C72B0", label="tpsim")
+    for i, r in enumerate(rows):
+        ax.annotate(f"{r.ratio:.2f}", (i + width / 2, r.predicted), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(list(x), labels, fontsize=7)
+    units = sorted({r.unit for r in rows})
+    ax.set_ylabel(" / ".join(units))
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = f"{path}.tmp.png"
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def script_arguments(description: str, name: str, argv: list[str] | None = None) -> argparse.Namespace:
+    """The flags every reproduction takes: --quick, --csv FILE, --png FILE (defaults experiments/out/NAME.*)."""
+    parser = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=description)
+    parser.add_argument("--quick", action="store_true",
+                        help="a reduced form that finishes in under a minute (the CI smoke test)")
+    parser.add_argument("--csv", default=os.path.join("experiments", "out", f"{name}.csv"), metavar="FILE")
+    parser.add_argument("--png", default=os.path.join("experiments", "out", f"{name}.png"), metavar="FILE")
+    args = parser.parse_args(argv)
+    for path in (args.csv, args.png):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    return args
