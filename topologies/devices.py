@@ -21,6 +21,10 @@ Sources (NVIDIA datasheets; the sparse figures they headline are halved here):
 - GB200 (GB200 NVL72): NVIDIA GB200 NVL72 datasheet, 72 GPUs: FP8 720 PF*, FP16/BF16 360 PF*, TF32
   180 PF*, FP64 3,240 TF; up to 13.4 TB HBM3e at 576 TB/s; per GPU: FP8 5,000, BF16 2,500, TF32 1,250,
   FP64 45 TF; 186 GB at 8 TB/s. FP32 as FP64 (the same assumption).
+- V100 SXM2 16GB / 32GB: NVIDIA Tesla V100 datasheet (SXM2 column): FP64 7.8, FP32 15.7, tensor
+  (FP16 in, FP32 accumulate) 125; HBM2 at 900 GB/s, 16 or 32 GB. Volta has no bfloat16 (tensor cores or
+  otherwise): the ``bfloat16`` entry is the FP32 rate, an assumption standing for code that computes
+  bfloat16 in float32 on it; the papers run on V100s used float16 mixed precision.
 
 Example::
 
@@ -46,6 +50,8 @@ __all__ = [
     "A100_SXM4_80GB",
     "B200_180GB",
     "GB200_186GB",
+    "V100_SXM2_16GB",
+    "V100_SXM2_32GB",
     "CPU_CORE",
     "DEVICES",
 ]
@@ -113,6 +119,9 @@ B200_180GB = DeviceSpec("B200-180GB", {"float64": 37.0, "float32": 37.0, "tfloat
 GB200_186GB = DeviceSpec("GB200-186GB", {"float64": 45.0, "float32": 45.0, "tfloat32": 1250.0, "bfloat16": 2500.0,
                                          "float16": 2500.0, "float8": 5000.0}, 8000.0, 186.0,
                          "NVIDIA GB200 NVL72 datasheet")
+_VOLTA_RATES = {"float64": 7.8, "float32": 15.7, "bfloat16": 15.7, "float16": 125.0}
+V100_SXM2_16GB = DeviceSpec("V100-SXM2-16GB", _VOLTA_RATES, 900.0, 16.0, "NVIDIA Tesla V100 datasheet (SXM2)")
+V100_SXM2_32GB = DeviceSpec("V100-SXM2-32GB", _VOLTA_RATES, 900.0, 32.0, "NVIDIA Tesla V100 datasheet (SXM2)")
 
 # A nominal x86 core for gloo rank slots: 3 GHz x 2 AVX2 FMA units x (4 doubles | 8 floats) x 2 FLOP.
 # bfloat16/float16 get the float32 rate because CPUs without AMX compute them in float32. A placeholder
@@ -126,4 +135,4 @@ CPU_CORE = DeviceSpec(
 )
 
 DEVICES = {spec.name: spec for spec in (A100_SXM4_40GB, A100_PCIE_40GB, H100_SXM5_80GB, H200_SXM_141GB, A100_SXM4_80GB,
-                                        B200_180GB, GB200_186GB, CPU_CORE)}
+                                        B200_180GB, GB200_186GB, V100_SXM2_16GB, V100_SXM2_32GB, CPU_CORE)}

@@ -34,6 +34,8 @@ Simple ring base latency is 8.4 us; steps between servers add NCCL's network ste
 reach roughly 70-80% of dense tensor-core peak; calibration replaces it). The start-up term and NVLink
 SHARP are per GPU generation (``GENERATION_SIM``):
 
+- Volta (V100 presets) as Ampere: NCCL gives SM70 the same per-channel NVLink figure (topo.h
+  SM70_NVLINK_BW 20.0; tuning.cc perChMaxRingLL128Bws Volta 20.0) and has no NVLS before Hopper.
 - Ampere (A100 presets): the first 1 MiB (NCCL's Simple slice) at 20 GB/s, NCCL's per-channel NVLink
   figure for SM80 (topo.h SM80_NVLINK_BW; tuning.cc perChMaxRingLL128Bws Ampere 20.0): 52 us, which
   the A100 logs in tests/data/nccl-tests show as the intercept of their bandwidth regime.
@@ -79,6 +81,7 @@ __all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
 DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
 _HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
 GENERATION_SIM = {
+    "volta": dict(DEFAULT_SIM),
     "ampere": dict(DEFAULT_SIM),
     "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85},
     "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74},
