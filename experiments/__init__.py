@@ -13,10 +13,14 @@ module                     what it holds
 ``bench_plan``             the whole-model training plan's speed on 1,024 GPUs (`predict --global-batch`)
 ``quiet_host``             waiting for an idle host, and telling a disturbed run
 ``published``              published figure vs prediction: the rows, CSV and PNG of every paper reproduction
+``block_time``             one transformer block's simulated time under one arrangement, and its command
+``paper_code``             a schedule as a paper's own code ran it (Tesseract without the depth all-reduce)
+``repro_tesseract``        the Tesseract (SUMMA2.5) paper's seven speedups, published vs predicted
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md.
 """
 
-__all__ = ["bench_network", "bench_plan", "bench_simulator", "calibration_holdout", "cpu_loop", "nccl_fidelity",
-           "nccl_realism", "paper_25d_claim", "published", "quiet_host"]
+__all__ = ["bench_network", "bench_plan", "bench_simulator", "block_time", "calibration_holdout", "cpu_loop",
+           "nccl_fidelity", "nccl_realism", "paper_25d_claim", "paper_code", "published", "quiet_host",
+           "repro_tesseract"]

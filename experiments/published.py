@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import os
+import textwrap
 from dataclasses import asdict, dataclass, field, fields
 
 from simulator.cli import main as tpsim
@@ -100,10 +101,11 @@ def write_png(rows: list[Comparison], path: str, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{r.claim}\n{r.configuration}" for r in rows]
+    # Wrapped, so that neighbouring labels do not run into each other.
+    labels = [textwrap.fill(r.claim, 20) + "\n" + textwrap.fill(r.configuration, 22) for r in rows]
     x = range(len(rows))
     width = 0.38
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 * len(rows) + 2.0), 4.8), dpi=120)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(rows) + 2.0), 5.4), dpi=120)
     ax.bar([i - width / 2 for i in x], [r.published for r in rows], width, color="#8C8C8C", label="published")
     ax.bar([i + width / 2 for i in x], [r.predicted for r in rows], width, color="#4C72B0", label="tpsim")
     for i, r in enumerate(rows):
@@ -120,13 +122,18 @@ def write_png(rows: list[Comparison], path: str, title: str) -> None:
     os.replace(tmp, path)
 
 
-def script_arguments(description: str, name: str, argv: list[str] | None = None) -> argparse.Namespace:
-    """The flags every reproduction takes: --quick, --csv FILE, --png FILE (defaults experiments/out/NAME.*)."""
+def script_arguments(description: str, name: str, argv: list[str] | None = None,
+                     paper_code: bool = False) -> argparse.Namespace:
+    """The flags every reproduction takes: --quick, --csv FILE, --png FILE (defaults experiments/out/NAME.*);
+    ``paper_code`` adds --paper-code, for a paper whose own implementation ran differently."""
     parser = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=description)
     parser.add_argument("--quick", action="store_true",
                         help="a reduced form that finishes in under a minute (the CI smoke test)")
     parser.add_argument("--csv", default=os.path.join("experiments", "out", f"{name}.csv"), metavar="FILE")
     parser.add_argument("--png", default=os.path.join("experiments", "out", f"{name}.png"), metavar="FILE")
+    if paper_code:
+        parser.add_argument("--paper-code", action="store_true",
+                            help="predict the schedule as the paper's own code ran it (see the script's docstring)")
     args = parser.parse_args(argv)
     for path in (args.csv, args.png):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
