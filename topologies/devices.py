@@ -132,8 +132,9 @@ GB200_186GB = DeviceSpec("GB200-186GB", {"float64": 45.0, "float32": 45.0, "tflo
 _VOLTA_RATES = {"float64": 7.8, "float32": 15.7, "bfloat16": 15.7, "float16": 125.0}
 V100_SXM2_16GB = DeviceSpec("V100-SXM2-16GB", _VOLTA_RATES, 900.0, 16.0, "NVIDIA Tesla V100 datasheet (SXM2)")
 V100_SXM2_32GB = DeviceSpec("V100-SXM2-32GB", _VOLTA_RATES, 900.0, 32.0, "NVIDIA Tesla V100 datasheet (SXM2)")
-V100_SXM3_32GB = DeviceSpec("V100-SXM3-32GB", {dtype: round(rate * 2.1 / 2.0, 2) for dtype, rate in _VOLTA_RATES.items()},
-                            900.0, 32.0, "DGX-2H: 2.1 PFLOPS tensor over 16 GPUs; SXM2 rates scaled by 2.1/2.0")
+# DGX-2H: the SXM2 rates at 2.1/2.0 of the clock.
+_VOLTA_H_RATES = {dtype: round(rate * 2.1 / 2.0, 2) for dtype, rate in _VOLTA_RATES.items()}
+V100_SXM3_32GB = DeviceSpec("V100-SXM3-32GB", _VOLTA_H_RATES, 900.0, 32.0, "DGX-2H: 2.1 PFLOPS tensor over 16 GPUs")
 QUADRO_RTX5000_16GB = DeviceSpec("Quadro-RTX-5000-16GB", {"float64": 0.35, "float32": 11.2, "bfloat16": 11.2,
                                                           "float16": 89.2}, 448.0, 16.0,
                                  "NVIDIA Quadro RTX 5000 datasheet")
