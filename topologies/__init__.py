@@ -14,7 +14,7 @@ module              what it holds
 ``rates``           published link rates and the effective rates the model uses, with sources
 ``devices``         GPU specs: peak TFLOP/s per dtype, memory bandwidth and size
 ``links``           link specs, put on a graph as directed edges
-``servers``         the inside of one machine (NVSwitch, NVLink mesh, PCIe tree, NICs)
+``servers``         the inside of one machine (NVSwitch, NVLink mesh, PCIe tree, CPU sockets, NICs)
 ``cluster``         servers joined by a leaf/spine fat tree
 ``builders``        pure builder functions, one per interconnect shape
 ``presets``         named presets: real machines and the figures they come from

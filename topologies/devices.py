@@ -25,6 +25,14 @@ Sources (NVIDIA datasheets; the sparse figures they headline are halved here):
   (FP16 in, FP32 accumulate) 125; HBM2 at 900 GB/s, 16 or 32 GB. Volta has no bfloat16 (tensor cores or
   otherwise): the ``bfloat16`` entry is the FP32 rate, an assumption standing for code that computes
   bfloat16 in float32 on it; the papers run on V100s used float16 mixed precision.
+- V100 SXM3 32GB (DGX-2H): NVIDIA's DGX-2H is quoted at 2.1 PFLOPS tensor for 16 GPUs (the DGX-2's 2.0 at
+  a higher clock and 450 W per GPU; Tom's Hardware, "Nvidia's DGX-2 ... Just Got Faster"): 131.25 per GPU.
+  FP64 and FP32 are the SXM2 figures scaled by the same 2.1/2.0 (an assumption: one clock for every unit);
+  HBM2 at 900 GB/s as SXM2 (an assumption: no DGX-2H memory clock was found), 32 GB.
+- Quadro RTX 5000 (Turing TU104): NVIDIA Quadro RTX 5000 datasheet: FP32 11.2, tensor (FP16) 89.2; 16 GB
+  GDDR6 at 448 GB/s. FP64 is 1/32 of FP32 (48 SMs x 2 FMA per cycle at 1.815 GHz = 0.35; Cornell CVW,
+  "GPUs on Frontera: RTX 5000", and the CUDA programming guide's throughput table for compute capability
+  7.5). Turing has no bfloat16: FP32's rate, as for Volta.
 
 Example::
 
@@ -52,6 +60,8 @@ __all__ = [
     "GB200_186GB",
     "V100_SXM2_16GB",
     "V100_SXM2_32GB",
+    "V100_SXM3_32GB",
+    "QUADRO_RTX5000_16GB",
     "CPU_CORE",
     "DEVICES",
 ]
@@ -122,6 +132,12 @@ GB200_186GB = DeviceSpec("GB200-186GB", {"float64": 45.0, "float32": 45.0, "tflo
 _VOLTA_RATES = {"float64": 7.8, "float32": 15.7, "bfloat16": 15.7, "float16": 125.0}
 V100_SXM2_16GB = DeviceSpec("V100-SXM2-16GB", _VOLTA_RATES, 900.0, 16.0, "NVIDIA Tesla V100 datasheet (SXM2)")
 V100_SXM2_32GB = DeviceSpec("V100-SXM2-32GB", _VOLTA_RATES, 900.0, 32.0, "NVIDIA Tesla V100 datasheet (SXM2)")
+# DGX-2H: the SXM2 rates at 2.1/2.0 of the clock.
+_VOLTA_H_RATES = {dtype: round(rate * 2.1 / 2.0, 2) for dtype, rate in _VOLTA_RATES.items()}
+V100_SXM3_32GB = DeviceSpec("V100-SXM3-32GB", _VOLTA_H_RATES, 900.0, 32.0, "DGX-2H: 2.1 PFLOPS tensor over 16 GPUs")
+QUADRO_RTX5000_16GB = DeviceSpec("Quadro-RTX-5000-16GB", {"float64": 0.35, "float32": 11.2, "bfloat16": 11.2,
+                                                          "float16": 89.2}, 448.0, 16.0,
+                                 "NVIDIA Quadro RTX 5000 datasheet")
 
 # A nominal x86 core for gloo rank slots: 3 GHz x 2 AVX2 FMA units x (4 doubles | 8 floats) x 2 FLOP.
 # bfloat16/float16 get the float32 rate because CPUs without AMX compute them in float32. A placeholder
@@ -135,4 +151,5 @@ CPU_CORE = DeviceSpec(
 )
 
 DEVICES = {spec.name: spec for spec in (A100_SXM4_40GB, A100_PCIE_40GB, H100_SXM5_80GB, H200_SXM_141GB, A100_SXM4_80GB,
-                                        B200_180GB, GB200_186GB, V100_SXM2_16GB, V100_SXM2_32GB, CPU_CORE)}
+                                        B200_180GB, GB200_186GB, V100_SXM2_16GB, V100_SXM2_32GB, V100_SXM3_32GB,
+                                        QUADRO_RTX5000_16GB, CPU_CORE)}

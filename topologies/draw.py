@@ -28,7 +28,7 @@ _LAYER = {"spine": 6, "leaf": 5, "switch": 5, "nic": 4, "host": 3, "cpu": 3, "pc
 _NODE_COLOUR = {"gpu": "#76b900", "nvswitch": "#1f77b4", "pcie_switch": "#9467bd", "host": "#7f7f7f",
                 "cpu": "#7f7f7f", "nic": "#ff7f0e", "leaf": "#d62728", "spine": "#8c564b", "switch": "#e377c2"}
 _EDGE_COLOUR = {"nvlink": "#2ca02c", "nvswitch": "#1f77b4", "pcie": "#9467bd", "nic": "#ff7f0e", "ib": "#d62728",
-                "ethernet": "#bcbd22", "loopback": "#7f7f7f"}
+                "ethernet": "#bcbd22", "smp": "#17becf", "loopback": "#7f7f7f"}
 
 
 def _natural(name: str) -> list:

@@ -18,7 +18,7 @@ NODE_KINDS = {
     "nic": "a network adapter (one InfiniBand or Ethernet port)",
     "leaf": "a leaf (top-of-rack / rail) switch of a fat tree",
     "spine": "a spine switch of a fat tree",
-    "cpu": "a CPU socket, for custom topologies that model sockets apart from the host bridge",
+    "cpu": "a CPU socket, where sockets are modelled apart (IBM AC922: GPUs NVLinked to their socket)",
     "switch": "any other switch, for custom topologies",
 }
 
@@ -30,6 +30,7 @@ EDGE_KINDS = {
     "nic": "a NIC's PCIe attachment: GPU <-> NIC (the GPUDirect RDMA path) or PCIe switch <-> NIC",
     "ib": "InfiniBand cable (NIC <-> leaf, leaf <-> spine)",
     "ethernet": "Ethernet cable (RoCE or TCP)",
+    "smp": "CPU socket <-> CPU socket coherent bus (IBM POWER9 X-bus, Intel UPI)",
     "loopback": "rank <-> host over shared memory / TCP loopback (gloo on one host)",
 }
 

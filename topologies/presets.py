@@ -21,6 +21,14 @@ a100-4gpu   4     NVLink3 mesh, 4 links/pair,  4x HDR 24 (25) GB/s  20-port leav
                   76.7 (100) GB/s per pair
 pcie-8gpu   8     PCIe Gen4 tree, 4 switches,  4x HDR, one per      20-port leaves
                   25 (31.5) GB/s per link      PCIe switch
+dgx-2h      16    NVSwitch (NVLink2), 115      8x EDR 12 (12.5)     18-port leaves (36-port EDR
+                  (150) GB/s                   GB/s, one per 2 GPUs switches at 1:1)
+v100-4gpu   4     AC922: 2 sockets of 2 GPUs,  2x EDR 12 (12.5)     18-port leaves
+                  NVLink2 57.5 (75) GB/s per   GB/s, one per socket
+                  pair and to the socket;
+                  X-bus 32 (64) GB/s
+rtx5000-    4     PCIe Gen3 tree, 2 switches,  1x FDR 6.5 (6.8)     18-port leaves
+  4gpu            12 (15.75) GB/s per link     GB/s
 torus-3d    64    4x4x4 torus, 2 NVLink3 per   none                 (suffix is the shape)
                   neighbour, 38.3 (50) GB/s
 loopback    8     CPU ranks via one host hub,  none                 (suffix is the rank count)
@@ -34,8 +42,10 @@ Simple ring base latency is 8.4 us; steps between servers add NCCL's network ste
 reach roughly 70-80% of dense tensor-core peak; calibration replaces it). The start-up term and NVLink
 SHARP are per GPU generation (``GENERATION_SIM``):
 
-- Volta (V100 presets) as Ampere: NCCL gives SM70 the same per-channel NVLink figure (topo.h
+- Volta (V100 presets: dgx-2h, v100-4gpu) as Ampere: NCCL gives SM70 the same per-channel NVLink figure (topo.h
   SM70_NVLINK_BW 20.0; tuning.cc perChMaxRingLL128Bws Volta 20.0) and has no NVLS before Hopper.
+- Turing (rtx5000-4gpu) as Ampere, an assumption: its GPUs talk over PCIe, which NCCL's per-channel
+  figures do not set apart by generation; no NVLS.
 - Ampere (A100 presets): the first 1 MiB (NCCL's Simple slice) at 20 GB/s, NCCL's per-channel NVLink
   figure for SM80 (topo.h SM80_NVLINK_BW; tuning.cc perChMaxRingLL128Bws Ampere 20.0): 52 us, which
   the A100 logs in tests/data/nccl-tests show as the intercept of their bandwidth regime.
@@ -68,20 +78,23 @@ from simulator.limits import check_topology_gpus
 from topologies import builders
 from topologies.cluster import FabricSpec, fat_tree_cluster
 from topologies.devices import (A100_PCIE_40GB, A100_SXM4_40GB, A100_SXM4_80GB, B200_180GB, GB200_186GB,
-                                H100_SXM5_80GB, H200_SXM_141GB)
+                                H100_SXM5_80GB, H200_SXM_141GB, QUADRO_RTX5000_16GB, V100_SXM2_16GB, V100_SXM3_32GB)
 from topologies.errors import TopologyError
-from topologies.rates import (IB_HDR, IB_NDR, NIC_ATTACH_GEN4, NIC_ATTACH_GEN5, NVLINK3_LINK, NVSWITCH_A100,
-                              NVSWITCH_B200, NVSWITCH_H100, PCIE_GEN4_X16)
-from topologies.servers import MeshServer, NvSwitchServer, PcieServer
+from topologies.rates import (IB_EDR, IB_FDR, IB_HDR, IB_NDR, NIC_ATTACH_GEN3, NIC_ATTACH_GEN4, NIC_ATTACH_GEN5,
+                              NVLINK2_LINK, NVLINK3_LINK, NVSWITCH_A100, NVSWITCH_B200, NVSWITCH_DGX2H, NVSWITCH_H100,
+                              PCIE_GEN3_X16, PCIE_GEN4_X16, POWER9_XBUS)
+from topologies.servers import MeshServer, NvSwitchServer, PcieServer, SocketServer
 
 __all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
            "DGX_A100_SERVER", "DGX_H100_SERVER", "DGX_H200_SERVER", "A100_4GPU_SERVER", "PCIE_8GPU_SERVER",
-           "DGX_A100_80GB_SERVER", "DGX_B200_SERVER", "GB200_NVL72_RACK"]
+           "DGX_A100_80GB_SERVER", "DGX_B200_SERVER", "GB200_NVL72_RACK", "DGX_2H_SERVER", "V100_4GPU_SERVER",
+           "RTX5000_4GPU_SERVER"]
 
 DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
 _HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
 GENERATION_SIM = {
     "volta": dict(DEFAULT_SIM),
+    "turing": dict(DEFAULT_SIM),
     "ampere": dict(DEFAULT_SIM),
     "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85},
     "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74},
@@ -98,9 +111,17 @@ DGX_B200_SERVER = NvSwitchServer(8, B200_180GB, NVSWITCH_B200, nics=8, nic_link=
 GB200_NVL72_RACK = NvSwitchServer(72, GB200_186GB, NVSWITCH_B200, nics=72, nic_link=NIC_ATTACH_GEN5)
 A100_4GPU_SERVER = MeshServer(4, A100_SXM4_40GB, NVLINK3_LINK, links_per_pair=4, nics=4, nic_link=NIC_ATTACH_GEN4)
 PCIE_8GPU_SERVER = PcieServer(8, A100_PCIE_40GB, 2, PCIE_GEN4_X16, PCIE_GEN4_X16, nics=4, nic_link=NIC_ATTACH_GEN4)
+DGX_2H_SERVER = NvSwitchServer(16, V100_SXM3_32GB, NVSWITCH_DGX2H, nics=8, nic_link=NIC_ATTACH_GEN3)
+V100_4GPU_SERVER = SocketServer(2, V100_SXM2_16GB, NVLINK2_LINK, gpus_per_socket=2, links_per_pair=3, cpu_links=3,
+                                socket_link=POWER9_XBUS, nics=2, nic_link=NIC_ATTACH_GEN4)
+RTX5000_4GPU_SERVER = PcieServer(4, QUADRO_RTX5000_16GB, 2, PCIE_GEN3_X16, PCIE_GEN3_X16, nics=1,
+                                 nic_link=NIC_ATTACH_GEN3)
 
 HDR_FABRIC = FabricSpec(IB_HDR, leaf_down_ports=20)
 NDR_FABRIC = FabricSpec(IB_NDR, leaf_down_ports=32)
+# 36-port EDR and FDR switches (Mellanox SB7800, SX6036) at 1:1: 18 ports down, 18 up.
+EDR_FABRIC = FabricSpec(IB_EDR, leaf_down_ports=18)
+FDR_FABRIC = FabricSpec(IB_FDR, leaf_down_ports=18)
 
 _SOURCES = {
     "dgx-a100": "DGX A100 (NVIDIA DGX A100 user guide / system architecture whitepaper): 8x A100-SXM4-40GB, "
@@ -132,6 +153,28 @@ _SOURCES = {
     "pcie-8gpu": "8x A100-PCIE-40GB behind 4 PCIe Gen4 switches (2 GPUs and 1 NIC each) under one host bridge; "
     "PCIe Gen4 x16 31.5 GB/s peak per direction, modelled at 25 GB/s (an assumption: ~80% after protocol "
     "overhead); 4x HDR NICs 24 (25 peak) GB/s. Dual-socket boards are simplified to one host node.",
+    "dgx-2h": "DGX-2H, the server Megatron-LM ran on (Shoeybi et al. 2019: 32 DGX-2H, 512 GPUs, NAME:32): 16x "
+    "V100-SXM3-32GB at the H clock (450 W; 2.1 PFLOPS tensor per server, Tom's Hardware on NVIDIA's DGX-2H), 12 "
+    "NVSwitch chips (one switch node here; NVIDIA's \"NVSwitch Accelerates NVIDIA DGX-2\", Hot Chips 2018), 6 "
+    "NVLink2 links per GPU = 150 GB/s peak per direction, modelled at 115 GB/s (the A100's 230/300 NCCL fraction, "
+    "an assumption: no published DGX-2 nccl-tests figure was found; NCCL's own 6 x 20 = 120 is within 5%); 8x "
+    "ConnectX-5 EDR 100 Gb/s NICs, one per 2 GPUs, = 12.5 GB/s peak, modelled at 12 GB/s (NCCL's NET_BW for "
+    "100 Gb/s), on PCIe Gen3 12 (15.75 peak) GB/s. Leaves of 18 ports (36-port EDR switches at 1:1, an "
+    "assumption about the fabric Megatron-LM ran on).",
+    "v100-4gpu": "An IBM Power System AC922 with 4x V100-SXM2-16GB, the node of TACC Longhorn, where the 3-D "
+    "tensor parallelism paper (Bian et al., arXiv 2105.14450) ran on 64 V100s (NAME:16). Each POWER9 socket has 2 "
+    "GPUs; each GPU's 6 NVLink2 bricks go 3 to the other GPU of its socket and 3 to the socket (IBM AC922 Redpaper "
+    "REDP-5494), 75 GB/s peak per direction each, modelled at 3 x 19.17 = 57.5 (the A100 NCCL fraction, an "
+    "assumption); the sockets are joined by the X-bus, 64 GB/s peak (IBM), modelled at 32 (NCCL's P9_BW). "
+    "2x Mellanox EDR 100 Gb/s ports, one per socket, 12 (12.5 peak) GB/s: the port count is an assumption "
+    "(Longhorn's interconnect is Mellanox EDR; AC922 systems with GPUDirect RDMA per socket, e.g. N8 CIR Bede, "
+    "have one EDR port per socket). Leaves of 18 ports (an assumption).",
+    "rtx5000-4gpu": "A TACC Frontera GPU node, where Optimus (Xu et al., arXiv 2104.05343) ran: 4x NVIDIA Quadro RTX "
+    "5000 16 GB (Frontera user guide, GPU nodes) on PCIe Gen3 x16, no NVLink; modelled as 2 PCIe switches of 2 GPUs "
+    "under one host, 12 (15.75 peak) GB/s per link (NCCL's PCI_BW): the switch layout is an assumption, and the "
+    "two Xeon sockets' QPI (NCCL rates Broadwell's at 6 GB/s) is not modelled. 1x Mellanox InfiniBand FDR 56 Gb/s "
+    "= 6.8 GB/s peak, modelled at 6.5 (96% of peak as HDR): FDR and one port are assumptions (the user guide "
+    "excerpt found did not give the GPU nodes' interconnect). Leaves of 18 ports (an assumption).",
     "torus-3d": "A hypothetical 3-D torus of A100-SXM4-40GB: each GPU's 12 NVLink3 links wired 2 per neighbour "
     "to its 6 torus neighbours, 50 GB/s peak per direction per neighbour, modelled at 38.3 GB/s (the 230/300 "
     "NCCL fraction). Each GPU is its own server. For torus studies, not a product.",
@@ -245,6 +288,12 @@ PRESETS: dict[str, Preset] = {
                        "blackwell"),
         _server_preset("a100-4gpu", A100_4GPU_SERVER, HDR_FABRIC, "4x A100 SXM4, NVLink3 all-to-all, 4x HDR"),
         _server_preset("pcie-8gpu", PCIE_8GPU_SERVER, HDR_FABRIC, "8x A100 PCIe, PCIe Gen4 tree, 4x HDR"),
+        _server_preset("dgx-2h", DGX_2H_SERVER, EDR_FABRIC, "16x V100 SXM3, NVSwitch (NVLink2), 8x EDR 100 Gb/s",
+                       "volta"),
+        _server_preset("v100-4gpu", V100_4GPU_SERVER, EDR_FABRIC, "4x V100 SXM2 (AC922), NVLink2 pairs, 2x EDR",
+                       "volta"),
+        _server_preset("rtx5000-4gpu", RTX5000_4GPU_SERVER, FDR_FABRIC, "4x Quadro RTX 5000, PCIe Gen3, 1x FDR",
+                       "turing"),
         Preset("torus-3d", "4x4x4 torus of A100s, 2 NVLink3 per neighbour", "XxYxZ", "an X x Y x Z torus",
                _torus_build),
         Preset("loopback", "8 CPU ranks on one host (gloo), placeholder rates", "N", "N CPU ranks", _loopback_build),

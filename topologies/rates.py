@@ -13,6 +13,11 @@ NVLink3, per GPU   230          300         nccl-tests all_reduce on 8 A100 SXM4
                                             at 1 GiB; NCCL's own figure 12 x 20 = 240 (topo.h
                                             SM80_NVLINK_BW 20.0 per link)
 NVLink3, one link  19.17        25          230/12: the same NCCL efficiency, shared by 12 links
+NVLink2, one link  19.17        25          the A100 fraction 230/300 (an assumption); NCCL's own V100
+  (V100)                                    figure is 20 per link (topo.h SM70_NVLINK_BW 20.0), 4%
+                                            above it. No published nccl-tests log of a DGX-2 was found
+NVLink2, per GPU   115          150         6 x 19.17: DGX-2H, 6 NVLink2 links per GPU to 12 NVSwitch
+  (DGX-2H, 6)                               chips; NCCL's figure 6 x 20 = 120
 NVLink4, per GPU   370          450         NCCL maintainer (S. Jeaugey, NVIDIA/nccl-tests#212): "NCCL
   (H100/H200, 18)                           can get an effective NVLink bandwidth of 370GB/s", as ring
                                             busbw; nccl-tests all_reduce on 8 H20 (NVLink4, NCCL 2.30,
@@ -26,6 +31,15 @@ NVLink5, per GPU   722          900         no published nccl-tests figure found
 PCIe Gen4 x16      25           31.5        assumption: ~80% of the raw rate after TLP/DLLP overhead,
                                             typical of CUDA bandwidthTest on Gen4 x16
 PCIe Gen5 x16      50           63          the same 80% assumption
+PCIe Gen3 x16      12           15.75       NCCL's own figure (topo.h PCI_BW 12.0, "PCI Gen3 x16"),
+                                            76% of the raw rate
+POWER9 X-bus       32           64          NCCL's own figure for the POWER9 inter-socket bus (topo.h
+                                            P9_BW 32.0); the peak is IBM's "64 GB/s" (AC922 Redpaper
+                                            REDP-5494), taken as per direction (an assumption)
+IB EDR, per port   12           12.5        NCCL's own figure for a 100 Gb/s NIC (topo.h NET_BW 12.0,
+                                            "100Gbit"), 96% of peak as the HDR measurement below
+IB FDR, per port   6.5          6.8         56 Gb/s signalling, 54.5 Gb/s of data (64b/66b); 96% of
+                                            peak as HDR (an assumption: no FDR measurement used)
 IB HDR, per port   24           25          NVIDIA (A. Ladd, NVIDIA/nccl#812): "On an Nvidia DGX-A100
                                             system we have 8x200Gbit/s IB cards and we measure 192GB/s
                                             AllReduce BusBW" = 24 per NIC
@@ -45,7 +59,8 @@ and a RoCE or misconfigured one 25-40% slower (``tpsim calibrate`` measures your
 Per-hop latencies are stated assumptions, chosen to be of the published order of magnitude:
 an NVLink or NVSwitch hop 0.3 us (P2P load latencies of a few hundred ns in interconnect
 microbenchmark studies, e.g. Li et al., "Evaluating Modern GPU Interconnect", IEEE TPDS 2020);
-a PCIe hop 0.3 us (switch port-to-port ~0.1-0.15 us in Broadcom PEX datasheets, plus the link);
+a PCIe hop 0.3 us (switch port-to-port ~0.1-0.15 us in Broadcom PEX datasheets, plus the link),
+and a CPU socket-to-socket (X-bus) hop the same 0.3 us;
 GPU -> NIC 0.5 us (PCIe traversal plus the NIC pipeline); an InfiniBand cable plus switch hop 0.15 us
 (port-to-port ~0.13 us in NVIDIA Quantum HDR/NDR switch datasheets, plus a few ns per metre).
 NCCL's per-collective software latency (~8 us) is not a link property; presets put it in
@@ -65,6 +80,13 @@ __all__ = [
     "NVSWITCH_A100",
     "NVSWITCH_H100",
     "NVSWITCH_B200",
+    "NVLINK2_LINK",
+    "NVSWITCH_DGX2H",
+    "PCIE_GEN3_X16",
+    "NIC_ATTACH_GEN3",
+    "POWER9_XBUS",
+    "IB_EDR",
+    "IB_FDR",
     "PCIE_GEN4_X16",
     "PCIE_GEN5_X16",
     "NIC_ATTACH_GEN4",
@@ -90,15 +112,25 @@ NVLINK3_LINK = LinkSpec("nvlink", 25.0 * NCCL_A100_NVLINK_EFFICIENCY, NVLINK_HOP
 NVSWITCH_A100 = LinkSpec("nvswitch", 230.0, NVLINK_HOP_US, peak_bandwidth_GBps=300.0, n_links=12)
 NVSWITCH_H100 = LinkSpec("nvswitch", 370.0, NVLINK_HOP_US, peak_bandwidth_GBps=450.0, n_links=18)
 NVSWITCH_B200 = LinkSpec("nvswitch", 722.0, NVLINK_HOP_US, peak_bandwidth_GBps=900.0, n_links=18)
+# NVLink2 (V100): 25 GB/s per link per direction, at the A100's NCCL fraction.
+NVLINK2_LINK = LinkSpec("nvlink", 25.0 * NCCL_A100_NVLINK_EFFICIENCY, NVLINK_HOP_US, peak_bandwidth_GBps=25.0)
+# 6 NVLink2 links per GPU at the A100 fraction: 150 x 230/300 = 115.
+NVSWITCH_DGX2H = LinkSpec("nvswitch", 115.0, NVLINK_HOP_US, peak_bandwidth_GBps=150.0, n_links=6)
 
 PCIE_GEN4_X16 = LinkSpec("pcie", 25.0, PCIE_HOP_US, peak_bandwidth_GBps=31.5)
 PCIE_GEN5_X16 = LinkSpec("pcie", 50.0, PCIE_HOP_US, peak_bandwidth_GBps=63.0)
+PCIE_GEN3_X16 = LinkSpec("pcie", 12.0, PCIE_HOP_US, peak_bandwidth_GBps=15.75)
 # The GPU -> NIC path (GPUDirect RDMA through the PCIe switch the two share).
 NIC_ATTACH_GEN4 = LinkSpec("nic", 25.0, NIC_HOP_US, peak_bandwidth_GBps=31.5)
 NIC_ATTACH_GEN5 = LinkSpec("nic", 50.0, NIC_HOP_US, peak_bandwidth_GBps=63.0)
+NIC_ATTACH_GEN3 = LinkSpec("nic", 12.0, NIC_HOP_US, peak_bandwidth_GBps=15.75)
+# The POWER9 SMP X-bus between the two sockets of an AC922.
+POWER9_XBUS = LinkSpec("smp", 32.0, PCIE_HOP_US, peak_bandwidth_GBps=64.0)
 
 IB_HDR = LinkSpec("ib", 24.0, IB_HOP_US, peak_bandwidth_GBps=25.0)
 IB_NDR = LinkSpec("ib", 47.0, IB_HOP_US, peak_bandwidth_GBps=50.0)
+IB_EDR = LinkSpec("ib", 12.0, IB_HOP_US, peak_bandwidth_GBps=12.5)
+IB_FDR = LinkSpec("ib", 6.5, IB_HOP_US, peak_bandwidth_GBps=6.8)
 
 # gloo over shared memory / TCP loopback on one host: placeholders until calibration measures them.
 LOOPBACK = LinkSpec("loopback", 5.0, 20.0)

@@ -5,7 +5,7 @@ server's nodes and links to ``G`` and returns its NIC node names in rail order (
 ``build()``, which returns that server alone as a graph. ``cluster.fat_tree_cluster`` joins many.
 
 Node names: GPUs ``gpu<global index>``; the rest ``n<server>/<part>``, e.g. ``n0/nvswitch``,
-``n1/nic3``, ``n0/pcie2``, ``n0/host``. Every node gets ``server``; NICs also get ``rail``.
+``n1/nic3``, ``n0/pcie2``, ``n0/host``, ``n0/cpu1``. Every node gets ``server``; NICs also get ``rail``.
 
 Example::
 
@@ -25,9 +25,9 @@ import networkx as nx
 from topologies.devices import DeviceSpec
 from topologies.kinds import gpu_name
 from topologies.links import LinkSpec, add_duplex
-from topologies.rates import NIC_ATTACH_GEN4, PCIE_GEN4_X16
+from topologies.rates import NIC_ATTACH_GEN4, PCIE_GEN4_X16, POWER9_XBUS
 
-__all__ = ["NvSwitchServer", "MeshServer", "PcieServer", "add_gpu"]
+__all__ = ["NvSwitchServer", "MeshServer", "PcieServer", "SocketServer", "add_gpu"]
 
 
 def add_gpu(G: nx.DiGraph, index: int, server: int, device: DeviceSpec) -> str:
@@ -194,3 +194,71 @@ class PcieServer(_Buildable):
                 add_duplex(G, gpu, switch, self.gpu_link)
             switches.append(switch)
         return _add_nics(G, server, switches, self.nics, self.nic_link)
+
+
+@dataclass(frozen=True)
+class SocketServer(_Buildable):
+    """GPUs NVLinked in groups to their CPU socket and to each other; sockets joined by an SMP bus.
+
+    The IBM Power System AC922 shape: socket k (node ``n<s>/cpu<k>``, kind cpu) has ``gpus_per_socket``
+    GPUs, each joined to every other GPU of its socket by ``links_per_pair`` NVLinks and to the socket by
+    ``cpu_links`` NVLinks; every pair of sockets is joined by ``socket_link`` (the POWER9 X-bus). GPUs of
+    different sockets talk through both sockets: GPU -> CPU -> CPU -> GPU. NICs hang off the sockets.
+    Example: ``SocketServer(2, V100_SXM2_16GB, NVLINK2_LINK, gpus_per_socket=2, links_per_pair=3,
+    cpu_links=3)`` is the 4-GPU AC922: 6 nodes, 2 GPU pairs of 3 links, 4 GPU-CPU bundles of 3.
+    """
+
+    sockets: int
+    """CPU sockets in the server."""
+    device: DeviceSpec
+    """Device of every GPU."""
+    link: LinkSpec
+    """One NVLink, per direction; GPU pairs and GPU-CPU edges are bundles of them."""
+    gpus_per_socket: int = 2
+    """GPUs on each socket."""
+    links_per_pair: int = 3
+    """NVLinks between two GPUs of the same socket."""
+    cpu_links: int = 3
+    """NVLinks between a GPU and its socket."""
+    socket_link: LinkSpec = POWER9_XBUS
+    """Socket <-> socket edge, per direction."""
+    nics: int = 0
+    """NICs in the server (0, or a divisor or multiple of sockets); NIC i is rail i."""
+    nic_link: LinkSpec = NIC_ATTACH_GEN4
+    """Socket <-> NIC edge."""
+
+    def __post_init__(self) -> None:
+        _check_counts("SocketServer", 1, self.nics)
+        for label in ("sockets", "gpus_per_socket", "links_per_pair", "cpu_links"):
+            value = getattr(self, label)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"SocketServer: {label} must be an integer >= 1, got {value!r}")
+        if self.nics and self.nics % self.sockets and self.sockets % self.nics:
+            raise ValueError(f"SocketServer: nics ({self.nics}) and sockets ({self.sockets}) must divide evenly")
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs in the server: sockets x gpus_per_socket."""
+        return self.sockets * self.gpus_per_socket
+
+    def describe(self) -> str:
+        """One line: what this server is."""
+        return (f"{self.n_gpus}x {self.device.name} on {self.sockets} sockets, {self.gpus_per_socket} per socket "
+                f"NVLinked to it, {self.nics} NICs")
+
+    def add_to(self, G: nx.DiGraph, server: int, first_gpu: int) -> list[str]:
+        """Add this server's nodes and links to ``G``; return its NIC names in rail order."""
+        cpus = [f"n{server}/cpu{k}" for k in range(self.sockets)]
+        for k, cpu in enumerate(cpus):
+            G.add_node(cpu, kind="cpu", server=server)
+            for other in cpus[:k]:
+                add_duplex(G, other, cpu, self.socket_link)
+        pair, to_cpu = self.link.times(self.links_per_pair), self.link.times(self.cpu_links)
+        for k, cpu in enumerate(cpus):
+            first = first_gpu + k * self.gpus_per_socket
+            gpus = [add_gpu(G, first + i, server, self.device) for i in range(self.gpus_per_socket)]
+            for i, a in enumerate(gpus):
+                add_duplex(G, a, cpu, to_cpu)
+                for b in gpus[i + 1 :]:
+                    add_duplex(G, a, b, pair)
+        return _add_nics(G, server, cpus, self.nics, self.nic_link)

@@ -43,7 +43,7 @@ def test_show_json(capsys, spec, gpus, nodes, bisection):
 
 
 @pytest.mark.parametrize("name", ["dgx-a100", "dgx-h100", "dgx-h200", "a100-4gpu", "pcie-8gpu", "torus-3d", "loopback",
-                                  "dgx-a100-80gb", "dgx-b200", "gb200-nvl72"])
+                                  "dgx-a100-80gb", "dgx-b200", "gb200-nvl72", "dgx-2h", "v100-4gpu", "rtx5000-4gpu"])
 def test_every_preset_shows(capsys, name):
     assert run(capsys, "show", name)[0] == 0
 
@@ -57,7 +57,7 @@ def test_show_png_draws_a_two_node_cluster(capsys, tmp_path):
 
 def test_list_and_save_then_show_the_file(capsys, tmp_path):
     status, out, _ = run(capsys, "list")
-    assert status == 0 and len(out.splitlines()) == 10 and out.startswith("dgx-a100")
+    assert status == 0 and len(out.splitlines()) == 13 and out.startswith("dgx-a100")
     path = tmp_path / "custom.yaml"
     assert run(capsys, "save", "a100-4gpu:2", str(path))[0] == 0
     status, out, _ = run(capsys, "show", str(path), "--json")

@@ -9,8 +9,9 @@ from topologies import PRESETS, TopologyError, bisection_GBps, gpu_nodes, load_t
 from topologies.presets import GENERATION_SIM, build_preset
 
 GPUS = {"dgx-a100": 8, "dgx-h100": 8, "dgx-h200": 8, "a100-4gpu": 4, "pcie-8gpu": 8, "torus-3d": 64, "loopback": 8,
-        "dgx-a100-80gb": 8, "dgx-b200": 8, "gb200-nvl72": 72}
-GENERATION = {"dgx-h100": "hopper", "dgx-h200": "hopper", "dgx-b200": "blackwell", "gb200-nvl72": "blackwell"}
+        "dgx-a100-80gb": 8, "dgx-b200": 8, "gb200-nvl72": 72, "dgx-2h": 16, "v100-4gpu": 4, "rtx5000-4gpu": 4}
+GENERATION = {"dgx-h100": "hopper", "dgx-h200": "hopper", "dgx-b200": "blackwell", "gb200-nvl72": "blackwell",
+              "dgx-2h": "volta", "v100-4gpu": "volta", "rtx5000-4gpu": "turing"}
 
 
 def test_the_issue_s_presets_exist():
@@ -81,7 +82,8 @@ def test_gb200_nvl72_is_one_nvlink_domain_of_72_with_a_nic_each():
 
 
 @pytest.mark.parametrize("spec, gpus, servers", [("dgx-a100:16", 128, 16), ("a100-4gpu:16", 64, 16),
-                                                 ("pcie-8gpu:3", 24, 3), ("dgx-h200:1", 8, 1)])
+                                                 ("pcie-8gpu:3", 24, 3), ("dgx-h200:1", 8, 1), ("dgx-2h:32", 512, 32),
+                                                 ("v100-4gpu:16", 64, 16), ("rtx5000-4gpu:16", 64, 16)])
 def test_node_count_suffix_builds_a_cluster(spec, gpus, servers):
     G = load_topology(spec)
     assert G.graph["name"] == spec
@@ -125,3 +127,61 @@ def test_cluster_form_with_a_changed_fabric():
     assert bisection_GBps(preset.cluster(64)) == pytest.approx(32 * 8 * 47.0)
     with pytest.raises(TopologyError, match="has no cluster form"):
         PRESETS["loopback"].cluster(2)
+
+
+def kinds(G):
+    return Counter(k for _, k in G.nodes(data="kind"))
+
+
+def device(G):
+    (name,) = {G.nodes[g]["device"]["name"] for g in gpu_nodes(G)}
+    return name
+
+
+def test_dgx_2h_is_16_v100_sxm3_on_nvswitch_with_a_nic_per_two_gpus():
+    G = load_topology("dgx-2h:2")
+    assert device(G) == "V100-SXM3-32GB" and kinds(G)["nic"] == 16
+    assert rates(G, "nvswitch") == {(115.0, 150.0)} and rates(G, "ib") >= {(12.0, 12.5)}
+    assert rates(G, "nic") == {(12.0, 15.75)}
+    assert {G.nodes[nic]["rail"] for nic in G.successors("gpu2") if G.nodes[nic]["kind"] == "nic"} == {1}
+    gpu = G.nodes["gpu0"]["device"]
+    assert gpu["peak_tflops"]["float16"] == 131.25 and (gpu["memory_GB"], gpu["mem_bandwidth_GBps"]) == (32.0, 900.0)
+
+
+def test_dgx_2h_32_is_megatron_lm_s_512_gpus_on_an_edr_fat_tree():
+    G = load_topology("dgx-2h:32")
+    assert len(gpu_nodes(G)) == 512 and kinds(G)["nic"] == 256
+    # 18-port leaves: 2 leaves per rail for 32 servers, 8 rails.
+    assert kinds(G)["leaf"] == 16
+    assert bisection_GBps(G) == pytest.approx(16 * 8 * 12.0)
+
+
+def test_v100_4gpu_is_an_ac922_two_nvlinked_pairs_on_two_sockets():
+    G = load_topology("v100-4gpu")
+    assert device(G) == "V100-SXM2-16GB" and kinds(G) == {"cpu": 2, "gpu": 4, "nic": 2}
+    ((model, peak),) = rates(G, "nvlink")
+    assert model == pytest.approx(3 * 25 * 230 / 300) and peak == 75.0
+    assert G.edges["gpu0", "gpu1"]["n_links"] == 3 and G.edges["gpu2", "n0/cpu1"]["n_links"] == 3
+    assert not G.has_edge("gpu0", "gpu2") and not G.has_edge("gpu1", "n0/cpu1")
+    assert rates(G, "smp") == {(32.0, 64.0)}
+    assert {nic: next(iter(G.successors(nic))) for nic in ("n0/nic0", "n0/nic1")} == {"n0/nic0": "n0/cpu0",
+                                                                                      "n0/nic1": "n0/cpu1"}
+    # Across the sockets the X-bus is the cut.
+    assert bisection_GBps(G) == pytest.approx(32.0)
+    assert rates(load_topology("v100-4gpu:2"), "ib") >= {(12.0, 12.5)}
+
+
+def test_rtx5000_4gpu_is_a_pcie_gen3_frontera_node_with_one_fdr_nic():
+    G = load_topology("rtx5000-4gpu:2")
+    assert device(G) == "Quadro-RTX-5000-16GB" and kinds(G)["nic"] == 2 and kinds(G)["pcie_switch"] == 4
+    assert rates(G, "pcie") == {(12.0, 15.75)} and rates(G, "ib") == {(6.5, 6.8)}
+    assert not rates(G, "nvlink") and not rates(G, "nvswitch")
+    gpu = G.nodes["gpu0"]["device"]
+    assert gpu["peak_tflops"] == {"float64": 0.35, "float32": 11.2, "bfloat16": 11.2, "float16": 89.2}
+    assert (gpu["memory_GB"], gpu["mem_bandwidth_GBps"]) == (16.0, 448.0)
+
+
+@pytest.mark.parametrize("name", ["dgx-2h", "v100-4gpu", "rtx5000-4gpu"])
+def test_the_paper_presets_say_which_figures_are_assumptions(name):
+    notes = PRESETS[name].notes
+    assert "peak" in notes and "modelled" in notes and "assumption" in notes
