@@ -14,8 +14,10 @@ module                     what it holds
 ``quiet_host``             waiting for an idle host, and telling a disturbed run
 ``published``              published figure vs prediction: the rows, CSV and PNG of every paper reproduction
 ``block_time``             one transformer block's simulated time under one arrangement, and its command
+``step_time``              one arrangement's whole training step of a published model, and its command
 ``paper_code``             a schedule as a paper's own code ran it (Tesseract without the depth all-reduce)
 ``repro_tesseract``        the Tesseract (SUMMA2.5) paper's seven speedups, published vs predicted
+``repro_megatron``         Megatron-LM's weak-scaling efficiencies on DGX-2H, 1 to 512 GPUs, published vs predicted
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md.
@@ -23,4 +25,4 @@ Their results and the lab notes behind them are in experiments/README.md.
 
 __all__ = ["bench_network", "bench_plan", "bench_simulator", "block_time", "calibration_holdout", "cpu_loop",
            "nccl_fidelity", "nccl_realism", "paper_25d_claim", "paper_code", "published", "quiet_host",
-           "repro_tesseract"]
+           "repro_megatron", "repro_tesseract", "step_time"]

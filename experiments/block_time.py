@@ -32,7 +32,7 @@ from simulator.workloads.workload import Workload
 from topologies import Router
 from topologies.presets import build_preset
 
-__all__ = ["Block", "block_time", "register_topology"]
+__all__ = ["Block", "block_time", "register_topology", "topology"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def register_topology(name: str, G) -> None:
     _TOPOLOGIES[name] = (G, Router(G))
 
 
-def _topology(name: str):
+def topology(name: str):
+    """The graph and router of a preset or registered name, built once."""
     if name not in _TOPOLOGIES:
         G = build_preset(name)
         _TOPOLOGIES[name] = (G, Router(G))
@@ -106,6 +107,6 @@ def block_time(block: Block) -> float:
     schedule = build_schedule(block.algorithm, workload, block.passes, block.dtype, grid=grid, gpus=gpus)
     if block.paper_code:
         schedule = without_depth_all_reduce(schedule)
-    G, router = _topology(block.topology)
+    G, router = topology(block.topology)
     result = simulate(schedule, G, block.placement, timeline=False, router=router)
     return result.makespan_s

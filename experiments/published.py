@@ -123,17 +123,16 @@ def write_png(rows: list[Comparison], path: str, title: str) -> None:
 
 
 def script_arguments(description: str, name: str, argv: list[str] | None = None,
-                     paper_code: bool = False) -> argparse.Namespace:
+                     extra: list[tuple[str, str]] = ()) -> argparse.Namespace:
     """The flags every reproduction takes: --quick, --csv FILE, --png FILE (defaults experiments/out/NAME.*);
-    ``paper_code`` adds --paper-code, for a paper whose own implementation ran differently."""
+    ``extra`` adds a script's own on/off flags as (flag, help), e.g. ``--paper-code``."""
     parser = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=description)
     parser.add_argument("--quick", action="store_true",
                         help="a reduced form that finishes in under a minute (the CI smoke test)")
     parser.add_argument("--csv", default=os.path.join("experiments", "out", f"{name}.csv"), metavar="FILE")
     parser.add_argument("--png", default=os.path.join("experiments", "out", f"{name}.png"), metavar="FILE")
-    if paper_code:
-        parser.add_argument("--paper-code", action="store_true",
-                            help="predict the schedule as the paper's own code ran it (see the script's docstring)")
+    for flag, help_text in extra:
+        parser.add_argument(flag, action="store_true", help=help_text)
     args = parser.parse_args(argv)
     for path in (args.csv, args.png):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

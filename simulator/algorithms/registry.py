@@ -53,7 +53,7 @@ ALGORITHMS = tuple(REGISTRY)
 ALIASES = {alias: cls.name for cls in _CLASSES for alias in cls.aliases}
 OVERLAP_ALGORITHMS = tuple(cls.name for cls in _CLASSES if cls.supports_overlap)
 SQUARE_GRID_ALGORITHMS = tuple(cls.name for cls in _CLASSES if cls.square_grid)
-DTYPES = ("float32", "float64", "bfloat16")
+DTYPES = ("float32", "float64", "bfloat16", "float16")
 
 
 def canonical_algorithm(name: str) -> str:
