@@ -43,7 +43,7 @@ def predict(topology: str, m: int, hidden: int, placement: str) -> dict[tuple[in
     out = io.StringIO()
     args = ["predict", "--gpus", str(GPUS), "--topology", topology, "--workload", "mlp", "--m", str(m),
             "--hidden", str(hidden), "--dtype", "bfloat16", "--pass", "both", "--algos", "summa25d",
-            "--placement", placement, "--json"]
+            "--placement", placement, "--no-prune", "--json"]
     with contextlib.redirect_stdout(out):
         status = tpsim(args)
     if status != 0:

@@ -15,6 +15,15 @@ Every other is simulated on the flow network (``simulator.timing.simulation``, c
 and timed by the analytic, contention-free model (``simulator.timing.critical_path``) as a bound, then the
 list is ranked by simulated time (ties: algorithm, then grid, then placement, in listing order).
 
+With ``prune=True`` (what ``tpsim predict`` does unless ``--no-prune``) the bound comes first: every
+arrangement is built and bounded (cheap: no flows), then simulated in order of its bound, fastest
+first. One whose bound exceeds the best simulated time so far cannot win (the bound is a lower bound
+on the simulated time) and is not simulated: its row keeps the bound, with ``simulated=False``
+(status "bound" in the JSON). One whose schedule equals, op for op, that of an arrangement already
+simulated with the same placement (2d [q,q,1] and summa25d [q,q,1]) is not simulated again: its row
+names it (``duplicate_of``, status "duplicate"). The ranking is the same as without pruning for every
+row that could be first; pruned rows follow the simulated ones, by bound.
+
 Per-GPU memory is what the blocks need: the sum of a rank's declared buffer bytes (inputs, outputs,
 workspaces), the largest over ranks; it does not count framework overheads or activations kept for
 other layers.
@@ -27,6 +36,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Callable
@@ -69,6 +79,19 @@ class Prediction:
     """Collective instances plus send/recv pairs simulated."""
     skipped: str | None = None
     """Why the arrangement was skipped, or None."""
+    simulated: bool = True
+    """False for a row that pruning left at its bound (``time_s`` and the split are then None)."""
+    duplicate_of: str | None = None
+    """The label of the simulated arrangement whose schedule this one's equals, or None."""
+
+    @property
+    def status(self) -> str:
+        """"ok" (simulated), "bound" (pruned: only the bound), "duplicate" or "skipped"."""
+        if self.skipped:
+            return "skipped"
+        if self.duplicate_of:
+            return "duplicate"
+        return "ok" if self.simulated else "bound"
 
     @property
     def algorithm(self) -> str:
@@ -82,10 +105,10 @@ class Prediction:
         """The JSON / CSV row (``tpsim predict --json`` list entries)."""
         a = self.arrangement
         return {"algorithm": a.algorithm, "grid": list(a.grid), "placement": a.placement or "linear",
-                "overlap": a.overlap, "status": "skipped" if self.skipped else "ok", "time_s": self.time_s,
+                "overlap": a.overlap, "status": self.status, "time_s": self.time_s,
                 "compute_s": self.compute_s, "comm_s": self.comm_s, "wait_s": self.wait_s,
                 "analytic_s": self.analytic_s, "memory_bytes": self.memory_bytes,
-                "collectives": self.collectives, "reason": self.skipped}
+                "collectives": self.collectives, "reason": self.skipped, "duplicate_of": self.duplicate_of}
 
 
 def memory_bytes(schedule: Schedule) -> int:
@@ -115,11 +138,14 @@ def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str =
 
 def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", dtype: str = "bfloat16",
             algorithms: dict[str, str] | None = None, candidates: list[Arrangement] | None = None,
-            progress: Callable[[Arrangement], None] | None = None) -> list[Prediction]:
+            progress: Callable[[Arrangement], None] | None = None, prune: bool = False) -> list[Prediction]:
     """Predictions for ``candidates`` (default: every arrangement of ``gpus``), ranked fastest first,
-    skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes."""
+    skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes.
+    ``prune``: bound first and simulate only what could win (module docstring)."""
     candidates = arrangements(gpus) if candidates is None else candidates
     router = Router(G)  # one route cache for every arrangement on this topology
+    if prune:
+        return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress)
     rows = []
     for a in candidates:
         rows.append(predict_one(G, a, workload, passes, dtype, algorithms, router))
@@ -129,3 +155,78 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
     order = {a: i for i, a in enumerate(candidates)}
     done = sorted((r for r in rows if not r.skipped), key=lambda r: (r.time_s, order[r.arrangement]))
     return done + [r for r in rows if r.skipped]
+
+
+def _bounded(G, a: Arrangement, workload, passes, dtype, algorithms, router) -> tuple[Prediction, int | None]:
+    """The bound and memory of ``a``, not simulated, and a digest of its schedule; a skipped row (digest
+    None) where it does not apply."""
+    try:
+        schedule = _build(a, workload, passes, dtype)
+        plan = plan_on_graph(schedule, G, a.placement)
+    except NotApplicable as error:
+        return Prediction(a, skipped=str(error).splitlines()[0]), None
+    bound = analyze(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
+    return (Prediction(a, analytic_s=bound.makespan_s, memory_bytes=memory_bytes(schedule),
+                       collectives=len(plan.instances), simulated=False), _digest(schedule))
+
+
+def _digest(schedule: Schedule) -> int:
+    """A hash of what the simulator sees; equal digests are then compared in full (``_same_program``)."""
+    return hash((tuple(sorted(schedule.groups.items())), tuple(map(tuple, schedule.programs))))
+
+
+def _same_program(a: Schedule, b: Schedule) -> bool:
+    return a.groups == b.groups and a.buffers == b.buffers and a.programs == b.programs
+
+
+def _without_duplicates(rows, digests, workload, passes, dtype) -> list[Prediction]:
+    """``rows`` with each arrangement whose schedule equals an earlier one's (same placement) marked
+    ``duplicate_of`` it: 2d [q,q,1] and summa25d [q,q,1] build the same program."""
+    first: dict[tuple, Prediction] = {}
+    out = []
+    for row, digest in zip(rows, digests):
+        if row.skipped:
+            out.append(row)
+            continue
+        key = (digest, row.arrangement.placement, row.analytic_s, row.memory_bytes)
+        twin = first.get(key)
+        if twin is not None and _same_program(_build(row.arrangement, workload, passes, dtype),
+                                              _build(twin.arrangement, workload, passes, dtype)):
+            out.append(dataclasses.replace(row, duplicate_of=twin.arrangement.label))
+        else:
+            first.setdefault(key, row)
+            out.append(row)
+    return out
+
+
+def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress) -> list[Prediction]:
+    """``predict`` with pruning: bound everything, drop duplicates, simulate in bound order while a row
+    could still win."""
+    pairs = [_bounded(G, a, workload, passes, dtype, algorithms, router) for a in candidates]
+    rows = _without_duplicates([row for row, _ in pairs], [digest for _, digest in pairs], workload, passes, dtype)
+    order = {a: i for i, a in enumerate(candidates)}
+    by_bound = sorted((r for r in rows if not r.skipped and not r.duplicate_of),
+                      key=lambda r: (r.analytic_s, order[r.arrangement]))
+    best = None
+    done, pruned = [], []
+    for row in by_bound:
+        a = row.arrangement
+        if best is not None and row.analytic_s > best:
+            pruned.append(row)
+        else:
+            schedule = _build(a, workload, passes, dtype)
+            sim = simulate(schedule, G, a.placement, algorithms=algorithms, timeline=False, router=router)
+            row = dataclasses.replace(row, time_s=sim.makespan_s, compute_s=sim.compute_s, comm_s=sim.comm_s,
+                                      wait_s=sim.wait_s, simulated=True)
+            done.append(row)
+            best = row.time_s if best is None else min(best, row.time_s)
+        log.info("%s: %s", a.label, f"{row.time_s:.6g} s" if row.simulated else "bound")
+        if progress is not None:
+            progress(a)
+    for row in rows:
+        if (row.skipped or row.duplicate_of) and progress is not None:
+            progress(row.arrangement)
+    done.sort(key=lambda r: (r.time_s, order[r.arrangement]))
+    pruned.sort(key=lambda r: (r.analytic_s, order[r.arrangement]))
+    twins = [r for r in rows if r.duplicate_of]
+    return done + pruned + twins + [r for r in rows if r.skipped]

@@ -22,7 +22,7 @@ def plot_predictions(rows, path: str, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [r for r in rows if not r.skipped]
+    ok = [r for r in rows if not r.skipped and r.simulated]  # rows pruning left at their bound have no split
     if not ok:
         raise InputError("no arrangement fits this workload: nothing to plot")
     labels = [r.arrangement.label for r in ok]

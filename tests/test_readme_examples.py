@@ -78,7 +78,14 @@ def examples(text: str) -> tuple[list[tuple[int, str, str]], list[tuple[int, str
 CHECKED, SKIPPED = examples(README.read_text())
 
 
+_ROUND_OFF = re.compile(r"\b(?:\d\.\d\de-(?:1[5-9]|[2-9]\d)|0\.00e\+00)\b")
+"""A `tpsim verify` error at float64 round-off: which of these a run prints depends on the numpy and BLAS
+build (numpy 2.4 summed a [2,2,2] block's dX to 1.51e-16 where the README's run gave 2.26e-16), so the
+example only holds it to being round-off."""
+
+
 def _normalise(text: str) -> str:
+    text = _ROUND_OFF.sub("<round-off>", text)
     return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
 
 

@@ -4,13 +4,17 @@
                   | --batch B --seq S --hidden H --heads A [--ffn F] [--dropout P] | --model NAME --batch B)
                   [--layers L]
                   [--pass both] [--dtype bfloat16] [--placement P|all] [--algos 1d,2d,...] [--overlap]
-                  [--algo-override KIND=ALGO ...] [--json] [--csv FILE] [--png FILE]
+                  [--algo-override KIND=ALGO ...] [--no-prune] [--json] [--csv FILE] [--png FILE]
 
-Every legal arrangement (``simulator.predict``) is simulated; the table ranks them by predicted time
+Every legal arrangement (``simulator.predict``) is bounded, and simulated in bound order while it
+could still be the fastest: one whose contention-free bound exceeds the best simulated time is left at
+its bound, and one whose schedule equals an arrangement already simulated is listed as its duplicate
+(``--no-prune`` simulates every arrangement). The table ranks the simulated ones by predicted time
 with the critical rank's compute / communication / wait split, the contention-free bound, per-GPU
 block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
 Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulator.progress``).
-``--json`` prints a list of objects (every row of the table, then the skipped ones with ``status:
+``--json`` prints a list of objects (every row of the table with ``status`` "ok" when simulated,
+"bound" or "duplicate" (with ``duplicate_of``) when pruned, then the skipped ones with ``status:
 "skipped"`` and ``reason``); ``--csv`` writes the same rows; ``--png`` draws a bar chart. For a
 transformer, ``--layers L`` (or ``--model``'s count) adds the whole model's time, L x one block's
 (``layers``, ``model_time_s``): one block is simulated, not L.
@@ -41,7 +45,7 @@ from simulator.progress import Progress
 from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
-              "wait_s", "analytic_s", "memory_bytes", "collectives", "reason")
+              "wait_s", "analytic_s", "memory_bytes", "collectives", "reason", "duplicate_of")
 MODEL_FIELDS = ("layers", "model_time_s")
 """Added to every row for a transformer: the model's block count, and its time (layers x one block's)."""
 
@@ -58,6 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)})")
     s.add_argument("--overlap", action="store_true",
                    help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
+    s.add_argument("--no-prune", action="store_true",
+                   help="simulate every arrangement (default: only those whose contention-free bound could "
+                        "still beat the best simulated time, and no schedule twice)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the ranked rows as a JSON list")
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")
@@ -109,7 +116,7 @@ def predict_command(args: argparse.Namespace) -> int:
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
-                       progress=lambda _: bar.update())
+                       progress=lambda _: bar.update(), prune=not args.no_prune)
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     layers = layers_of(args, workload)
     if workload.name == "transformer":
@@ -160,9 +167,11 @@ def _write_csv(path: str, records: list[dict]) -> None:
 
 
 def table_lines(rows, title: str, G=None, layers: int = 1) -> list[str]:
-    """The ranked table, then the skipped arrangements with their reasons; with ``layers`` > 1 a column of
-    the whole model's time (layers x one block's)."""
-    ok = [r for r in rows if not r.skipped]
+    """The ranked table, then the rows pruning left unsimulated, then the skipped arrangements with their
+    reasons; with ``layers`` > 1 a column of the whole model's time (layers x one block's)."""
+    ok = [r for r in rows if not r.skipped and r.simulated]
+    bounds = [r for r in rows if not r.skipped and not r.simulated and not r.duplicate_of]
+    twins = [r for r in rows if r.duplicate_of]
     skipped = [r for r in rows if r.skipped]
     lines = [f"tpsim predict: {title}"]
     if not ok:
@@ -170,7 +179,7 @@ def table_lines(rows, title: str, G=None, layers: int = 1) -> list[str]:
     else:
         best = ok[0].time_s
         memory_GB = _device_memory_GB(G)
-        width = max(len(r.arrangement.label) for r in ok)
+        width = max(len(r.arrangement.label) for r in ok + bounds)
         lines.append(f"  {'#':>2}  {'arrangement':<{width}}  {'time':>10}  {'compute':>10}  {'comm':>10}  "
                      f"{'wait':>10}  {'bound':>10}  {'mem/GPU':>8}  {'vs best':>7}"
                      + (f"  {'model':>10}" if layers > 1 else ""))
@@ -181,11 +190,22 @@ def table_lines(rows, title: str, G=None, layers: int = 1) -> list[str]:
                          f"{format_time(r.wait_s):>10}  {format_time(r.analytic_s):>10}  "
                          f"{format_bytes(r.memory_bytes):>8}  {r.time_s / best:>6.2f}x"
                          + (f"  {format_time(layers * r.time_s):>10}" if layers > 1 else "") + fits)
+        for i, r in enumerate(bounds, len(ok) + 1):
+            lines.append(f"  {i:>2}  {r.arrangement.label:<{width}}  {'-':>10}  {'':>10}  {'':>10}  {'':>10}  "
+                         f"{format_time(r.analytic_s):>10}  {format_bytes(r.memory_bytes):>8}  "
+                         f"{'>' + format(r.analytic_s / best, '.2f'):>6}x")
         lines.append("  time: simulated makespan (contention); compute/comm/wait: the critical rank's split; "
                      "bound: contention-free analytic")
+        if bounds:
+            lines.append(f"  not simulated {len(bounds)}: their bound already exceeds the best simulated time "
+                         f"(--no-prune simulates them)")
         if layers > 1:
             lines.append(f"  model: {layers} identical blocks, {layers} x the time of the one block simulated; "
                          f"mem/GPU is one block's")
+    if twins:
+        lines.append(f"  duplicates {len(twins)}:")
+        for r in twins:
+            lines.append(f"    {r.arrangement.label}: the same schedule as {r.duplicate_of}")
     if skipped:
         lines.append(f"  skipped {len(skipped)}:")
         for r in skipped:
