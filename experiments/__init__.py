@@ -17,6 +17,9 @@ module                     what it holds
 ``step_time``              one arrangement's whole training step of a published model, and its command
 ``paper_code``             a schedule as a paper's own code ran it (Tesseract without the depth all-reduce)
 ``repro_tesseract``        the Tesseract (SUMMA2.5) paper's seven speedups, published vs predicted
+``speedup``                a published speedup at one configuration, with the ratio at other sizes
+``repro_optimus``          Optimus's 2-D over 1-D speedups on 64 Frontera GPUs, published vs predicted
+``repro_3d``               the 3-D TP paper's speedups over 1-D and 2-D on 64 V100s, published vs predicted
 ``repro_megatron``         Megatron-LM's weak-scaling efficiencies on DGX-2H, 1 to 512 GPUs, published vs predicted
 =========================  ==========================================================================
 
@@ -25,4 +28,4 @@ Their results and the lab notes behind them are in experiments/README.md.
 
 __all__ = ["bench_network", "bench_plan", "bench_simulator", "block_time", "calibration_holdout", "cpu_loop",
            "nccl_fidelity", "nccl_realism", "paper_25d_claim", "paper_code", "published", "quiet_host",
-           "repro_megatron", "repro_tesseract", "step_time"]
+           "repro_3d", "repro_megatron", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

@@ -70,7 +70,7 @@ def test_cli_json_names_each_status_and_no_prune_simulates_everything(capsys):
 
 
 def test_table_says_what_was_not_simulated(capsys):
-    out = _out(capsys, ["predict", "--gpus", "4", "--topology", "dgx-a100", "--workload", "gemm", "--m", "4096", "--k", "4096",
-               "--n", "4096", "--algos", "2d,summa25d"])
+    out = _out(capsys, ["predict", "--gpus", "4", "--topology", "dgx-a100", "--workload", "gemm", "--m", "4096",
+                        "--k", "4096", "--n", "4096", "--algos", "2d,summa25d"])
     assert "not simulated 1: their bound already exceeds the best simulated time" in out
     assert "summa25d [2,2,1]: the same schedule as 2d [2,2,1]" in out
