@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from simulator.cli import main as tpsim
 
-__all__ = ["Comparison", "tpsim_json", "write_csv", "write_png", "script_arguments", "within"]
+__all__ = ["Comparison", "tpsim_json", "write_csv", "write_png", "script_arguments", "within", "report"]
 
 WITHIN = 0.15  # the issue's bar: a claim is reproduced when predicted / published is within 15%
 
@@ -137,3 +137,27 @@ def script_arguments(description: str, name: str, argv: list[str] | None = None,
     for path in (args.csv, args.png):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     return args
+
+
+def _value(value: float, unit: str) -> str:
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "efficiency":
+        return f"{value:.0%}"
+    return f"{value:.1f}"
+
+
+def report(rows: list[Comparison], args: argparse.Namespace, title: str,
+           plotted: list[Comparison] | None = None) -> None:
+    """What every reproduction ends with: the markdown table of ``rows`` and how many are within 15% on
+    stdout, the CSV of ``rows`` and the PNG of ``plotted`` (default: ``rows``) at ``args.csv``, ``args.png``."""
+    print("| claim | configuration | published | tpsim | tpsim / published | within 15% |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r.claim} | {r.configuration} | {_value(r.published, r.unit)} | {_value(r.predicted, r.unit)} | "
+              f"{r.ratio:.2f} | {'yes' if r.reproduced else 'no'} |")
+    print(f"\n{sum(r.reproduced for r in rows)} of {len(rows)} within 15%")
+    write_csv(rows, args.csv)
+    write_png(rows if plotted is None else plotted, args.png, title)
+    print(f"wrote {args.csv} and {args.png}")
+

@@ -21,8 +21,7 @@ Deterministic; about 10 s. ``--quick`` (the CI smoke test) leaves out the other 
 
 from __future__ import annotations
 
-from experiments.published import Comparison, script_arguments, write_csv, write_png
-from experiments.repro_tesseract import print_table
+from experiments.published import Comparison, report, script_arguments
 from experiments.speedup import VARIANTS, Config, speedup_row
 
 NAME = "repro_3d"
@@ -50,11 +49,7 @@ def comparisons(quick: bool = False) -> list[Comparison]:
 
 def cli(argv: list[str] | None = None) -> None:
     args = script_arguments(__doc__.splitlines()[0], NAME, argv)
-    rows = comparisons(args.quick)
-    print_table(rows)
-    write_csv(rows, args.csv)
-    write_png(rows, args.png, f"{PAPER}: published vs tpsim on {TOPOLOGY}")
-    print(f"wrote {args.csv} and {args.png}")
+    report(comparisons(args.quick), args, f"{PAPER}: published vs tpsim on {TOPOLOGY}")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import functools
 import math
 
 from experiments.block_time import register_topology
-from experiments.published import Comparison, script_arguments, write_csv, write_png
+from experiments.published import Comparison, report, script_arguments
 from experiments.step_time import Step, training_step
 from topologies.presets import build_preset
 
@@ -166,26 +166,12 @@ def comparisons(quick: bool = False, paper_baseline: bool = False) -> list[Compa
     return rows
 
 
-def print_table(rows: list[Comparison]) -> None:
-    print("| claim | configuration | published | tpsim | tpsim / published | within 15% |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        fmt = (lambda v: f"{v:.1f}") if r.unit == "TFLOP/s" else (lambda v: f"{v:.0%}")
-        print(f"| {r.claim} | {r.configuration} | {fmt(r.published)} | {fmt(r.predicted)} | {r.ratio:.2f} | "
-              f"{'yes' if r.reproduced else 'no'} |")
-    print(f"\n{sum(r.reproduced for r in rows)} of {len(rows)} within 15%")
-
-
 def cli(argv: list[str] | None = None) -> None:
     args = script_arguments(__doc__.splitlines()[0], NAME, argv, extra=[
         ("--paper-baseline", "slow the compute model to the paper's 39 TFLOP/s single-GPU baseline")])
     rows = comparisons(args.quick, args.paper_baseline)
-    print_table(rows)
-    write_csv(rows, args.csv)
-    efficiencies = [r for r in rows if r.unit == "efficiency"]
-    write_png(efficiencies, args.png, f"{PAPER}: weak-scaling efficiency, published vs tpsim on {PRESET}"
-              + (" (paper baseline)" if args.paper_baseline else ""))
-    print(f"wrote {args.csv} and {args.png}")
+    report(rows, args, f"{PAPER}: weak-scaling efficiency, published vs tpsim on {PRESET}"
+           + (" (paper baseline)" if args.paper_baseline else ""), [r for r in rows if r.unit == "efficiency"])
 
 
 if __name__ == "__main__":

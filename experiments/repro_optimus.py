@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from experiments.published import Comparison, script_arguments, write_csv, write_png
-from experiments.repro_tesseract import print_table
+from experiments.published import Comparison, report, script_arguments
 from experiments.speedup import VARIANTS, Config, speedup_row
 
 NAME = "repro_optimus"
@@ -53,11 +52,7 @@ def comparisons(quick: bool = False) -> list[Comparison]:
 
 def cli(argv: list[str] | None = None) -> None:
     args = script_arguments(__doc__.splitlines()[0], NAME, argv)
-    rows = comparisons(args.quick)
-    print_table(rows)
-    write_csv(rows, args.csv)
-    write_png(rows, args.png, f"{PAPER}: published vs tpsim on {TOPOLOGY}")
-    print(f"wrote {args.csv} and {args.png}")
+    report(comparisons(args.quick), args, f"{PAPER}: published vs tpsim on {TOPOLOGY}")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 
 from experiments.block_time import Block, block_time, register_topology
-from experiments.published import Comparison, script_arguments, write_csv, write_png
+from experiments.published import Comparison, report, script_arguments
 from topologies.cluster import fat_tree_cluster
 from topologies.presets import A100_4GPU_SERVER, PRESETS
 
@@ -154,25 +154,11 @@ def comparisons(quick: bool = False, paper_code: bool = False) -> list[Compariso
     return rows
 
 
-def print_table(rows: list[Comparison]) -> None:
-    """The markdown table of published vs predicted, one row per claim."""
-    print("| claim | configuration | published | tpsim | tpsim / published | within 15% |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r.claim} | {r.configuration} | {r.published:.2f}x | {r.predicted:.2f}x | {r.ratio:.2f} | "
-              f"{'yes' if r.reproduced else 'no'} |")
-    print(f"\n{sum(r.reproduced for r in rows)} of {len(rows)} within 15%")
-
-
 def cli(argv: list[str] | None = None) -> None:
     args = script_arguments(__doc__.splitlines()[0], NAME, argv, extra=[
         ("--paper-code", "time Tesseract as the paper's code ran it, without the depth all-reduce")])
-    rows = comparisons(args.quick, args.paper_code)
-    print_table(rows)
-    write_csv(rows, args.csv)
-    write_png(rows, args.png, f"{PAPER}: published vs tpsim on {TOPOLOGY}"
-              + (" (paper code)" if args.paper_code else ""))
-    print(f"wrote {args.csv} and {args.png}")
+    report(comparisons(args.quick, args.paper_code), args,
+           f"{PAPER}: published vs tpsim on {TOPOLOGY}" + (" (paper code)" if args.paper_code else ""))
 
 
 if __name__ == "__main__":
