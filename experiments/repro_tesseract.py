@@ -24,8 +24,8 @@ batch and sequence length of each run are not in the text this script was writte
   gradients (``experiments.paper_code``); the default is the correct algorithm. Both figures are in
   every explanation either way.
 
-Deterministic: same output on every machine. About 40 s; ``--quick`` (the CI smoke test) only the
-strong-scaling rows, about 10 s.
+Deterministic: same output on every machine. About 6 s; ``--quick`` (the CI smoke test) only the
+strong-scaling rows, about 2 s.
 
     python -m experiments.repro_tesseract [--quick] [--paper-code] [--csv FILE] [--png FILE]
 """
