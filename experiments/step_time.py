@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from experiments.block_time import topology
@@ -53,10 +54,7 @@ class Step:
 
     @property
     def tp(self) -> int:
-        n = 1
-        for extent in self.grid:
-            n *= extent
-        return n
+        return math.prod(self.grid)
 
     @property
     def gpus(self) -> int:
