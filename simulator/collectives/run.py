@@ -2,7 +2,8 @@
 
 ``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: it builds
 every NCCL-enabled candidate (algorithm x protocol, ``choose.candidates``), times each as it will be
-simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks. A plan holds the algorithm and
+simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks; the choice is reused for every
+group whose routes are the same up to link names (``equivalence.route_signature``), which is exact. A plan holds the algorithm and
 protocol, the group's step latency and bandwidth read from the routes, and the phases as flows between
 GPU nodes with the delay in front of each. ``run_collective`` runs that plan as a simpy process. Time
 of a collective, contention-free, is ``plan_time_s``: the front (base latency, protocol latency,
@@ -20,6 +21,7 @@ import simpy
 
 from simulator.collectives.choose import candidates, settle
 from simulator.collectives.drain import phase_drain_s
+from simulator.collectives.equivalence import route_signature
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, rail_vias, ring_orders
 from simulator.collectives.protocols import front_s, wire_factor
@@ -98,13 +100,32 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     probe = _cached(cache, ("probe", kind, algorithm, n, root), _probe_pairs, kind, algorithm, n, root)
     probe_GBps = _cached(cache, ("probe_Bps", members, probe), _probe_bandwidth, net.route, members, probe) / 1e9
     options = candidates(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=probe_GBps, algorithm=algorithm)
-    plans = {option: _build(net, kind, members, nbytes, root, *option, params, pattern) for option in options}
-    if len(plans) == 1:
-        best = next(iter(plans.values()))
+    if len(options) == 1:
+        best = _build(net, kind, members, nbytes, root, *options[0], params, pattern)
     else:
-        best = plans[settle({option: plan_time_s(net, plan) for option, plan in plans.items()})]
+        # The choice holds for every group whose routes match these up to link names (``equivalence``).
+        shapes = [_shape_of(cache, kind, name, n, nbytes, root, params, pattern) for name, _ in options]
+        signature = route_signature(net, members, _timed_pairs(shapes))
+        choice_key = ("choice", kind, n, nbytes, root, params, pattern, tuple(options), signature)
+        choice = cache.get(choice_key)
+        if choice is None:
+            plans = {option: _build(net, kind, members, nbytes, root, *option, params, pattern) for option in options}
+            choice = cache[choice_key] = settle({option: plan_time_s(net, plan) for option, plan in plans.items()})
+            best = plans[choice]
+        else:
+            best = _build(net, kind, members, nbytes, root, *choice, params, pattern)
     cache[key] = best
     return best
+
+
+def _timed_pairs(shapes) -> tuple[tuple[int, int, int | None], ...]:
+    """Every (src, dst, via) whose route the candidates' times read: their flows' and their fill hops'."""
+    pairs: dict[tuple, None] = {}
+    for shape in shapes:
+        pairs.update(dict.fromkeys(shape.pairs))
+        for phase in shape.phases:
+            pairs.update(dict.fromkeys((a, b, shape.vias.get((a, b))) for a, b in phase.fill_hops))
+    return tuple(pairs)
 
 
 def plan_time_s(net, plan: CollectivePlan) -> float:
@@ -140,8 +161,7 @@ def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: Colle
 def _build(net, kind, members, nbytes, root, algorithm, protocol, params, pattern) -> CollectivePlan:
     """One candidate: the timed flows of ``algorithm`` with ``protocol``."""
     cache, route, n = net.cache, net.route, len(members)
-    shape = _cached(cache, ("shape", kind, algorithm, n, nbytes, root, params, pattern), _shape,
-                    kind, algorithm, n, nbytes, root, params, pattern)
+    shape = _shape_of(cache, kind, algorithm, n, nbytes, root, params, pattern)
     wire = wire_factor(protocol, kind)
     geometry = _cached(cache, ("hops", members, shape.pairs, pattern), _geometry, net, members, shape.pairs, pattern)
     hop_in, hop_out, bandwidth, networked = geometry
@@ -176,6 +196,11 @@ class _Shape:
     rings: int
     vias: dict
     """(src, dst) -> via rank for hops that take another GPU's NIC rail."""
+
+
+def _shape_of(cache: dict, kind, algorithm, n, nbytes, root, params, pattern) -> _Shape:
+    return _cached(cache, ("shape", kind, algorithm, n, nbytes, root, params, pattern), _shape,
+                   kind, algorithm, n, nbytes, root, params, pattern)
 
 
 def _cached(cache: dict, key, make, *args):
