@@ -16,8 +16,12 @@ from simulator.workloads.functions import FUNCTIONS
 from simulator.workloads.workload import EXAMPLES, FIELDS, PASSES, Workload
 
 
-def check_static(schedule: Schedule) -> None:
-    """Raise ScheduleError at the first ill-formed declaration or op."""
+def check_static(schedule: Schedule, ranks=None) -> None:
+    """Raise ScheduleError at the first ill-formed declaration or op.
+
+    ``ranks``: check only these ranks' programs (declarations and groups are always checked in full);
+    default every rank. ``spread_ranks`` picks the reduced set a generated schedule is checked on.
+    """
     if schedule.dtype not in DTYPE_BYTES:
         raise ScheduleError(f"dtype {schedule.dtype!r} unknown; valid: {', '.join(DTYPE_BYTES)}")
     if len(schedule.buffers) != schedule.world_size:
@@ -25,8 +29,21 @@ def check_static(schedule: Schedule) -> None:
     _check_groups(schedule)
     _check_blocks(schedule)
     with paused_gc():
-        for rank in range(schedule.world_size):
+        for rank in range(schedule.world_size) if ranks is None else ranks:
             _check_program(schedule, rank)
+
+
+def spread_ranks(world_size: int, limit: int = 64) -> list[int]:
+    """Up to ``limit`` ranks spread evenly over ``0 .. world_size - 1``, the first and the last included.
+
+    A generator emits the same program shape on every rank of a grid (a rank's coordinates change its
+    peers and roots, not its ops' kinds and shapes), and the tests prove each generator's programs on
+    every rank of small grids; so an in-process schedule is checked on a spread of ranks (on a 64 x 64
+    grid, rank 64 i + j, one in every row and every column), not on all 4,096 or 16,384.
+    """
+    if world_size <= limit:
+        return list(range(world_size))
+    return sorted({round(i * (world_size - 1) / (limit - 1)) for i in range(limit)})
 
 
 def check_workload(schedule: Schedule) -> Workload:

@@ -1,11 +1,12 @@
-"""`tpsim simulate --validate`: static checks for a schedule built here, the full dry run on request,
-and a schedule file validated once, as it loads."""
+"""`tpsim simulate --validate`: static checks for a schedule built here (on a spread of ranks beyond 64),
+the full dry run on request, and a schedule file validated once, as it loads."""
 
 import pytest
 
 from simulator.cli import main
 from simulator.commands import simulate as simulate_command
 from simulator.ir import serialize
+from simulator.ir.checks import spread_ranks
 
 GEMM = ["--workload", "gemm", "--m", "64", "--k", "64", "--n", "64", "--topology", "dgx-a100"]
 
@@ -28,7 +29,7 @@ def dry_runs(monkeypatch):
 def test_a_built_schedule_gets_the_static_checks_only_by_default(capsys, dry_runs, monkeypatch):
     static = []
     real = simulate_command.check_static
-    monkeypatch.setattr(simulate_command, "check_static", lambda s: static.append(s) or real(s))
+    monkeypatch.setattr(simulate_command, "check_static", lambda s, ranks=None: static.append(s) or real(s, ranks))
     assert main(["simulate", "--algo", "2d", "--gpus", "4", *GEMM]) == 0
     assert dry_runs == [] and len(static) == 1
 
@@ -59,3 +60,19 @@ def test_the_static_checks_still_refuse_a_broken_built_schedule(capsys, monkeypa
     monkeypatch.setattr("simulator.commands.schedule_args.build_schedule", broken)
     assert main(["simulate", "--algo", "1d", "--gpus", "4", *GEMM]) == 2
     assert "rank 0" in capsys.readouterr().err
+
+
+def test_spread_ranks_keeps_small_grids_whole_and_spreads_large_ones():
+    assert spread_ranks(64) == list(range(64))
+    ranks = spread_ranks(4096)
+    assert len(ranks) == 64 and ranks[0] == 0 and ranks[-1] == 4095
+    assert {r // 64 for r in ranks} == set(range(64)) == {r % 64 for r in ranks}  # every row, every column
+
+
+def test_beyond_64_ranks_auto_checks_the_programs_of_the_spread(capsys, monkeypatch):
+    checked = []
+    real = simulate_command.check_static
+    monkeypatch.setattr(simulate_command, "check_static", lambda s, ranks=None: checked.append(ranks) or real(s, ranks))
+    assert main(["simulate", "--algo", "1d", "--gpus", "128", "--workload", "gemm", "--m", "128", "--k", "128",
+                 "--n", "128", "--topology", "dgx-a100:16"]) == 0
+    assert checked == [spread_ranks(128)] and len(checked[0]) == 64
