@@ -185,4 +185,6 @@ def predict_collective_s(net, kind: str, members, nbytes: float, root: int | Non
     drain measured on its own routes (``phase_drain_s``): a lower bound on the flow network's time,
     equal to it where no phase has contention (see the module docstring)."""
     params = params or CollectiveParams.from_graph(net.graph)
-    return plan_time_s(net, plan_collective(net, kind, members, nbytes, root, algorithm, params))
+    plan = plan_collective(net, kind, members, nbytes, root, algorithm, params)
+    # The choice timed the plan already (bit for bit what plan_time_s gives) unless it had one candidate.
+    return plan_time_s(net, plan) if plan.contention_free_s is None else plan.contention_free_s

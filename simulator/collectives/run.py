@@ -3,19 +3,20 @@
 ``plan_collective`` turns (kind, members, nbytes, root, algorithm) into a ``CollectivePlan``: it builds
 every NCCL-enabled candidate (algorithm x protocol, ``choose.candidates``), times each as it will be
 simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks; the choice is reused for every
-group whose routes are the same up to link names (``equivalence.route_signature``), which is exact. A plan holds the algorithm and
-protocol, the group's step latency and bandwidth read from the routes, and the phases as flows between
-GPU nodes with the delay in front of each. ``run_collective`` runs that plan as a simpy process. Time
-of a collective, contention-free, is ``plan_time_s``: the front (base latency, protocol latency,
-start-up) + per phase (``phase_delay_s``: its steps inside servers at the slowest intra-server route's
-latency, its steps between servers at the slowest inter-server route's plus NCCL's network step
-latency, the pipeline fill hop by hop at each hop's rate) + the flows' drain. For a homogeneous group
+group whose routes are the same up to link names (``equivalence.route_signature``), which is exact.
+A plan holds the algorithm and protocol, the group's step latency and bandwidth read from the routes,
+the phases as flows between GPU nodes with the delay in front of each, and the time the choice gave it.
+``run_collective`` runs that plan as a simpy process. Time of a collective, contention-free, is
+``plan_time_s``: the front (base latency, protocol latency, start-up) + per phase (``phase_delay_s``:
+its steps inside servers at the slowest intra-server route's latency, its steps between servers at the
+slowest inter-server route's plus NCCL's network step latency, the pipeline fill hop by hop at each
+hop's rate) + the flows' drain. For a homogeneous group
 (GPUs on one NVSwitch) it is ``closed_form``'s table exactly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import simpy
 
@@ -56,6 +57,8 @@ class CollectivePlan:
     """(delay in front, ((src node, dst node, wire bytes, via node or None), ...)) per phase."""
     groups: tuple[tuple[tuple[int, ...], ...], ...] = ()
     """Per phase, ``flow_groups.same_flows`` of its flows: the indices that run as one weighted flow."""
+    contention_free_s: float | None = field(default=None, compare=False)
+    """``plan_time_s`` of this plan where the choice computed it (a group of one candidate: None)."""
 
 
 def _validate(kind, members, nbytes, root, algorithm) -> int:
@@ -107,13 +110,16 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
         shapes = [_shape_of(cache, kind, name, n, nbytes, root, params, pattern) for name, _ in options]
         signature = route_signature(net, members, _timed_pairs(shapes))
         choice_key = ("choice", kind, n, nbytes, root, params, pattern, tuple(options), signature)
-        choice = cache.get(choice_key)
-        if choice is None:
+        chosen = cache.get(choice_key)
+        if chosen is None:
             plans = {option: _build(net, kind, members, nbytes, root, *option, params, pattern) for option in options}
-            choice = cache[choice_key] = settle({option: plan_time_s(net, plan) for option, plan in plans.items()})
-            best = plans[choice]
+            times = {option: plan_time_s(net, plan) for option, plan in plans.items()}
+            choice = settle(times)
+            cache[choice_key] = choice, times[choice]
+            best = replace(plans[choice], contention_free_s=times[choice])
         else:
-            best = _build(net, kind, members, nbytes, root, *choice, params, pattern)
+            choice, time_s = chosen
+            best = replace(_build(net, kind, members, nbytes, root, *choice, params, pattern), contention_free_s=time_s)
     cache[key] = best
     return best
 

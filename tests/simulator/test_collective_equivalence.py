@@ -13,7 +13,7 @@ import pytest
 import simpy
 
 from simulator.collectives.equivalence import route_signature
-from simulator.collectives.run import plan_collective
+from simulator.collectives.run import plan_collective, plan_time_s
 from simulator.network.flow_network import FlowNetwork
 from topologies import load_topology
 from topologies.validate import gpu_nodes
@@ -67,3 +67,12 @@ def test_a_slower_link_gets_its_own_signature():
     G.edges[first_hop]["bandwidth_GBps"] /= 2
     slowed = _net(G)
     assert route_signature(slowed, rows[0], pairs) != route_signature(slowed, rows[1], pairs)
+
+
+@pytest.mark.parametrize("kind,nbytes,root", CASES)
+def test_the_time_the_choice_kept_is_the_plans_own(kind, nbytes, root):
+    G = load_topology("dgx-h100:8")
+    net = _net(G)
+    for members in _groups(G):  # the first row and column are timed, the others reuse their choice
+        plan = plan_collective(net, kind, members, nbytes, root)
+        assert plan.contention_free_s == plan_time_s(net, plan)
