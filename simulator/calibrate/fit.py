@@ -134,8 +134,7 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
         # The reference kind (factor 1) is the one most buckets hold; ties in COLLECTIVE_KINDS order.
         counts = Counter(key[0] for key in fit_keys)
         by_count = sorted(counts, key=lambda kind: (-counts[kind], COLLECTIVE_KINDS.index(kind)))
-        knobs = collective_knobs(G0, kinds, params.protocol, max(key[2] for key in fit_keys),
-                                 by_count if kind_factors else [])
+        knobs = collective_knobs(G0, kinds, by_count if kind_factors else [])
         measured = np.array([reps[key].time_s for key in fit_keys])
         values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
         log.info("collective fit on %d buckets: rms log error %.4f, %s", len(fit_keys), rms,
