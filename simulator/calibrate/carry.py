@@ -6,9 +6,9 @@ base and the per-hop latency; the fitted ``sim`` keys (collective latency and st
 factors, the protocol where ``--protocol`` set it, gemm efficiencies). ``undetermined`` names what the
 samples could not tell, so a user knows which values of a larger topology are still the preset's: the
 rate and latency of every link kind that a topology of this node kind has at two servers or more but
-no sample crossed (InfiniBand and the NIC attach from a single-server log), and the start-up terms
-where the protocol was LL (they do not touch LL), and every knob the fit left exactly where it started
-(the samples' times do not depend on it: NVSwitch rates in a log whose rings are bound by InfiniBand).
+no sample crossed (InfiniBand and the NIC attach from a single-server log), and every knob the fit
+left exactly where it started (the samples' times do not depend on it: NVSwitch rates in a log whose
+rings are bound by InfiniBand, the start-up terms from sends with LL only).
 
 Example::
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from simulator.calibrate.knobs import KIND_FACTORS_KEY, STARTUP_KEYS
+from simulator.calibrate.knobs import KIND_FACTORS_KEY
 from topologies.errors import TopologyError
 from topologies.presets import build_preset
 from topologies.profile import Profile, class_rate, node_kind, preset_family
@@ -78,9 +78,6 @@ def carried_profile(base, fitted, knobs, values, sim_keys: list[str], sources: s
     undetermined = [f"{kind}.{name}" for kind in sorted(kinds_at_scale(base) - {k.key for k in knobs})
                     for name in ("bandwidth_GBps", "latency_us")]
     undetermined += [_name(knob) for knob in unmoved]
-    fitted_sim = {knob.key for knob in knobs if knob.target == "sim"}
-    if knobs:
-        undetermined += [key for key in STARTUP_KEYS if key not in fitted_sim]
     name = str(base.graph.get("name", "?"))
     notes = f"Fitted by tpsim calibrate on {name} to {sources}."
     if undetermined:

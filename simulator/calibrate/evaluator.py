@@ -38,9 +38,22 @@ from simulator.network.flow_network import FlowNetwork
 from topologies import gpu_nodes
 from topologies.kinds import NETWORK_EDGE_KINDS
 
-__all__ = ["CollectiveEvaluator", "members_for"]
+__all__ = ["CollectiveEvaluator", "members_for", "ALL_REDUCE_ALGORITHMS", "algorithm_for"]
+
+ALL_REDUCE_ALGORITHMS = ("ring", "double_binary_tree")
+"""The all_reduce algorithms a fit may be told NCCL ran (NCCL_ALGO=Ring, Tree): the only kind NCCL runs
+two ways across servers; every other kind has one NCCL algorithm (``choose.nccl_algorithms``)."""
 
 _PROBE_BYTES = 1 << 20  # any size: the pairs an algorithm uses do not depend on it
+
+
+def algorithm_for(kind: str, all_reduce_algorithm: str | None) -> str | None:
+    """The algorithm to fix for a collective of ``kind``: ``all_reduce_algorithm`` for an all_reduce, else
+    None (the NCCL-like choice); InputError for one not in ``ALL_REDUCE_ALGORITHMS``."""
+    if all_reduce_algorithm is not None and all_reduce_algorithm not in ALL_REDUCE_ALGORITHMS:
+        raise InputError(f"all_reduce algorithm {all_reduce_algorithm!r} cannot be fitted; valid: "
+                         f"{', '.join(ALL_REDUCE_ALGORITHMS)}")
+    return all_reduce_algorithm if kind == "all_reduce" else None
 
 
 def members_for(G, ranks: int, what: str = "sample") -> list:
@@ -97,9 +110,10 @@ class _Phase:
 class _Group:
     """One (kind, ranks) group planned once on the base graph."""
 
-    def __init__(self, net: FlowNetwork, classes: dict, kind: str, members: list, params: CollectiveParams):
+    def __init__(self, net: FlowNetwork, classes: dict, kind: str, members: list, params: CollectiveParams,
+                 algorithm: str | None = None):
         graph = net.graph
-        self.kind, self.n = kind, len(members)
+        self.kind, self.n, self.fixed = kind, len(members), algorithm
         self.n_nodes, self.pattern = server_pattern(graph, members)
         self.nvls_efficiency = params.nvls_efficiency
         self.classes = classes
@@ -108,7 +122,7 @@ class _Group:
                        for a, b, _ in ph.flows]
         self.probe = self._routes(net, probe_pairs, 1)
         self.algorithms, self.phases = {}, {}
-        for algorithm in nccl_algorithms(kind, self.n, params, self.n_nodes):
+        for algorithm in (algorithm,) if algorithm else nccl_algorithms(kind, self.n, params, self.n_nodes):
             plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
             routes = self._routes(net, pairs, plan.rings)
@@ -183,7 +197,8 @@ class _Group:
             return params.base_latency_s
         nbytes = nbytes * params.bytes_factor(self.kind)  # as plan_collective does
         probe_bw = float(np.min(self.probe.min_rate_Bps * scale))
-        options = candidates(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes, bandwidth_GBps=probe_bw / 1e9)
+        options = candidates(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes, bandwidth_GBps=probe_bw / 1e9,
+                             algorithm=self.fixed)
         times = {option: self._candidate_s(*option, nbytes, scale, latency_s, params) for option in options}
         return times[settle(times)]
 
@@ -209,8 +224,9 @@ class _Group:
 class CollectiveEvaluator:
     """Predicts (kind, ranks, nbytes) times on ``base`` with link classes rescaled; see the module doc."""
 
-    def __init__(self, base, keys: list[tuple[str, int, int]]):
-        """``keys``: (kind, ranks, nbytes) to predict, ranks on the first GPUs of ``base``."""
+    def __init__(self, base, keys: list[tuple[str, int, int]], all_reduce_algorithm: str | None = None):
+        """``keys``: (kind, ranks, nbytes) to predict, ranks on the first GPUs of ``base``; every all_reduce
+        runs ``all_reduce_algorithm`` where given (``algorithm_for``), else the NCCL-like choice."""
         kinds = sorted({data["kind"] for _, _, data in base.edges(data=True)})
         self.classes = {kind: i for i, kind in enumerate(kinds)}
         self.keys = list(keys)
@@ -220,7 +236,8 @@ class CollectiveEvaluator:
         for kind, ranks, _ in self.keys:
             if (kind, ranks) not in self._groups:
                 members = members_for(base, ranks)
-                self._groups[(kind, ranks)] = _Group(net, self.classes, kind, members, params)
+                self._groups[(kind, ranks)] = _Group(net, self.classes, kind, members, params,
+                                                     algorithm_for(kind, all_reduce_algorithm))
         self._base_latency = np.zeros(len(kinds))
         for _, _, data in base.edges(data=True):  # only read for classes that are not fitted
             c = self.classes[data["kind"]]

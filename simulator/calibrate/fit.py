@@ -28,7 +28,7 @@ import numpy as np
 import simpy
 
 from simulator.calibrate.carry import carried_profile
-from simulator.calibrate.evaluator import CollectiveEvaluator, members_for
+from simulator.calibrate.evaluator import CollectiveEvaluator, algorithm_for, members_for
 from simulator.calibrate.gemm_fit import fit_gemms
 from simulator.calibrate.holdout import Holdout, alternate_sizes
 from simulator.calibrate.knobs import apply_values, collective_knobs
@@ -52,15 +52,17 @@ log = logging.getLogger(__name__)
 Bucket = tuple[str, int, int]
 
 
-def simulate_buckets(G, keys: list[Bucket]) -> list[float]:
-    """Flow-simulated seconds of each (kind, ranks, nbytes) on ``G``'s first GPUs, one after another."""
+def simulate_buckets(G, keys: list[Bucket], all_reduce_algorithm: str | None = None) -> list[float]:
+    """Flow-simulated seconds of each (kind, ranks, nbytes) on ``G``'s first GPUs, one after another; every
+    all_reduce runs ``all_reduce_algorithm`` where given (``evaluator.algorithm_for``)."""
     env = simpy.Environment()
     net = FlowNetwork(env, G)
     times = []
     for kind, ranks, nbytes in keys:
         start = env.now
         root = 0 if kind in ("broadcast", "reduce") else None
-        proc = run_collective(env, net, kind, members_for(G, ranks), nbytes, root=root)
+        proc = run_collective(env, net, kind, members_for(G, ranks), nbytes, root=root,
+                              algorithm=algorithm_for(kind, all_reduce_algorithm))
         env.run(until=proc)
         times.append(env.now - start)
     return times
@@ -93,7 +95,7 @@ def _check(base, collectives, gemms) -> None:
 
 def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample], *,
               holdout: Holdout | None = None, fit_min_bytes: int = 0, protocol: str | None = None,
-              kind_factors: bool = True) -> Calibration:
+              kind_factors: bool = True, all_reduce_algorithm: str | None = None) -> Calibration:
     """Fit ``base`` to the samples; see the module docstring.
 
     ``holdout``: True for samples the fit must not see (default: every other eligible size of each
@@ -101,7 +103,9 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     below it are not fitted (reported as below the fit range). ``protocol``: set the base's
     ``collective_protocol`` (auto, simple, ll128, ll) before fitting; default the base's own.
     ``kind_factors``: fit a bytes factor per collective kind where the samples hold several
-    (``knobs``); False keeps one set of rates for every kind.
+    (``knobs``); False keeps one set of rates for every kind. ``all_reduce_algorithm``: fit every
+    all_reduce as this algorithm (ring or double_binary_tree: what the measured NCCL ran, NCCL_ALGO),
+    default the NCCL-like choice; the profile carries rates, not the algorithm.
     """
     collectives, gemms = list(collectives), list(gemms)
     _check(base, collectives, gemms)
@@ -110,6 +114,7 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     if protocol is not None:
         G0.graph["sim"]["collective_protocol"] = protocol
     params = CollectiveParams.from_graph(G0)  # InputError for a bad protocol or sim value
+    algorithm_for("all_reduce", all_reduce_algorithm)  # InputError for an algorithm a fit cannot fix
     buckets = _buckets(collectives)
     reps = {key: CollectiveSample(*key, statistics.median(s.time_s for s in group), group[0].source)
             for key, group in buckets.items()}
@@ -128,14 +133,13 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     graph = G0
     knobs, values = [], []
     if fit_keys:
-        evaluator = CollectiveEvaluator(G0, fit_keys)
+        evaluator = CollectiveEvaluator(G0, fit_keys, all_reduce_algorithm)
         kinds = evaluator.exercised_kinds()
         evaluator.check_latency_uniform(kinds)
         # The reference kind (factor 1) is the one most buckets hold; ties in COLLECTIVE_KINDS order.
         counts = Counter(key[0] for key in fit_keys)
         by_count = sorted(counts, key=lambda kind: (-counts[kind], COLLECTIVE_KINDS.index(kind)))
-        knobs = collective_knobs(G0, kinds, params.protocol, max(key[2] for key in fit_keys),
-                                 by_count if kind_factors else [])
+        knobs = collective_knobs(G0, kinds, by_count if kind_factors else [])
         measured = np.array([reps[key].time_s for key in fit_keys])
         values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
         log.info("collective fit on %d buckets: rms log error %.4f, %s", len(fit_keys), rms,
@@ -145,6 +149,9 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
         parameters.update(fitted)
         base_parameters.update(before)
         notes += _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, rms, params.protocol)
+        if all_reduce_algorithm and any(key[0] == "all_reduce" for key in fit_keys):
+            notes.append(f"Every all_reduce fitted and predicted as {all_reduce_algorithm}, not the NCCL-like choice; "
+                         f"the profile carries the rates, and predictions with it choose again.")
     gemm = fit_gemms(graph, gemms)
     if gemm.sim:
         graph.graph["sim"].update(gemm.sim)
@@ -165,7 +172,7 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     base_notes = base.graph.get("notes", "")
     graph.graph["notes"] = " ".join(notes) + (f" Base: {base_notes}" if base_notes else "")
     keys = list(reps)
-    predicted = dict(zip(keys, simulate_buckets(graph, keys))) if keys else {}
+    predicted = dict(zip(keys, simulate_buckets(graph, keys, all_reduce_algorithm))) if keys else {}
 
     def rows(selected) -> tuple[ErrorRow, ...]:
         return tuple(ErrorRow(*key, reps[key].time_s, predicted[key], predicted[key] / reps[key].time_s - 1,

@@ -5,9 +5,10 @@ Collective knobs, each fitted in log space (every one is a positive rate, time o
 - ``<kind>.bandwidth_scale``: every edge of that kind gets bandwidth_GBps x s (1e-3 .. 1e3);
 - ``<kind>.latency_us``: every edge of that kind gets this latency_us, per hop (1e-4 .. 1e4 us);
 - ``collective_base_latency_us``: the per-collective software latency (1e-2 .. 1e5 us);
-- ``collective_startup_bytes``: the end of the start-up regime (256 B .. 1 GiB, or the largest
-  sample if larger);
-- ``collective_channel_bandwidth_GBps``: the rate during start-up (1e-3 .. 1e4 GB/s).
+- ``collective_startup_bytes``: the end of the start-up regime (256 B .. 16 MiB, ``STARTUP_MAX_BYTES``:
+  a pipeline fill, not a per-byte cost);
+- ``collective_channel_bandwidth_GBps``: the rate during start-up (0.1 GB/s, ``CHANNEL_MIN_GBPS``, up
+  to the base topology's fastest link).
 
 - ``kind_factor.<collective>``: that collective kind's bytes of work per byte of S
   (``collective_kind_bytes_factors``, 1e-2 .. 1e2), one per kind the samples hold but the reference
@@ -18,8 +19,10 @@ Collective knobs, each fitted in log space (every one is a positive rate, time o
 samples use; other kinds keep their base values. Bandwidth is a factor, not a value, so a class whose
 edges differ (a fat tree's leaf-spine bundles under oversubscription) keeps its ratios; latency is one
 value per hop for the class. ``collective_step_latency_us`` is not fitted: on a route it only adds to
-the hop latencies, so the two cannot be told apart. The start-up knobs are fitted only when the
-protocol can be LL128 or Simple (they do not touch LL). Compute knobs (``gemm_efficiency``,
+the hop latencies, so the two cannot be told apart. The start-up knobs are fitted whatever the
+protocol: ``protocols.front_s`` charges the start-up to LL, LL128 and Simple alike, all but a send with
+LL (at most 16 KiB, one LL buffer: no pipeline to fill); samples that are all such sends leave them
+where they started, and ``carry`` names them undetermined. Compute knobs (``gemm_efficiency``,
 ``half_efficiency_dim``) are in ``gemm_fit``.
 """
 
@@ -30,15 +33,27 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Knob", "collective_knobs", "apply_values", "set_kind_factor", "STARTUP_KEYS", "KIND_FACTORS_KEY"]
+__all__ = ["Knob", "collective_knobs", "apply_values", "set_kind_factor", "STARTUP_KEYS", "KIND_FACTORS_KEY",
+           "STARTUP_MAX_BYTES", "CHANNEL_MIN_GBPS"]
 
 STARTUP_KEYS = ("collective_startup_bytes", "collective_channel_bandwidth_GBps")
 KIND_FACTORS_KEY = "collective_kind_bytes_factors"
 
 _SIM_DEFAULTS = {"collective_base_latency_us": 8.0, "collective_startup_bytes": float(1 << 20),
                  "collective_channel_bandwidth_GBps": 20.0}  # CollectiveParams' defaults
-_SIM_BOUNDS = {"collective_base_latency_us": (1e-2, 1e5), "collective_startup_bytes": (256.0, float(1 << 30)),
-               "collective_channel_bandwidth_GBps": (1e-3, 1e4)}
+STARTUP_MAX_BYTES = 16 << 20
+"""Largest ``collective_startup_bytes`` a fit may reach: 4 x NCCL_BUFFSIZE (4 MiB), every slot of a
+Simple channel's FIFO (NCCL_STEPS = 8 slots of 512 KiB) filled four times over."""
+# Why a cap: the term is a pipeline fill, the first slices a channel carries before the ring streams (1 MiB on
+# A100, 4 MiB read off an H20 log for Hopper). Left free up to the largest sample, the fit turned it into a
+# per-byte cost of every size (16 GB at 101 GB/s on the 2-server Azure log) that absorbed the link rates and
+# did not carry to 16 servers (+15% to +36% from 64 MiB).
+CHANNEL_MIN_GBPS = 0.1
+"""Slowest rate the start-up may run at: a decade below a gloo socket on a loaded CPU host (about 1 GB/s
+fitted here). The fastest is the base topology's fastest link (``collective_knobs``): one channel's
+first slices cross one link, so they cannot move faster than it."""
+_SIM_BOUNDS = {"collective_base_latency_us": (1e-2, 1e5), "collective_startup_bytes": (256.0, float(STARTUP_MAX_BYTES)),
+               "collective_channel_bandwidth_GBps": (CHANNEL_MIN_GBPS, None)}
 
 
 @dataclass(frozen=True)
@@ -80,21 +95,19 @@ def _uniform_latency(G: nx.DiGraph, kind: str) -> float:
     return max(values) if values else 0.0
 
 
-def collective_knobs(G: nx.DiGraph, link_kinds: list[str], protocol: str, max_nbytes: int = 0,
-                     collective_kinds: list[str] = ()) -> list[Knob]:
-    """The collective knobs for the exercised ``link_kinds`` of ``G`` under ``protocol`` (see module doc);
-    the start-up bytes may reach ``max_nbytes`` (the largest sample) where that is above 1 GiB; a kind
-    factor for each of ``collective_kinds`` but the first (the reference)."""
+def collective_knobs(G: nx.DiGraph, link_kinds: list[str], collective_kinds: list[str] = ()) -> list[Knob]:
+    """The collective knobs for the exercised ``link_kinds`` of ``G`` (see module doc); a kind factor for
+    each of ``collective_kinds`` but the first (the reference)."""
     knobs = []
     for kind in link_kinds:
         knobs.append(Knob(f"{kind}.bandwidth_scale", "bandwidth", kind, 1.0, 1e-3, 1e3))
         knobs.append(Knob(f"{kind}.latency_us", "latency", kind, _uniform_latency(G, kind), 1e-4, 1e4))
     sim = G.graph.get("sim") or {}
-    keys = ["collective_base_latency_us"] + (list(STARTUP_KEYS) if protocol != "ll" else [])
-    for key in keys:
+    fastest = max((d.get("bandwidth_GBps", 0.0) for _, _, d in G.edges(data=True)), default=0.0)
+    for key in ("collective_base_latency_us", *STARTUP_KEYS):
         lower, upper = _SIM_BOUNDS[key]
-        if key == "collective_startup_bytes":
-            upper = max(upper, float(max_nbytes))
+        if upper is None:  # the channel rate: up to the fastest link, never below a decade over the floor
+            upper = max(fastest, 10 * lower)
         knobs.append(Knob(key, "sim", key, float(sim.get(key, _SIM_DEFAULTS[key])), lower, upper))
     factors = sim.get(KIND_FACTORS_KEY) or {}
     for kind in list(collective_kinds)[1:]:

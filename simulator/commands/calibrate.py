@@ -28,6 +28,7 @@ import logging
 import os
 
 from simulator.calibrate import holdout as split
+from simulator.calibrate.evaluator import ALL_REDUCE_ALGORITHMS
 from simulator.calibrate.fit import calibrate
 from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
 from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
@@ -70,6 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "interleaved when the record has them")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"),
                    help="set collective_protocol before fitting (default: the base topology's)")
+    p.add_argument("--algo", choices=ALL_REDUCE_ALGORITHMS,
+                   help="fit every all_reduce as this algorithm, the one the measured NCCL ran (NCCL_ALGO=Ring or "
+                        "Tree; default: the NCCL-like choice, the fastest simulated). On two servers the model's "
+                        "tree sends half the ring's bytes through each NIC, so a log NCCL ran as rings, fitted as "
+                        "the tree, puts its NICs at half their rate")
     p.add_argument("--no-kind-factors", action="store_true",
                    help="one set of link rates for every collective kind (default: a bytes factor per kind where "
                         "the samples hold several)")
@@ -155,7 +161,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     holdout = _holdout(args, collectives, fit_min)
     with Progress("tpsim calibrate", what=f"fitting {len(collectives):,} collective and {len(gemms):,} gemm samples"):
         result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min,
-                           protocol=args.protocol, kind_factors=not args.no_kind_factors)
+                           protocol=args.protocol, kind_factors=not args.no_kind_factors,
+                           all_reduce_algorithm=args.algo)
     result.write(args.output)
     log.info("wrote %s", args.output)
     if args.profile:

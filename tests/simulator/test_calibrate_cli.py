@@ -153,7 +153,7 @@ def test_from_bench_reads_a_bench_record_and_fits_links_and_gemms(tmp_path, caps
     base.graph["sim"]["collective_protocol"] = "simple"
     truth = {"loopback.bandwidth_scale": 0.5, "loopback.latency_us": 30.0, "collective_base_latency_us": 80.0,
              "collective_startup_bytes": 64 << 10, "collective_channel_bandwidth_GBps": 0.8}
-    knobs = collective_knobs(base, ["loopback"], "simple")
+    knobs = collective_knobs(base, ["loopback"])
     true_graph = apply_values(base, knobs, [truth[k.name] for k in knobs])
     keys = [(op, r, 4 << (2 * k)) for op in ("all_reduce", "broadcast") for r in (2, 4) for k in range(10)]
     keys += [("send", 2, 4 << (2 * k)) for k in range(10)]

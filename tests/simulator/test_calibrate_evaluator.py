@@ -34,7 +34,7 @@ def test_evaluator_equals_the_simulator_at_random_knob_values(spec):
     keys = _keys(G)
     evaluator = CollectiveEvaluator(G, keys)
     # Every kind but the reference (all_reduce) gets a bytes factor, at random like the other knobs.
-    knobs = collective_knobs(G, evaluator.exercised_kinds(), "auto", collective_kinds=[*KINDS, "send"])
+    knobs = collective_knobs(G, evaluator.exercised_kinds(), collective_kinds=[*KINDS, "send"])
     assert sum(k.target == "kind" for k in knobs) == len(KINDS)
     rng = np.random.default_rng(7)
     values = [k.start * float(np.exp(rng.normal(0, 0.5))) for k in knobs]

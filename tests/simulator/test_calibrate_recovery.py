@@ -22,7 +22,7 @@ def _truth(spec: str, kinds: list[str], truth: dict, protocol: str | None = None
     base = load_topology(spec)
     if protocol:
         base.graph["sim"]["collective_protocol"] = protocol
-    knobs = collective_knobs(base, kinds, protocol or "auto", collective_kinds=collective_kinds)
+    knobs = collective_knobs(base, kinds, collective_kinds=collective_kinds)
     return base, apply_values(base, knobs, [truth[k.name] for k in knobs])
 
 
