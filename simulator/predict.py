@@ -37,6 +37,8 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Callable
@@ -50,6 +52,7 @@ from simulator.ir.schedule import Schedule
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.training.search import plan_training
+from simulator.workers import ordered_map
 from simulator.workloads.workload import Workload
 from topologies import Router
 
@@ -138,17 +141,22 @@ def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str =
 
 def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", dtype: str = "bfloat16",
             algorithms: dict[str, str] | None = None, candidates: list[Arrangement] | None = None,
-            progress: Callable[[Arrangement], None] | None = None, prune: bool = False) -> list[Prediction]:
+            progress: Callable[[Arrangement], None] | None = None, prune: bool = False,
+            workers: int = 1) -> list[Prediction]:
     """Predictions for ``candidates`` (default: every arrangement of ``gpus``), ranked fastest first,
     skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes.
-    ``prune``: bound first and simulate only what could win (module docstring)."""
+    ``prune``: bound first and simulate only what could win (module docstring). ``workers``: forked
+    processes that bound and simulate arrangements side by side (``simulator.workers``); the rows are
+    the same for every count."""
     candidates = arrangements(gpus) if candidates is None else candidates
     router = Router(G)  # one route cache for every arrangement on this topology
     if prune:
-        return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress)
+        return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers)
     rows = []
-    for a in candidates:
-        rows.append(predict_one(G, a, workload, passes, dtype, algorithms, router))
+    one = functools.partial(predict_one, G, workload=workload, passes=passes, dtype=dtype, algorithms=algorithms,
+                            router=router)
+    for a, row in zip(candidates, ordered_map(one, candidates, workers)):
+        rows.append(row)
         log.info("%s: %s", a.label, rows[-1].skipped or f"{rows[-1].time_s:.6g} s")
         if progress is not None:
             progress(a)
@@ -199,30 +207,51 @@ def _without_duplicates(rows, digests, workload, passes, dtype) -> list[Predicti
     return out
 
 
-def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress) -> list[Prediction]:
+def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers=1) -> list[Prediction]:
     """``predict`` with pruning: bound everything, drop duplicates, simulate in bound order while a row
-    could still win."""
-    pairs = [_bounded(G, a, workload, passes, dtype, algorithms, router) for a in candidates]
+    could still win.
+
+    With ``workers`` > 1 the next ``workers`` rows whose bound is below the best time so far are
+    simulated side by side, then taken in bound order as one worker would have: a row whose bound
+    exceeds a time an earlier row of its batch just set is left at its bound (its simulation wasted),
+    so the rows are those of ``workers=1``.
+    """
+    def bounded(a):
+        return _bounded(G, a, workload, passes, dtype, algorithms, router)
+
+    def simulated(row):
+        a = row.arrangement
+        sim = simulate(_build(a, workload, passes, dtype), G, a.placement, algorithms=algorithms, timeline=False,
+                       router=router)
+        return dataclasses.replace(row, time_s=sim.makespan_s, compute_s=sim.compute_s, comm_s=sim.comm_s,
+                                   wait_s=sim.wait_s, simulated=True)
+
+    pairs = list(ordered_map(bounded, candidates, workers))
     rows = _without_duplicates([row for row, _ in pairs], [digest for _, digest in pairs], workload, passes, dtype)
     order = {a: i for i, a in enumerate(candidates)}
     by_bound = sorted((r for r in rows if not r.skipped and not r.duplicate_of),
                       key=lambda r: (r.analytic_s, order[r.arrangement]))
     best = None
     done, pruned = [], []
-    for row in by_bound:
-        a = row.arrangement
-        if best is not None and row.analytic_s > best:
-            pruned.append(row)
+    i = 0
+    while i < len(by_bound):
+        if best is not None and by_bound[i].analytic_s > best:
+            batch, results = by_bound[i:], None  # bounds only grow from here: none of these can win
         else:
-            schedule = _build(a, workload, passes, dtype)
-            sim = simulate(schedule, G, a.placement, algorithms=algorithms, timeline=False, router=router)
-            row = dataclasses.replace(row, time_s=sim.makespan_s, compute_s=sim.compute_s, comm_s=sim.comm_s,
-                                      wait_s=sim.wait_s, simulated=True)
-            done.append(row)
-            best = row.time_s if best is None else min(best, row.time_s)
-        log.info("%s: %s", a.label, f"{row.time_s:.6g} s" if row.simulated else "bound")
-        if progress is not None:
-            progress(a)
+            batch = [by_bound[i]] + list(itertools.takewhile(lambda r: best is None or r.analytic_s <= best,
+                                                             by_bound[i + 1:i + workers]))
+            results = list(ordered_map(simulated, batch, workers))
+        for k, row in enumerate(batch):
+            if best is not None and row.analytic_s > best:
+                pruned.append(row)
+            else:
+                row = results[k]
+                done.append(row)
+                best = row.time_s if best is None else min(best, row.time_s)
+            log.info("%s: %s", row.arrangement.label, f"{row.time_s:.6g} s" if row.simulated else "bound")
+            if progress is not None:
+                progress(row.arrangement)
+        i += len(batch)
     for row in rows:
         if (row.skipped or row.duplicate_of) and progress is not None:
             progress(row.arrangement)

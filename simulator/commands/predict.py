@@ -4,12 +4,13 @@
                   | --batch B --seq S --hidden H --heads A [--ffn F] [--dropout P] | --model NAME --batch B)
                   [--layers L]
                   [--pass both] [--dtype bfloat16] [--placement P|all] [--algos 1d,2d,...] [--overlap]
-                  [--algo-override KIND=ALGO ...] [--no-prune] [--json] [--csv FILE] [--png FILE]
+                  [--algo-override KIND=ALGO ...] [--no-prune] [--workers N] [--json] [--csv FILE] [--png FILE]
 
 Every legal arrangement (``simulator.predict``) is bounded, and simulated in bound order while it
 could still be the fastest: one whose contention-free bound exceeds the best simulated time is left at
 its bound, and one whose schedule equals an arrangement already simulated is listed as its duplicate
-(``--no-prune`` simulates every arrangement). The table ranks the simulated ones by predicted time
+(``--no-prune`` simulates every arrangement); ``--workers N`` does both in N forked processes
+(``simulator.workers``) with the same table. The table ranks the simulated ones by predicted time
 with the critical rank's compute / communication / wait split, the contention-free bound, per-GPU
 block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
 Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulator.progress``).
@@ -42,6 +43,7 @@ from simulator.limits import check_ranks
 from simulator.predict import arrangements, predict
 from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
+from simulator.workers import MAX_WORKERS
 from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
@@ -65,6 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--no-prune", action="store_true",
                    help="simulate every arrangement (default: only those whose contention-free bound could "
                         "still beat the best simulated time, and no schedule twice)")
+    s.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="bound and simulate arrangements in N forked processes side by side (default 1); "
+                        "the table is the same for every N, and each process needs one simulation's memory")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the ranked rows as a JSON list")
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")
@@ -95,7 +100,12 @@ def predict_command(args: argparse.Namespace) -> int:
     if args.gpus < 1:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
     check_ranks(args.gpus, f"--gpus {args.gpus}")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise InputError(f"--workers must be 1..{MAX_WORKERS} (processes), got {args.workers}")
     training = args.global_batch is not None
+    if training and args.workers != 1:
+        raise InputError("--workers applies to ranking one block; the training plan (--global-batch) runs in "
+                         "one process: leave --workers out")
     if not training:
         _no_training_flags(args)
     micro_batch = args.batch
@@ -116,7 +126,7 @@ def predict_command(args: argparse.Namespace) -> int:
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
-                       progress=lambda _: bar.update(), prune=not args.no_prune)
+                       progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers)
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     layers = layers_of(args, workload)
     if workload.name == "transformer":
