@@ -31,7 +31,8 @@ work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), 
 model), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
 ``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked; with a global batch, the
-whole model's training plan from ``training``). Topologies live
+whole model's training plan from ``training``), ``workers`` (calls spread over forked processes, for
+``predict --workers``). Topologies live
 in the top-level ``topologies`` package.
 
 To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm`` subclass, added to
@@ -45,4 +46,4 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 
 __all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
            "gcpause", "ir", "limits", "memory", "network", "predict", "predict_plot", "progress", "simpy_internals",
-           "sizes", "timing", "training", "workloads"]
+           "sizes", "timing", "training", "workers", "workloads"]

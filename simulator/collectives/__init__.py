@@ -15,6 +15,7 @@ module              what it holds
 ``trees``           binomial and NCCL's double binary trees
 ``nccl_tree``       NCCL's tree all_reduce: chains in servers, a double binary tree across, per channel
 ``drain``           when a phase's last flow arrives, alone on the network
+``equivalence``     route signatures: groups that make the same choice of algorithm and protocol
 ``protocols``       NCCL's LL, LL128 and Simple protocols: their cost in the model
 ``nccl_tuning``     NCCL's own tuning model (tuning.cc's constants): the time NCCL predicts per candidate
 ``choose``          NCCL's order of preference, filtered by the simulated times of the candidates
