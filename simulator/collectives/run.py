@@ -22,13 +22,12 @@ import simpy
 
 from simulator.collectives.choose import candidates, settle
 from simulator.collectives.drain import phase_drain_s
-from simulator.collectives.equivalence import route_signature
+from simulator.collectives.equivalence import networked_links, route_signature
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, rail_vias, ring_orders
 from simulator.collectives.protocols import front_s, wire_factor
 from simulator.errors import InputError
 from simulator.network.flow_groups import same_flows
-from topologies.kinds import NETWORK_EDGE_KINDS
 
 __all__ = ["CollectivePlan", "phase_delay_s", "plan_collective", "plan_time_s", "run_collective", "server_pattern"]
 
@@ -232,14 +231,14 @@ def _geometry(net, members, pairs, pattern) -> tuple[float, float, float | None,
     their smallest bottleneck (None: no pairs), and whether a route between servers crosses the network
     (an InfiniBand or Ethernet edge; GPUs of different servers joined by NVLink, as in a torus, do not)."""
     inside, between, bandwidth, networked = 0.0, 0.0, None, False
-    edges, graph = net.links.edges, net.graph
+    network_link = networked_links(net)
     for a, b, v in pairs:
         r = net.route(members[a], members[b], None if v is None else members[v])
         if pattern[a] == pattern[b]:
             inside = max(inside, r.latency_s)
         else:
             between = max(between, r.latency_s)
-            networked = networked or any(graph.edges[edges[link]]["kind"] in NETWORK_EDGE_KINDS for link in r.links)
+            networked = networked or any(network_link[link] for link in r.links)
         bandwidth = r.bandwidth_Bps if bandwidth is None else min(bandwidth, r.bandwidth_Bps)
     return inside, between, bandwidth, networked
 
