@@ -16,6 +16,7 @@ module               what it holds
 ``nccl_lines``       one line of nccl-tests output: launcher tags, NCCL's own lines, the test it names
 ``nccl_tests``       parsing nccl-tests output (all_reduce_perf, all_gather_perf, ...)
 ``from_nccl_tests``  nccl-tests logs as collective samples
+``enqueue_floor``    the host's floor under an nccl-tests time (one thread enqueues on its nGpus)
 ``from_bench``       a ``tpsim bench`` record as samples
 ``knobs``            what is fitted, its bounds, and how a value lands on the graph
 ``evaluator``        the fast closed-form predictions of the fit's inner loop

@@ -23,7 +23,8 @@ line there that is not a row raises InputError naming file and line, as does a l
 **The test** is read from the log first: the ``# Collective test starting: all_gather_perf`` line of newer
 versions, or the job's command line (``mpirun ... ./build/all_reduce_perf -b 8 -e 8G``); then from the file
 name (``all_reduce_perf_8gpu.log``, also ``nccl_allgather.log``). A log naming two tests is refused.
-``NcclTestsLog.hosts`` and ``device`` come from the ``# Rank ... on HOST device ... NAME`` lines.
+``NcclTestsLog.hosts`` and ``device`` come from the ``# Rank ... on HOST device ... NAME`` lines,
+``gpus_per_thread`` from the ``# nThread 1 nGpus 8 ...`` header (the largest where runs differ).
 
 Values are checked as they are read, each failure one InputError naming the file, the line and the
 value as printed: sizes and counts are integers >= 0, times finite and > 0 (the out-of-place one is
@@ -104,6 +105,9 @@ class NcclTestsLog:
     """The host of each rank, from the first run's "# Rank ... on HOST" lines (empty where it lists none)."""
     device: str | None = None
     """The first rank's device name as printed ("A100-SXM4-40GB", "NVIDIA H200"), None where not listed."""
+    gpus_per_thread: int = 1
+    """GPUs each nccl-tests thread drove (the header's ``nGpus``; 1 where it has none): the host's enqueue
+    floor under the times (``enqueue_floor``)."""
 
     @property
     def n_servers(self) -> int | None:
@@ -277,8 +281,9 @@ def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
     op, op_source = _operation(name, named)
     merged = merge_repeats(((row.size_bytes, row.type, row.redop, row.root), row) for row in rows)
     listed = runs[0]["hosts"] if runs else []
+    per_thread = max((run["n_gpus"] for run in runs if run["n_gpus"]), default=1)
     return NcclTestsLog(name, op, ranks, tuple(row for _, row in merged), op_source,
-                        tuple(host for host, _ in listed), listed[0][1] if listed else None)
+                        tuple(host for host, _ in listed), listed[0][1] if listed else None, per_thread)
 
 
 def _comment(stripped: str, where: str, number: int, runs: list[dict], table, tags: str):

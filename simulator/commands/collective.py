@@ -7,6 +7,10 @@ running the collective's flows (``simulator.collectives``);
 algbw = S / t and busbw = algbw x factor follow nccl-tests (factor 2(n-1)/n for all_reduce,
 (n-1)/n for all_gather and reduce_scatter, 1 for broadcast and reduce); S is the buffer size, the
 output size for all_gather, the input size for reduce_scatter.
+
+``--compare LOG`` predicts what nccl-tests prints: the simulated time, or the host's enqueue floor where
+the log's thread drove several GPUs and that is longer (``simulator.calibrate.enqueue_floor``); its JSON
+rows keep the simulated time as ``simulated_time_s`` and the floor as ``host_floor_s``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import sys
 
 import simpy
 
+from simulator.calibrate.enqueue_floor import ENQUEUE_S_PER_GPU, enqueue_floor_s, measured_time_s
 from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
@@ -56,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="rank -> GPU: linear (default), depth-major, column-major, or a file of GPU indices")
     p.add_argument("--sweep", action="store_true", help="sizes 8 B .. 1 GiB (factor 2), an nccl-tests-style table")
     p.add_argument("--compare", metavar="LOG", help="predict every size of an nccl-tests log and print the "
-                   "error against its out-of-place time")
+                   "error against its out-of-place time (with the host's enqueue floor of the log's nGpus)")
     p.add_argument("--json", action="store_true", help="print JSON (an object, or a list with --sweep/--compare)")
     p.set_defaults(func=collective_command)
 
@@ -132,7 +137,11 @@ def collective_command(args: argparse.Namespace) -> int:
     if note:
         sys.stderr.write(note + "\n")
     if measured:
+        floor = enqueue_floor_s(log.gpus_per_thread)
         for r in results:
+            # What nccl-tests would print: the GPUs' time, or the host's enqueue on its nGpus if longer.
+            r["simulated_time_s"], r["host_floor_s"] = r["time_s"], floor
+            r["time_s"] = measured_time_s(r["time_s"], log.gpus_per_thread)
             r["measured_time_s"] = measured[r["bytes"]]
             r["error"] = r["time_s"] / r["measured_time_s"] - 1
     if args.json:
@@ -170,10 +179,14 @@ def _table(results: list[dict], members: list) -> str:
 def _compare_table(results: list[dict], log_path: str) -> str:
     """Measured (out-of-place) vs simulated time per size."""
     first = results[0]
+    floor_us = first["host_floor_s"] * 1e6
     lines = [f"# {first['op']} on {first['ranks']} ranks of {first['topology']} vs {os.path.basename(log_path)}",
-             f"#{'size':>12} {'measured':>10} {'simulated':>10} {'error':>7}  algorithm/protocol",
+             f"# predicted: the simulated time, or where it is shorter the host's enqueue floor of {floor_us:.1f} us "
+             f"(the log's nGpus x {ENQUEUE_S_PER_GPU * 1e6:.1f} us, marked *)",
+             f"#{'size':>12} {'measured':>10} {'predicted':>10} {'error':>7}  algorithm/protocol",
              f"#{'(B)':>12} {'(us)':>10} {'(us)':>10} {'':>7}"]
     for r in results:
-        lines.append(f" {r['bytes']:>12} {r['measured_time_s'] * 1e6:>10.2f} {r['time_s'] * 1e6:>10.2f} "
+        mark = "*" if r["simulated_time_s"] < r["host_floor_s"] else " "
+        lines.append(f" {r['bytes']:>12} {r['measured_time_s'] * 1e6:>10.2f} {r['time_s'] * 1e6:>9.2f}{mark} "
                      f"{r['error'] * 100:>+6.1f}%  {r['algorithm']}/{r['protocol']}")
     return "\n".join(lines)
