@@ -48,9 +48,10 @@ Inter-server steps: NCCL's tuning model (src/graph/tuning.cc, ``hwLatencies``) c
 1.3 us, and NCCL's table would add 1.4 us on top of it; the published multi-server logs measure far
 more, so the default is read off them: 10 us per step between servers (NIC, proxy thread and network
 software). With it the smallest sizes of Azure's all_reduce on 2, 4, 8 and 16 A100 servers
-(2-8 KiB: 34-41, 53-58, 77-82, 97-103 us; NCCL's tree, 2 log2(servers) network steps) are predicted
-within -8..+13%, and GCP's H200 all_gather on 2 servers (ring LL, one network step, 28 us) within
--10%, where 1.4 us gave -40..-65% on both (``python -m experiments.nccl_fidelity``). The LL128/Simple
+(1-8 KiB: 34-41, 53-58, 77-82, 97-103 us; NCCL's tree, 2 log2(servers) network steps) are predicted
+within -8..+13% (one 2 KiB row on 32 GPUs, measured at twice its neighbours, aside), and GCP's H200
+all_gather on 2 servers (ring LL, one network step, 28 us) within -10%, where 1.4 us gave -40..-65% on
+both (``tpsim collective --compare LOG`` on each log of ``tests/data/nccl-tests``). The LL128/Simple
 surcharges of NCCL's table are left to the start-up term above, which the A100 logs fit (their
 intercept does not grow with the number of ranks as NCCL's table would have it).
 
