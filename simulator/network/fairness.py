@@ -29,13 +29,29 @@ Components. The flows a change reaches split into connected components (flows jo
 links). ``components`` finds them; most are one flow alone on its links, whose share needs no fill.
 Filling each of the others on its own gives the numbers one fill of their union gives (the reference
 network still does that, ``FlowNetwork(group=False)``).
+
+Loose links. A link whose flows could not fill it even at their routes' bottleneck rates (its
+``demand``, the sum of its records' bottleneck bandwidths, below ``limit``, its capacity less a
+margin) never saturates, so it joins no flows into a component. Why, exactly: when a link is popped
+with unfrozen flows at share s, each of them is below its own bottleneck link's entry (it is still in
+the heap, at most ``capacity / weight``), and every frozen flow got such a share too, so the link's
+capacity is at most its demand, less than the limit (``LOOSE_MARGIN`` covers rounding in the
+residuals and in the running demand). A link that is never popped only ever has its scratch
+residual touched, so leaving it out changes no saturation, no share and no bit; it splits the
+staggered shifts of Cannon and the trees of NCCL, whose flows otherwise chain across the whole
+cluster through shared NIC and switch links they cannot fill (``tests/simulator/test_network_groups.py``
+holds the result to the reference network, which crosses every link).
 """
 
 from __future__ import annotations
 
 import heapq
 
-__all__ = ["component", "components", "fill"]
+__all__ = ["component", "components", "fill", "LOOSE_MARGIN"]
+
+# A link is loose below capacity x (1 - LOOSE_MARGIN): far above the rounding of the residuals (one
+# ulp per subtraction) and of the running demand (reset whenever the link empties).
+LOOSE_MARGIN = 1e-6
 
 
 def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> tuple[list, list[int]]:
@@ -63,16 +79,19 @@ def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> 
     return order, links
 
 
-def components(seeds: list, stamp: int, on_link: list[dict], load: list[int],
-               mark: list[int]) -> tuple[list, list[tuple[list, list[int]]]]:
-    """The flows connected to ``seeds``, split into connected components: ``(alone, shared)``.
+def components(seeds: list, stamp: int, on_link: list[dict], load: list[int], mark: list[int],
+               demand: list[float], limit: list[float]) -> tuple[list, list[tuple[list, list[int]]]]:
+    """The flows connected to ``seeds`` through tight links, split into connected components:
+    ``(alone, shared)``.
 
-    ``alone``: flows with no other flow on any of their links; their fair share is their route's
-    bottleneck over their weight (the fill would pop min(capacity / weight) first, and rounding is
-    monotonic, so the two are equal). ``shared``: (flows, links) of every other component. A fill of
-    each component on its own gives what one fill of their union gives: a link's share depends only
-    on the flows on it, so the saturations of one component happen in the same order, with the same
-    values, whatever the others do. ``flow.seen`` and ``mark[link]`` are set to ``stamp``.
+    A link is tight when ``demand[link] >= limit[link]`` (loose links join nothing; see the module
+    docstring). ``alone``: flows with no other flow on any of their tight links; their fair share is
+    their route's bottleneck over their weight (the bottleneck link is tight, since the flow's own
+    demand fills it; the fill would pop min(capacity / weight) first, and rounding is monotonic, so
+    the two are equal). ``shared``: (flows, tight links) of every other component. A fill of each
+    component on its own gives what one fill of their union gives: a link's share depends only on
+    the flows on it, so the saturations of one component happen in the same order, with the same
+    values, whatever the others do. ``flow.seen`` and ``mark[link]`` (tight links) are set to ``stamp``.
     """
     alone: list = []
     shared: list[tuple[list, list[int]]] = []
@@ -82,20 +101,41 @@ def components(seeds: list, stamp: int, on_link: list[dict], load: list[int],
         seed.seen = stamp
         w = seed.weight
         for link in seed.links:
-            if load[link] != w:
+            if load[link] != w and demand[link] >= limit[link]:
                 break
         else:
             alone.append(seed)
             continue
-        shared.append(component([seed], stamp, on_link, mark))
+        shared.append(_tight_component(seed, stamp, on_link, mark, demand, limit))
     return alone, shared
 
 
+def _tight_component(seed, stamp: int, on_link: list[dict], mark: list[int], demand: list[float],
+                     limit: list[float]) -> tuple[list, list[int]]:
+    """``component`` of one seed (already stamped) that crosses tight links only."""
+    order = [seed]
+    links: list[int] = []
+    append_link, append_flow = links.append, order.append
+    i = 0
+    while i < len(order):
+        for link in order[i].links:
+            if mark[link] != stamp and demand[link] >= limit[link]:
+                mark[link] = stamp
+                append_link(link)
+                for other in on_link[link].values():
+                    if other.seen != stamp:
+                        other.seen = stamp
+                        append_flow(other)
+        i += 1
+    return order, links
+
+
 def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],
-         residual: list[float], count: list[int]) -> None:
+         residual: list[float], count: list[int], mark: list[int]) -> None:
     """Progressive filling over ``links`` (a closed component): set ``flow.share`` (per member) of
     every flow on them. ``load[link]``: units (summed weights) on the link; ``residual`` and ``count``
-    are scratch arrays indexed by link."""
+    are scratch arrays indexed by link; only links with ``mark[link] == stamp`` (the component's; its
+    flows' loose links are not) enter the heap."""
     heap = []
     for link in links:
         residual[link] = c = cap[link]
@@ -124,6 +164,6 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
                 changed[other] = None
         for other in changed:
             n = count[other]
-            if n > 0 and other != link:
+            if n > 0 and other != link and mark[other] == stamp:
                 left = residual[other]
                 push(heap, ((left if left > 0.0 else 0.0) / n, other))

@@ -56,7 +56,7 @@ import networkx as nx
 import simpy
 
 from simulator.errors import InputError
-from simulator.network.fairness import component, components, fill
+from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.network.routes import HopRouter, LinkTable, Route
 from simulator.simpy_internals import succeed_later
@@ -142,6 +142,11 @@ class FlowNetwork:
         self._mark = [0] * n_links  # fill number that last visited a link (component search)
         self._residual = [0.0] * n_links  # scratch for the fill
         self._count = [0] * n_links
+        self._demand = [0.0] * n_links  # summed bottleneck rates of the records on a link (B/s)
+        self._reference = not group or record
+        # Below its limit a link is loose and joins no flows into a component (``fairness``); the
+        # reference network crosses every link.
+        self._limit = [-1.0 if self._reference else c * (1.0 - LOOSE_MARGIN) for c in self._cap]
         self._bytes_done = [0.0] * n_links
         self._busy_s = [0.0] * n_links
         self._busy_since = [0.0] * n_links
@@ -150,7 +155,6 @@ class FlowNetwork:
         self._flush_scheduled = False
         self._drains: list[tuple] = []  # heap of (drain time, flow number, version)
         self._wakeups: list[float] = []  # heap of times with a scheduled drain check
-        self._reference = not group or record
         self.flow_count = 0
         """Transfers started (including zero-time ones; a group counts its members)."""
         self.flow_records = 0
@@ -268,8 +272,9 @@ class FlowNetwork:
         new, self._pending = self._pending, []
         now = self.env.now
         on_link, load, busy_since, active = self._on_link, self._load, self._busy_since, self._active
+        demand = self._demand
         for flow in new:
-            fid, w = flow.fid, flow.weight
+            fid, w, rate = flow.fid, flow.weight, flow.bottleneck
             active[fid] = flow
             for link in flow.links:
                 flows = on_link[link]
@@ -277,6 +282,7 @@ class FlowNetwork:
                     busy_since[link] = now
                 flows[fid] = flow
                 load[link] += w
+                demand[link] += rate
             if self.timeline is not None:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
         self._refill(new)
@@ -296,13 +302,13 @@ class FlowNetwork:
                 seeds[0].share = seeds[0].bottleneck
             else:
                 order, links = component(seeds, stamp, on_link, self._mark)
-                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count, self._mark)
         else:
-            order, shared = components(seeds, stamp, on_link, load, self._mark)
+            order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
             for flow in order:
                 flow.share = flow.bottleneck / flow.weight
             for flows, links in shared:
-                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count, self._mark)
                 order += flows
         now = self.env.now
         drains, timeline = self._drains, self.timeline
@@ -376,9 +382,10 @@ class FlowNetwork:
                     bytes_done[link] += nbytes
         busy_s, busy_since = self._busy_s, self._busy_since
         env, timeline = self.env, self.timeline
+        demand, limit = self._demand, self._limit
         touched: dict[int, None] = {}
         for flow in drained:
-            fid, w = flow.fid, flow.weight
+            fid, w, rate = flow.fid, flow.weight, flow.bottleneck
             del active[fid]
             flow.left = 0.0
             for link in flow.links:
@@ -386,9 +393,13 @@ class FlowNetwork:
                 del flows[fid]
                 load[link] -= w
                 if flows:
-                    touched[link] = None
+                    # A link loose with this flow on it joined nothing: its other flows keep their rates.
+                    if demand[link] >= limit[link]:
+                        touched[link] = None
+                    demand[link] -= rate
                 else:
                     busy_s[link] += now - busy_since[link]
+                    demand[link] = 0.0  # no drift carried into the link's next busy period
             if timeline is not None:
                 self._log(flow, "drain")
             succeed_later(env, flow.event, flow.nbytes, flow.latency_s)  # one route latency later
