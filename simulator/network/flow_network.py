@@ -1,6 +1,6 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
-One concept at 400 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
+One concept at 420 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
 up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
 docstrings that say why each step keeps results bit for bit; the fill, the component search, the
 groups and the link table already live beside it (``fairness``, ``flow_groups``, ``routes``).
@@ -18,7 +18,9 @@ connected to it through shared links (transitively). Only that component is re-f
 rate does not change keep their predicted drain time untouched. Starts and drains that happen at the
 same simulated instant are batched into one recomputation (a zero-delay simpy event), so a collective
 that starts 4,096 flows at once costs one fill, not 4,096; each connected component of the flows
-reached is filled on its own, and a flow alone on its links needs no fill at all. The fill itself
+reached is filled on its own, and a flow alone on its links needs no fill at all. Links the flows on
+them could not fill even at their routes' bottleneck rates (*loose* links) join nothing, exactly: they
+never saturate (``fairness``), and a drain on one re-fills nobody. The fill itself
 (weighted progressive filling) lives in ``simulator.network.fairness``; links and cached routes in
 ``simulator.network.routes``.
 
