@@ -37,10 +37,10 @@ with unfrozen flows at share s, each of them is below its own bottleneck link's 
 the heap, at most ``capacity / weight``), and every frozen flow got such a share too, so the link's
 capacity is at most its demand, less than the limit (``LOOSE_MARGIN`` covers rounding in the
 residuals and in the running demand). A link that is never popped only ever has its scratch
-residual touched, so leaving it out changes no saturation, no share and no bit; it splits the
-staggered shifts of Cannon and the trees of NCCL, whose flows otherwise chain across the whole
-cluster through shared NIC and switch links they cannot fill (``tests/simulator/test_network_groups.py``
-holds the result to the reference network, which crosses every link).
+residual touched, so leaving it out changes no saturation, no share and no bit. It splits the
+components Cannon's shifts chain across a cluster through links they cannot fill (NCCL's trees,
+joined through leaf-spine links they can fill, gain nothing); ``tests/simulator/test_network_groups.py``
+holds the result to the reference network, whose limits are -inf so that it crosses every link.
 """
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ __all__ = ["component", "components", "fill", "LOOSE_MARGIN"]
 LOOSE_MARGIN = 1e-6
 
 
-def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> tuple[list, list[int]]:
-    """Flows and links connected to ``seeds`` through shared links, breadth-first in insertion order,
-    as one list each (the reference network's walk: ``seeds`` first, then what they reach).
+def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int], demand: list[float],
+              limit: list[float]) -> tuple[list, list[int]]:
+    """Flows and tight links (``demand[link] >= limit[link]``) connected to ``seeds`` through tight
+    links, breadth-first in insertion order, as one list each (``seeds`` first, then what they reach;
+    the reference network's limits are -inf, so it crosses every link).
 
     ``flow.seen`` and ``mark[link]`` are set to ``stamp`` for everything reached.
     """
@@ -68,7 +70,7 @@ def component(seeds: list, stamp: int, on_link: list[dict], mark: list[int]) -> 
     i = 0
     while i < len(order):
         for link in order[i].links:
-            if mark[link] != stamp:
+            if mark[link] != stamp and demand[link] >= limit[link]:
                 mark[link] = stamp
                 append_link(link)
                 for other in on_link[link].values():
@@ -106,28 +108,8 @@ def components(seeds: list, stamp: int, on_link: list[dict], load: list[int], ma
         else:
             alone.append(seed)
             continue
-        shared.append(_tight_component(seed, stamp, on_link, mark, demand, limit))
+        shared.append(component([seed], stamp, on_link, mark, demand, limit))
     return alone, shared
-
-
-def _tight_component(seed, stamp: int, on_link: list[dict], mark: list[int], demand: list[float],
-                     limit: list[float]) -> tuple[list, list[int]]:
-    """``component`` of one seed (already stamped) that crosses tight links only."""
-    order = [seed]
-    links: list[int] = []
-    append_link, append_flow = links.append, order.append
-    i = 0
-    while i < len(order):
-        for link in order[i].links:
-            if mark[link] != stamp and demand[link] >= limit[link]:
-                mark[link] = stamp
-                append_link(link)
-                for other in on_link[link].values():
-                    if other.seen != stamp:
-                        other.seen = stamp
-                        append_flow(other)
-        i += 1
-    return order, links
 
 
 def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],

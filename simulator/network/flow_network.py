@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -148,7 +149,7 @@ class FlowNetwork:
         self._reference = not group or record
         # Below its limit a link is loose and joins no flows into a component (``fairness``); the
         # reference network crosses every link.
-        self._limit = [-1.0 if self._reference else c * (1.0 - LOOSE_MARGIN) for c in self._cap]
+        self._limit = [-math.inf if self._reference else c * (1.0 - LOOSE_MARGIN) for c in self._cap]
         self._bytes_done = [0.0] * n_links
         self._busy_s = [0.0] * n_links
         self._busy_since = [0.0] * n_links
@@ -303,7 +304,7 @@ class FlowNetwork:
                 order = seeds
                 seeds[0].share = seeds[0].bottleneck
             else:
-                order, links = component(seeds, stamp, on_link, self._mark)
+                order, links = component(seeds, stamp, on_link, self._mark, self._demand, self._limit)
                 fill(links, stamp, on_link, load, self._cap, self._residual, self._count, self._mark)
         else:
             order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
