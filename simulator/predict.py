@@ -49,12 +49,12 @@ from simulator.algorithms.arrangement import Arrangement, arrangements
 from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.errors import NotApplicable
 from simulator.ir.schedule import Schedule
+from simulator.network.topology_cache import TopologyCache
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.training.search import plan_training
 from simulator.workers import ordered_map
 from simulator.workloads.workload import Workload
-from topologies import Router
 
 __all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes", "plan_training"]
 
@@ -149,7 +149,7 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
     processes that bound and simulate arrangements side by side (``simulator.workers``); the rows are
     the same for every count."""
     candidates = arrangements(gpus) if candidates is None else candidates
-    router = Router(G)  # one route cache for every arrangement on this topology
+    router = TopologyCache(G)  # one route and plan cache for every arrangement on this topology
     if prune:
         return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers)
     rows = []

@@ -7,7 +7,8 @@ module              what it holds
 ``fairness``        weighted max-min fairness by progressive filling, per connected component
 ``flow_groups``     groups of identical flows, simulated once and replayed per member
 ``routes``          a topology as numbered links with capacity and latency; cached routes
+``topology_cache``  the links, routes and collective plans every network on one topology can share
 ==================  ===============================================================================
 """
 
-__all__ = ["fairness", "flow_groups", "flow_network", "routes"]
+__all__ = ["fairness", "flow_groups", "flow_network", "routes", "topology_cache"]

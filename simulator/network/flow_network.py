@@ -62,6 +62,7 @@ from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.network.routes import HopRouter, LinkTable, Route
+from simulator.network.topology_cache import TopologyCache
 from simulator.simpy_internals import succeed_later
 
 __all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
@@ -125,7 +126,8 @@ class FlowNetwork:
 
     ``graph`` is a networkx DiGraph whose edges carry ``bandwidth_GBps`` (> 0, per direction, 1 GB =
     1e9 B) and ``latency_us`` (>= 0). ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
-    default: ``topologies.routing.Router`` (or a fewest-hops BFS where that is not installed).
+    default: ``topologies.routing.Router`` (or a fewest-hops BFS where that is not installed); a
+    ``TopologyCache`` of ``graph`` shares its link table, routes and plan cache with other networks.
     ``record=True`` keeps ``timeline``, a list of ``FlowEvent`` (for tests and traces).
     ``group=False`` (implied by ``record``) runs the reference algorithm the faster default is held to:
     every flow of ``transfer_all`` alone, and one fill over all the components a change touches.
@@ -135,7 +137,10 @@ class FlowNetwork:
                  group: bool = True):
         self.env = env
         self.graph = graph
-        self.links = LinkTable(graph, router)
+        shared = router if isinstance(router, TopologyCache) else None
+        if shared is not None and shared.graph is not graph:
+            raise ValueError("FlowNetwork: the TopologyCache was built for another graph")
+        self.links = shared.links if shared is not None else LinkTable(graph, router)
         """The graph's links by number and the routes between nodes (``simulator.network.routes``)."""
         self.router = self.links.router
         self._edges, self._cap = self.links.edges, self.links.cap
@@ -167,8 +172,9 @@ class FlowNetwork:
         self.fills = 0
         """Fairness recomputations run (one per batch of same-instant starts/drains)."""
         self.timeline: list[FlowEvent] | None = [] if record else None
-        self.cache: dict = {}
-        """Free-form cache for the layers above (collective plans), cleared with the network."""
+        self.cache: dict = shared.plans if shared is not None else {}
+        """Cache for the layers above (collective plans): entries fixed by the graph and their keys, so
+        networks on one ``TopologyCache`` share it."""
 
     def route(self, src, dst, via=None) -> Route:
         """The cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``; ``via``: NCCL's PXN)."""

@@ -133,7 +133,9 @@ class ClosedForms:
         self.net = FlowNetwork(simpy.Environment(), G, router=router)  # routes and plan cache; never run
         self.params = params if params is not None else CollectiveParams.from_graph(G)
         self.algorithms = dict(algorithms or {})
-        self._memo: dict[tuple, float] = {}
+        # In the network's plan cache, so analyses on one ``TopologyCache`` share it (keyed by what it reads).
+        memo_key = ("closed forms", tuple(sorted(self.algorithms.items())), self.params)
+        self._memo: dict[tuple, float] = self.net.cache.setdefault(memo_key, {})
 
     def __call__(self, inst: Instance) -> float:
         key = (inst.kind, inst.gpus, inst.nbytes, inst.root)

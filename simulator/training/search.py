@@ -27,6 +27,7 @@ from typing import Callable, Iterable
 import networkx as nx
 
 from simulator.errors import NotApplicable
+from simulator.network.topology_cache import TopologyCache
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.step import StepOptions, StepTime, build_block, step_time
@@ -102,6 +103,7 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
     """Rows for ``candidates`` in the order of the module docstring. ``make_block(B)`` is the transformer
     block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row."""
     candidates = list(candidates)
+    router = router if router is not None else TopologyCache(G)  # routes and plans shared by every row
     rows: list[PlanRow] = []
     def bounded(a: TrainingArrangement, b: int) -> PlanRow:
         block = make_block(b)
