@@ -117,7 +117,17 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
     """Progressive filling over ``links`` (a closed component): set ``flow.share`` (per member) of
     every flow on them. ``load[link]``: units (summed weights) on the link; ``residual`` and ``count``
     are scratch arrays indexed by link; only links with ``mark[link] == stamp`` (the component's; its
-    flows' loose links are not) enter the heap."""
+    flows' loose links are not) enter the heap.
+
+    Lazy heap. A freeze only ever raises the share of the other links its flow crosses (it takes
+    at most their share from them), so a link's entry is not renewed when it changes: an entry at or
+    below the link's share waits in the heap, and when it comes to the top and is out of date it is
+    pushed again at the link's share then. The links saturate in the order, and at the shares, of a
+    heap renewed on every change (what this fill did before, one push per changed link per
+    saturation): an out-of-date entry comes to the top only below every link's share, and a valid
+    entry is then the smallest share, ties to the lowest link number, as before. A link whose
+    residual rounded below zero was never valid there and is dropped here.
+    """
     heap = []
     for link in links:
         residual[link] = c = cap[link]
@@ -128,9 +138,13 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
     while heap:
         share, link = pop(heap)
         n = count[link]
-        if n == 0 or share != residual[link] / n:
-            continue  # saturated already, or a stale entry
-        changed: dict[int, None] = {}
+        if n == 0:
+            continue  # saturated already
+        left = residual[link]
+        if share != left / n:
+            if left >= 0.0:
+                push(heap, ((left if left > 0.0 else 0.0) / n, link))  # out of date: at its share now
+            continue
         for flow in on_link[link].values():
             if flow.frozen == stamp:
                 continue
@@ -143,9 +157,3 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
                     left -= share
                 residual[other] = left
                 count[other] -= w
-                changed[other] = None
-        for other in changed:
-            n = count[other]
-            if n > 0 and other != link and mark[other] == stamp:
-                left = residual[other]
-                push(heap, ((left if left > 0.0 else 0.0) / n, other))
