@@ -113,11 +113,11 @@ def components(seeds: list, stamp: int, on_link: list[dict], load: list[int], ma
 
 
 def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],
-         residual: list[float], count: list[int], mark: list[int]) -> None:
+         residual: list[float], count: list[int]) -> None:
     """Progressive filling over ``links`` (a closed component): set ``flow.share`` (per member) of
     every flow on them. ``load[link]``: units (summed weights) on the link; ``residual`` and ``count``
-    are scratch arrays indexed by link; only links with ``mark[link] == stamp`` (the component's; its
-    flows' loose links are not) enter the heap.
+    are scratch arrays indexed by link; only ``links`` enter the heap (the component's tight links: its
+    flows' loose links never saturate, ``components``).
 
     Lazy heap. A freeze only ever raises the share of the other links its flow crosses (it takes
     at most their share from them), so a link's entry is not renewed when it changes: an entry at or

@@ -1,6 +1,6 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
-One concept at 420 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
+One concept at 430 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
 up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
 docstrings that say why each step keeps results bit for bit; the fill, the component search, the
 groups and the link table already live beside it (``fairness``, ``flow_groups``, ``routes``).
@@ -311,13 +311,13 @@ class FlowNetwork:
                 seeds[0].share = seeds[0].bottleneck
             else:
                 order, links = component(seeds, stamp, on_link, self._mark, self._demand, self._limit)
-                fill(links, stamp, on_link, load, self._cap, self._residual, self._count, self._mark)
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
         else:
             order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
             for flow in order:
                 flow.share = flow.bottleneck / flow.weight
             for flows, links in shared:
-                fill(links, stamp, on_link, load, self._cap, self._residual, self._count, self._mark)
+                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
                 order += flows
         now = self.env.now
         drains, timeline = self._drains, self.timeline

@@ -43,10 +43,5 @@ class TopologyCache:
         self.graph = graph
         self.links = LinkTable(graph, router)
         """The graph's links by number and the routes between nodes, searched once per pair."""
-        self.router = self.links.router
         self.plans: dict = {}
         """``FlowNetwork.cache`` of every network built with this cache."""
-
-    def path(self, src, dst) -> tuple:
-        """The router's edge path (so a cache also serves where a router is expected)."""
-        return self.router.path(src, dst)
