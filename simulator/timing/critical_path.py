@@ -51,8 +51,11 @@ class CriticalPath:
         self.finish_s: list[float | None] = [None] * world
 
 
-def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> CriticalPath:
-    """Walk ``plan`` with every instance lasting ``comm_time(instance)``; ScheduleError on a deadlock."""
+def critical_path(plan: Plan, comm_time: Callable[[Instance], float], timeline: bool = True) -> CriticalPath:
+    """Walk ``plan`` with every instance lasting ``comm_time(instance)``; ScheduleError on a deadlock.
+
+    ``timeline=False`` leaves compute ops' and asynchronous ops' times unfilled (``fill_timeline``):
+    per-rank totals and part times read only blocking steps, and the fill is 4% of a 4,096-GPU bound."""
     plan.reset()
     out = CriticalPath(plan)
     world = len(plan.items)
@@ -121,7 +124,8 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float]) -> Critica
         raise ScheduleError(f"deadlock: rank {rank} is blocked at step {step} "
                             f"({plan.schedule.programs[rank][step].short()}) in {inst.label()}; "
                             f"{len(stuck)} of {world} ranks never finish")
-    fill_timeline(plan, out.starts, out.ends)
+    if timeline:
+        fill_timeline(plan, out.starts, out.ends)
     return out
 
 
@@ -157,7 +161,7 @@ def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None
     with paused_gc():
         plan = plan if plan is not None else plan_on_graph(schedule, G, placement, compute)
         compiled = time.perf_counter()
-        walk = critical_path(plan, ClosedForms(G, algorithms, router=router))
+        walk = critical_path(plan, ClosedForms(G, algorithms, router=router), timeline)
     per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], walk.comm_s[r], walk.wait_s[r],
                                walk.finish_s[r]) for r in range(schedule.world_size))
     stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
