@@ -130,8 +130,8 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float], timeline: 
 
 
 class ClosedForms:
-    """``comm_time`` from ``simulator.collectives.closed_form.predict_collective_s``: each instance alone on the network,
-    with the algorithm and protocol ``run_collective`` would use, memoised by the instance's shape."""
+    """``comm_time`` from ``simulator.collectives.closed_form.predict_collective_s``: each instance alone on
+    the network, with the algorithm and protocol ``run_collective`` would use, memoised by the instance's shape."""
 
     def __init__(self, G: nx.DiGraph, algorithms: dict[str, str] | None = None, params=None, router=None):
         self.net = FlowNetwork(simpy.Environment(), G, router=router)  # routes and plan cache; never run
