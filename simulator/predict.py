@@ -15,14 +15,16 @@ Every other is simulated on the flow network (``simulator.timing.simulation``, c
 and timed by the analytic, contention-free model (``simulator.timing.critical_path``) as a bound, then the
 list is ranked by simulated time (ties: algorithm, then grid, then placement, in listing order).
 
-With ``prune=True`` (what ``tpsim predict`` does unless ``--no-prune``) the bound comes first: every
-arrangement is built and bounded (cheap: no flows), then simulated in order of its bound, fastest
-first. One whose bound exceeds the best simulated time so far cannot win (the bound is a lower bound
-on the simulated time) and is not simulated: its row keeps the bound, with ``simulated=False``
-(status "bound" in the JSON). One whose schedule equals, op for op, that of an arrangement already
-simulated with the same placement (2d [q,q,1] and summa25d [q,q,1]) is not simulated again: its row
-names it (``duplicate_of``, status "duplicate"). The ranking is the same as without pruning for every
-row that could be first; pruned rows follow the simulated ones, by bound.
+With ``prune=True`` (what ``tpsim predict`` does unless ``--no-prune``) the bounds come first: every
+arrangement is built and given its solo-rank bound (``simulator.timing.solo_bound``: a few ranks
+walked alone, peers on time; no compile, no flows), then taken in order of that bound, fastest first:
+compiled and given the analytic bound, then simulated. Each bound is a lower bound on the next and on
+the simulated time, so a row whose bound exceeds the best simulated time so far cannot win and goes no
+further: it keeps the bound it stopped at, with ``simulated=False`` (status "bound" in the JSON;
+``analytic_s`` None where the solo bound, ``solo_s``, stopped it). One whose schedule equals, op for
+op, that of an earlier arrangement with the same placement (2d [q,q,1] and summa25d [q,q,1]) is not
+timed again: its row names it (``duplicate_of``, status "duplicate"). The ranking is the same as
+without pruning for every row that could be first; pruned rows follow the simulated ones, by bound.
 
 Per-GPU memory is what the blocks need: the sum of a rank's declared buffer bytes (inputs, outputs,
 workspaces), the largest over ranks; it does not count framework overheads or activations kept for
@@ -50,8 +52,9 @@ from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.errors import NotApplicable
 from simulator.ir.schedule import Schedule
 from simulator.network.topology_cache import TopologyCache
-from simulator.timing.critical_path import analyze
+from simulator.timing.critical_path import ClosedForms, analyze
 from simulator.timing.simulation import plan_on_graph, simulate
+from simulator.timing.solo_bound import solo_bound
 from simulator.training.search import plan_training
 from simulator.workers import ordered_map
 from simulator.workloads.workload import Workload
@@ -86,6 +89,14 @@ class Prediction:
     """False for a row that pruning left at its bound (``time_s`` and the split are then None)."""
     duplicate_of: str | None = None
     """The label of the simulated arrangement whose schedule this one's equals, or None."""
+    solo_s: float | None = None
+    """The solo-rank bound pruning ranked the row by (``simulator.timing.solo_bound``), a lower bound on
+    ``analytic_s``; None without pruning."""
+
+    @property
+    def bound_s(self) -> float | None:
+        """The tightest lower bound known: ``analytic_s``, else ``solo_s``."""
+        return self.analytic_s if self.analytic_s is not None else self.solo_s
 
     @property
     def status(self) -> str:
@@ -110,7 +121,7 @@ class Prediction:
         return {"algorithm": a.algorithm, "grid": list(a.grid), "placement": a.placement or "linear",
                 "overlap": a.overlap, "status": self.status, "time_s": self.time_s,
                 "compute_s": self.compute_s, "comm_s": self.comm_s, "wait_s": self.wait_s,
-                "analytic_s": self.analytic_s, "memory_bytes": self.memory_bytes,
+                "analytic_s": self.analytic_s, "solo_s": self.solo_s, "memory_bytes": self.memory_bytes,
                 "collectives": self.collectives, "reason": self.skipped, "duplicate_of": self.duplicate_of}
 
 
@@ -165,89 +176,104 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
     return done + [r for r in rows if r.skipped]
 
 
-def _bounded(G, a: Arrangement, workload, passes, dtype, algorithms, router) -> tuple[Prediction, int | None]:
-    """The bound and memory of ``a``, not simulated, and a digest of its schedule; a skipped row (digest
-    None) where it does not apply."""
+def _bounded(G, a: Arrangement, workload, passes, dtype, closed_forms) -> Prediction:
+    """``a``'s solo-rank bound and memory, neither compiled nor simulated; a skipped row where it does
+    not apply."""
     try:
         schedule = _build(a, workload, passes, dtype)
-        plan = plan_on_graph(schedule, G, a.placement)
+        solo = solo_bound(schedule, G, a.placement, closed_forms=closed_forms)
     except NotApplicable as error:
-        return Prediction(a, skipped=str(error).splitlines()[0]), None
+        return Prediction(a, skipped=str(error).splitlines()[0])
+    return Prediction(a, solo_s=solo, memory_bytes=memory_bytes(schedule), simulated=False)
+
+
+def _evaluated(G, row: Prediction, best: float | None, workload, passes, dtype, algorithms, router) -> Prediction:
+    """``row`` with its analytic bound, and simulated too unless that bound exceeds ``best``; one plan
+    serves both."""
+    a = row.arrangement
+    schedule = _build(a, workload, passes, dtype)
+    plan = plan_on_graph(schedule, G, a.placement)
     bound = analyze(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
-    return (Prediction(a, analytic_s=bound.makespan_s, memory_bytes=memory_bytes(schedule),
-                       collectives=len(plan.instances), simulated=False), _digest(schedule))
-
-
-def _digest(schedule: Schedule) -> int:
-    """A hash of what the simulator sees; equal digests are then compared in full (``_same_program``)."""
-    return hash((tuple(sorted(schedule.groups.items())), tuple(map(tuple, schedule.programs))))
+    row = dataclasses.replace(row, analytic_s=bound.makespan_s, collectives=len(plan.instances))
+    if best is not None and row.analytic_s > best:
+        return row
+    sim = simulate(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
+    return dataclasses.replace(row, time_s=sim.makespan_s, compute_s=sim.compute_s, comm_s=sim.comm_s,
+                               wait_s=sim.wait_s, simulated=True)
 
 
 def _same_program(a: Schedule, b: Schedule) -> bool:
     return a.groups == b.groups and a.buffers == b.buffers and a.programs == b.programs
 
 
-def _without_duplicates(rows, digests, workload, passes, dtype) -> list[Prediction]:
+def _without_duplicates(rows, workload, passes, dtype) -> list[Prediction]:
     """``rows`` with each arrangement whose schedule equals an earlier one's (same placement) marked
-    ``duplicate_of`` it: 2d [q,q,1] and summa25d [q,q,1] build the same program."""
-    first: dict[tuple, Prediction] = {}
-    out = []
-    for row, digest in zip(rows, digests):
-        if row.skipped:
-            out.append(row)
+    ``duplicate_of`` it: 2d [q,q,1] and summa25d [q,q,1] build the same program. Equal programs have
+    equal bounds and memory, so only rows that share those are built again and compared."""
+    alike: dict[tuple, list[Prediction]] = {}
+    for row in rows:
+        if not row.skipped:
+            alike.setdefault((row.arrangement.placement, row.solo_s, row.memory_bytes), []).append(row)
+    twin_of: dict[Arrangement, str] = {}
+    for members in alike.values():
+        if len(members) < 2:
             continue
-        key = (digest, row.arrangement.placement, row.analytic_s, row.memory_bytes)
-        twin = first.get(key)
-        if twin is not None and _same_program(_build(row.arrangement, workload, passes, dtype),
-                                              _build(twin.arrangement, workload, passes, dtype)):
-            out.append(dataclasses.replace(row, duplicate_of=twin.arrangement.label))
-        else:
-            first.setdefault(key, row)
-            out.append(row)
-    return out
+        firsts: list[tuple[Prediction, Schedule]] = []  # one per distinct program, in listing order
+        for row in members:
+            schedule = _build(row.arrangement, workload, passes, dtype)
+            twin = next((first for first, theirs in firsts if _same_program(schedule, theirs)), None)
+            if twin is None:
+                firsts.append((row, schedule))
+            else:
+                twin_of[row.arrangement] = twin.arrangement.label
+    return [dataclasses.replace(r, duplicate_of=twin_of[r.arrangement]) if r.arrangement in twin_of else r
+            for r in rows]
 
 
 def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers=1) -> list[Prediction]:
-    """``predict`` with pruning: bound everything, drop duplicates, simulate in bound order while a row
-    could still win.
+    """``predict`` with pruning: bound everything cheaply, drop duplicates, then in bound order analyse
+    and simulate each row while it could still win.
 
-    With ``workers`` > 1 the next ``workers`` rows whose bound is below the best time so far are
-    simulated side by side, then taken in bound order as one worker would have: a row whose bound
-    exceeds a time an earlier row of its batch just set is left at its bound (its simulation wasted),
-    so the rows are those of ``workers=1``.
+    Two bounds, each a lower bound on the next: the solo-rank bound of every row
+    (``simulator.timing.solo_bound``, no compile), then for a row that passes it the analytic bound,
+    then the simulation for a row that passes that too. With ``workers`` > 1 the next ``workers`` rows
+    whose solo bound is below the best time so far are evaluated side by side, then taken in order as
+    one worker would have: a row whose bound exceeds a time an earlier row of its batch just set is
+    left at the bound one worker would have stopped at (its extra work wasted), so the rows are those
+    of ``workers=1``.
     """
+    closed_forms = ClosedForms(G, algorithms, router=router)
+
     def bounded(a):
-        return _bounded(G, a, workload, passes, dtype, algorithms, router)
+        return _bounded(G, a, workload, passes, dtype, closed_forms)
 
-    def simulated(row):
-        a = row.arrangement
-        sim = simulate(_build(a, workload, passes, dtype), G, a.placement, algorithms=algorithms, timeline=False,
-                       router=router)
-        return dataclasses.replace(row, time_s=sim.makespan_s, compute_s=sim.compute_s, comm_s=sim.comm_s,
-                                   wait_s=sim.wait_s, simulated=True)
-
-    pairs = list(ordered_map(bounded, candidates, workers))
-    rows = _without_duplicates([row for row, _ in pairs], [digest for _, digest in pairs], workload, passes, dtype)
+    rows = _without_duplicates(list(ordered_map(bounded, candidates, workers)), workload, passes, dtype)
     order = {a: i for i, a in enumerate(candidates)}
     by_bound = sorted((r for r in rows if not r.skipped and not r.duplicate_of),
-                      key=lambda r: (r.analytic_s, order[r.arrangement]))
+                      key=lambda r: (r.solo_s, order[r.arrangement]))
     best = None
     done, pruned = [], []
     i = 0
     while i < len(by_bound):
-        if best is not None and by_bound[i].analytic_s > best:
+        if best is not None and by_bound[i].solo_s > best:
             batch, results = by_bound[i:], None  # bounds only grow from here: none of these can win
         else:
-            batch = [by_bound[i]] + list(itertools.takewhile(lambda r: best is None or r.analytic_s <= best,
+            batch = [by_bound[i]] + list(itertools.takewhile(lambda r: best is None or r.solo_s <= best,
                                                              by_bound[i + 1:i + workers]))
-            results = list(ordered_map(simulated, batch, workers))
+            at = best
+            results = list(ordered_map(lambda r: _evaluated(G, r, at, workload, passes, dtype, algorithms, router),
+                                       batch, workers))
         for k, row in enumerate(batch):
-            if best is not None and row.analytic_s > best:
-                pruned.append(row)
-            else:
+            if best is None or row.solo_s <= best:
                 row = results[k]
+                if best is not None and row.analytic_s > best:
+                    row = dataclasses.replace(row, time_s=None, compute_s=None, comm_s=None, wait_s=None,
+                                              simulated=False)
+            if row.simulated:
                 done.append(row)
                 best = row.time_s if best is None else min(best, row.time_s)
+            else:
+                pruned.append(row)
             log.info("%s: %s", row.arrangement.label, f"{row.time_s:.6g} s" if row.simulated else "bound")
             if progress is not None:
                 progress(row.arrangement)
@@ -256,6 +282,6 @@ def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress
         if (row.skipped or row.duplicate_of) and progress is not None:
             progress(row.arrangement)
     done.sort(key=lambda r: (r.time_s, order[r.arrangement]))
-    pruned.sort(key=lambda r: (r.analytic_s, order[r.arrangement]))
+    pruned.sort(key=lambda r: (r.bound_s, order[r.arrangement]))
     twins = [r for r in rows if r.duplicate_of]
     return done + pruned + twins + [r for r in rows if r.skipped]

@@ -15,7 +15,8 @@ with the critical rank's compute / communication / wait split, the contention-fr
 block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
 Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulator.progress``).
 ``--json`` prints a list of objects (every row of the table with ``status`` "ok" when simulated,
-"bound" or "duplicate" (with ``duplicate_of``) when pruned, then the skipped ones with ``status:
+"bound" (``analytic_s``, or only ``solo_s`` where the cheaper solo-rank bound sufficed) or "duplicate"
+(with ``duplicate_of``) when pruned, then the skipped ones with ``status:
 "skipped"`` and ``reason``); ``--csv`` writes the same rows; ``--png`` draws a bar chart. For a
 transformer, ``--layers L`` (or ``--model``'s count) adds the whole model's time, L x one block's
 (``layers``, ``model_time_s``): one block is simulated, not L.
@@ -47,7 +48,7 @@ from simulator.workers import MAX_WORKERS
 from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
-              "wait_s", "analytic_s", "memory_bytes", "collectives", "reason", "duplicate_of")
+              "wait_s", "analytic_s", "solo_s", "memory_bytes", "collectives", "reason", "duplicate_of")
 MODEL_FIELDS = ("layers", "model_time_s")
 """Added to every row for a transformer: the model's block count, and its time (layers x one block's)."""
 
@@ -201,14 +202,18 @@ def table_lines(rows, title: str, G=None, layers: int = 1) -> list[str]:
                          f"{format_bytes(r.memory_bytes):>8}  {r.time_s / best:>6.2f}x"
                          + (f"  {format_time(layers * r.time_s):>10}" if layers > 1 else "") + fits)
         for i, r in enumerate(bounds, len(ok) + 1):
+            bound = format_time(r.bound_s) + ("" if r.analytic_s is not None else "*")
             lines.append(f"  {i:>2}  {r.arrangement.label:<{width}}  {'-':>10}  {'':>10}  {'':>10}  {'':>10}  "
-                         f"{format_time(r.analytic_s):>10}  {format_bytes(r.memory_bytes):>8}  "
-                         f"{'>' + format(r.analytic_s / best, '.2f'):>6}x")
+                         f"{bound:>10}  {format_bytes(r.memory_bytes):>8}  "
+                         f"{'>' + format(r.bound_s / best, '.2f'):>6}x")
         lines.append("  time: simulated makespan (contention); compute/comm/wait: the critical rank's split; "
                      "bound: contention-free analytic")
         if bounds:
             lines.append(f"  not simulated {len(bounds)}: their bound already exceeds the best simulated time "
                          f"(--no-prune simulates them)")
+        if any(r.analytic_s is None for r in bounds):
+            lines.append("  bound*: solo-rank bound (a few ranks walked alone, peers on time), at most the analytic "
+                         "one")
         if layers > 1:
             lines.append(f"  model: {layers} identical blocks, {layers} x the time of the one block simulated; "
                          f"mem/GPU is one block's")

@@ -7,6 +7,7 @@ module              what it holds
 ``engine``          the simpy engine: one process per rank walking its plan
 ``simulation``      ``simulate``: a schedule on a topology, the flow network as the backend
 ``critical_path``   the contention-free analytic model (``analyze``): a critical-path walk
+``solo_bound``      a cheaper lower bound: a few ranks walked alone, every peer on time
 ``results``         ``SimResult``: makespan, per rank, per link and per op
 ``parts``           time per layer part (qkv, attn, fc1, ...): a rank's split op by op
 ``trace``           Chrome / Perfetto trace files (the executor writes the same format)
@@ -14,4 +15,4 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["critical_path", "engine", "link_sampler", "parts", "plan", "results", "simulation", "trace"]
+__all__ = ["critical_path", "engine", "link_sampler", "parts", "plan", "results", "simulation", "solo_bound", "trace"]

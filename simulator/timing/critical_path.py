@@ -142,13 +142,16 @@ class ClosedForms:
         self._memo: dict[tuple, float] = self.net.cache.setdefault(memo_key, {})
 
     def __call__(self, inst: Instance) -> float:
-        key = (inst.kind, inst.gpus, inst.nbytes, inst.root)
+        return self.time_s(inst.kind, inst.gpus, inst.nbytes, inst.root)
+
+    def time_s(self, kind: str, gpus: tuple[str, ...], nbytes: int, root: int | None) -> float:
+        """Seconds for one instance of this shape (``kind`` "p2p": a send/recv, ``gpus`` (src, dst))."""
+        key = (kind, gpus, nbytes, root)
         time_s = self._memo.get(key)
         if time_s is None:
-            kind = "send" if inst.kind == "p2p" else inst.kind
+            name = "send" if kind == "p2p" else kind
             time_s = self._memo[key] = predict_collective_s(
-                self.net, kind, list(inst.gpus), inst.nbytes, root=inst.root,
-                algorithm=self.algorithms.get(kind), params=self.params)
+                self.net, name, list(gpus), nbytes, root=root, algorithm=self.algorithms.get(name), params=self.params)
         return time_s
 
 

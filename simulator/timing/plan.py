@@ -23,7 +23,7 @@ from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv
                               Wait)
 from simulator.ir.schedule import Schedule
 
-__all__ = ["RUN", "COMM", "WAIT", "Instance", "Plan", "compile_schedule", "fill_timeline"]
+__all__ = ["RUN", "COMM", "WAIT", "OP_ROLE", "Instance", "Plan", "compile_schedule", "fill_timeline"]
 
 RUN, COMM, WAIT = 0, 1, 2
 
@@ -88,7 +88,7 @@ class Plan:
 
 
 # How compile_schedule treats each op type: 0 compute, 1 collective, 2 send, 3 recv, 4 wait.
-_ROLE = {Gemm: 0, Local: 0, Slice: 0, Broadcast: 1, Reduce: 1, AllReduce: 1, AllGather: 1, ReduceScatter: 1,
+OP_ROLE = {Gemm: 0, Local: 0, Slice: 0, Broadcast: 1, Reduce: 1, AllReduce: 1, AllGather: 1, ReduceScatter: 1,
          Send: 2, Recv: 3, Wait: 4}
 
 
@@ -114,10 +114,10 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
         issued: dict[str, int] = {}  # group -> collectives this rank has issued on it
         run_first, run_total = -1, 0.0
         for step, op in enumerate(program):
-            role = _ROLE[type(op)]
+            role = OP_ROLE[type(op)]
             if role == 0:
                 # The previous op communicated or waited: compute.py times such a gemm apart.
-                d = op_time(schedule, rank, op, device, step > 0 and _ROLE[type(program[step - 1])] != 0)
+                d = op_time(schedule, rank, op, device, step > 0 and OP_ROLE[type(program[step - 1])] != 0)
                 durations[step] = d
                 if run_first < 0:
                     run_first, run_total = step, 0.0

@@ -34,7 +34,7 @@ def test_the_mixed_schedule_uses_every_local_function(mixed):
 
 
 def test_the_planner_has_a_role_for_every_op_type():
-    assert set(plan._ROLE) == set(OP_TYPES.values())
+    assert set(plan.OP_ROLE) == set(OP_TYPES.values())
 
 
 def test_the_compute_model_times_every_compute_op(mixed):
