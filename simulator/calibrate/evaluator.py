@@ -122,7 +122,7 @@ class _Group:
                        for a, b, _ in ph.flows]
         self.probe = self._routes(net, probe_pairs, 1)
         self.algorithms, self.phases = {}, {}
-        for algorithm in (algorithm,) if algorithm else nccl_algorithms(kind, self.n, params, self.n_nodes):
+        for algorithm in (algorithm,) if algorithm else nccl_algorithms(kind, self.n, params, self.n_nodes, self.pattern):
             plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
             routes = self._routes(net, pairs, plan.rings)
@@ -198,7 +198,7 @@ class _Group:
         nbytes = nbytes * params.bytes_factor(self.kind)  # as plan_collective does
         probe_bw = float(np.min(self.probe.min_rate_Bps * scale))
         options = candidates(self.kind, self.n, nbytes, params, n_nodes=self.n_nodes, bandwidth_GBps=probe_bw / 1e9,
-                             algorithm=self.fixed)
+                             algorithm=self.fixed, servers=self.pattern)
         times = {option: self._candidate_s(*option, nbytes, scale, latency_s, params) for option in options}
         return times[settle(times)]
 

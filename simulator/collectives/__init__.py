@@ -14,6 +14,7 @@ module              what it holds
 ``patterns``        collectives decomposed into point-to-point flows, one algorithm each
 ``trees``           binomial and NCCL's double binary trees
 ``nccl_tree``       NCCL's tree all_reduce: chains in servers, a double binary tree across, per channel
+``nvls_tree``       NCCL's NVLS tree all_reduce: NVLink SHARP in servers, a tree of NIC heads across
 ``drain``           when a phase's last flow arrives, alone on the network
 ``equivalence``     route signatures: groups that make the same choice of algorithm and protocol
 ``protocols``       NCCL's LL, LL128 and Simple protocols: their cost in the model

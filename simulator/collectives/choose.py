@@ -3,7 +3,7 @@
 NCCL implements broadcast, reduce, all_gather and reduce_scatter with rings only (a pipelined chain
 from the root for broadcast/reduce), so those algorithms are fixed: chain, chain, ring, ring; a send is
 one point-to-point flow (``nccl_algorithms``). For all_reduce NCCL chooses between its ring and its tree
-(``nccl_tree``) and NVLS, and for every collective between its LL, LL128 and Simple protocols, by its
+(``nccl_tree``) and NVLS (across servers its NVLS tree, ``nvls_tree``), and for every collective between its LL, LL128 and Simple protocols, by its
 tuning model (src/graph/tuning.cc, ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime``):
 ``nccl_tuning.nccl_model_time_us`` with NCCL's published constants. NCCL's model does not know this
 model's start-up term or the flow network's contention, and on its own it picks what the simulation
@@ -18,6 +18,7 @@ stays within ``CHOICE_TOLERANCE`` of Simple (``settle``).
 from __future__ import annotations
 
 from simulator.collectives.nccl_tuning import choose_protocol, nccl_model_time_us
+from simulator.collectives.nvls_tree import nvls_tree_fits
 from simulator.collectives.patterns import ALGORITHMS
 
 __all__ = ["candidates", "choose_algorithm", "nccl_algorithms", "settle", "DEFAULT_BANDWIDTH_GBPS",
@@ -55,7 +56,7 @@ def choose_algorithm(kind: str, n: int, nbytes: float, params=None, *, n_nodes: 
     return "double_binary_tree" if best("tree") < best("ring") else "ring"
 
 
-def nccl_algorithms(kind: str, n: int, params=None, n_nodes: int = 1) -> tuple[str, ...]:
+def nccl_algorithms(kind: str, n: int, params=None, n_nodes: int = 1, servers=None) -> tuple[str, ...]:
     """The algorithms NCCL considers for ``kind`` on ``n`` ranks over ``n_nodes`` servers, in order.
 
     NCCL's tuning model runs broadcast and reduce as rings (our chain), all_gather and reduce_scatter
@@ -63,31 +64,37 @@ def nccl_algorithms(kind: str, n: int, params=None, n_nodes: int = 1) -> tuple[s
     NVLS where the GPUs share an NVLink SHARP switch (``params.nvls``): NCCL enables it for two GPUs or
     more with multicast support (src/transport/nvls.cc, ``ncclNvlsInit``), Simple only, and across
     servers only with CollNet, which is off by default (tuning.cc), so on one server (NVLink domain).
+    Across servers of such switches NCCL runs its NVLS tree instead (tuning.cc disables it on one
+    server): offered where ``servers`` (each rank's server) puts the same number, two or more, of ranks
+    on every server (``nvls_tree.nvls_tree_fits``).
     """
-    nvls = ("nvls",) if (kind == "all_reduce" and n >= 2 and n_nodes == 1 and params is not None
-                         and params.nvls) else ()
+    nvls_on = kind == "all_reduce" and n >= 2 and params is not None and params.nvls
+    nvls = ("nvls",) if nvls_on and n_nodes == 1 else ()
+    if nvls_on and n_nodes > 1 and servers is not None and nvls_tree_fits(servers):
+        nvls = ("nvls_tree",)
     if kind != "all_reduce" or n <= 2:
         return (ALGORITHMS[kind][0],) + nvls
     return ("ring", "double_binary_tree") + nvls
 
 
 def candidates(kind: str, n: int, nbytes: float, params, *, n_nodes: int, bandwidth_GBps: float,
-               algorithm: str | None = None) -> list[tuple[str, str]]:
+               algorithm: str | None = None, servers=None) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs to time for a collective, in NCCL's order of preference.
 
-    ``algorithm`` fixes the algorithm (else ``nccl_algorithms``); ``params.protocol`` fixes the
+    ``algorithm`` fixes the algorithm (else ``nccl_algorithms`` over ``servers``); ``params.protocol`` fixes the
     protocol unless it is "auto" (then LL, LL128 and Simple; a send takes NCCL's P2P threshold rule,
     one rank takes Simple). The order is NCCL's tuning-model time at the group's bottleneck
     ``bandwidth_GBps`` (``nccl_model_time_us``; ties keep LL, LL128, Simple and ring before tree).
     Callers time every pair and ``settle``.
     """
-    names = (algorithm,) if algorithm is not None else nccl_algorithms(kind, n, params, n_nodes)
+    names = (algorithm,) if algorithm is not None else nccl_algorithms(kind, n, params, n_nodes, servers)
     options = []
     for name in names:
         family = _family(name)
-        if name == "nvls" and algorithm is None and params.protocol not in ("auto", "simple"):
+        nvls = name in ("nvls", "nvls_tree")
+        if nvls and algorithm is None and params.protocol not in ("auto", "simple"):
             continue  # NCCL runs NVLS with Simple only
-        if name == "nvls" and params.protocol == "auto":
+        if nvls and params.protocol == "auto":
             protocols = ("simple",)
         elif params.protocol != "auto":
             protocols = (params.protocol,)
@@ -109,7 +116,7 @@ def candidates(kind: str, n: int, nbytes: float, params, *, n_nodes: int, bandwi
 
 def _family(algorithm: str) -> str:
     """The family of NCCL's tuning model an algorithm is timed as."""
-    return {"double_binary_tree": "tree", "nvls": "nvls"}.get(algorithm, "ring")
+    return {"double_binary_tree": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree"}.get(algorithm, "ring")
 
 
 def settle(times: dict) -> tuple[str, str]:

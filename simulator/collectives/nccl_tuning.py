@@ -7,10 +7,13 @@ time = latency + bytes / algBw, where
   nsteps = 2(n-1) for all_reduce, n-1 for all_gather/reduce_scatter, n for broadcast/reduce, and
   nInterSteps = 2(N-1) / N-1 for N servers; broadcast/reduce pay nsteps x the step latency;
 - latency of the tree (all_reduce): baseLat + 2 ((n/N - 1) intraLat + log2(N) interLat);
-- latency of NVLS: its NVLink latency, 25 us, base 0 (current master);
+- latency of NVLS: its NVLink latency, 25 us, base 0 (current master); of the NVLS tree (across
+  servers): 25 us + 2 log2(N) x its network latency, 20.9 us;
 - bandwidth: busBw = the group's bottleneck bandwidth; ring LL x 1/4 (all_reduce, reduce; 1/3 the
   others), LL128 x 0.92; tree x 0.9, then LL / 3.8, LL128 x 7/9; NVLS 2 x 0.85 (Hopper's NVLS
-  efficiency); algBw = busBw x n / nsteps for ring and NVLS, busBw / 2 for the tree; the tree's is
+  efficiency); the NVLS tree's busBw is the group's bottleneck (its NICs) x 2 on two servers (their
+  trees halve the network's bytes), else x 1; algBw = busBw x n / nsteps for ring, NVLS and the NVLS
+  tree, busBw / 2 for the tree; the tree's is
   corrected by ``treeCorrectionFactor`` (0.4-1.0 by size).
 
 The latency and bandwidth constants are NCCL 2.8-2.12's, as this model has used them: baseLat
@@ -41,6 +44,7 @@ _HW_LAT_US = {
 }
 NCCL_NVLS_LATENCY_US = 25.0
 """NCCL's NVLS latency on NVLink (hwLatencies[NVLINK][NVLS][Simple]; its base latency is 0)."""
+_NVLS_TREE_NET_LATENCY_US = 20.9  # hwLatencies[NET][NVLS_TREE][Simple]
 
 # treeCorrectionFactor[protocol][log2(bytes / 64)]: NCCL's own correction of its tree's bandwidth for
 # medium sizes ("Trees are not perfectly sticking to the model for medium sizes").
@@ -65,6 +69,8 @@ def _nsteps(kind: str, n: int) -> int:
 def _algbw_GBps(kind: str, family: str, p: int, n: int, n_nodes: int, nbytes: float, bw: float) -> float:
     if family == "nvls":
         return 2 * 0.85 * bw * n / _nsteps(kind, n)
+    if family == "nvls_tree":
+        return bw * (2 if n_nodes <= 2 else 1) * n / _nsteps(kind, n)
     if family == "ring":
         bus = bw * ((0.25 if kind in ("all_reduce", "reduce") else 1 / 3), 0.92, 1.0)[p]
         return bus * n / _nsteps(kind, n)
@@ -83,6 +89,8 @@ def _algbw_GBps(kind: str, family: str, p: int, n: int, n_nodes: int, nbytes: fl
 def _latency_us(kind: str, family: str, p: int, n: int, n_nodes: int) -> float:
     if family == "nvls":
         return NCCL_NVLS_LATENCY_US
+    if family == "nvls_tree":
+        return NCCL_NVLS_LATENCY_US + 2 * math.floor(math.log2(max(1, n_nodes))) * _NVLS_TREE_NET_LATENCY_US
     lat = _BASE_LAT_US[family][p]
     intra = _HW_LAT_US[("nvlink", family)][p]
     per_node = max(1, n // max(1, n_nodes))
@@ -96,11 +104,11 @@ def _latency_us(kind: str, family: str, p: int, n: int, n_nodes: int) -> float:
 
 def nccl_model_time_us(kind: str, family: str, protocol: str, n: int, nbytes: float,
                        bandwidth_GBps: float, n_nodes: int = 1) -> float:
-    """NCCL's predicted time (us) of a ``family`` ("ring", "tree" or "nvls") collective with ``protocol``
+    """NCCL's predicted time (us) of a ``family`` ("ring", "tree", "nvls" or "nvls_tree") collective with ``protocol``
     on ``n`` ranks over ``n_nodes`` servers at the group's bottleneck ``bandwidth_GBps`` (module doc);
     inf where NCCL does not run the pair (NVLS other than Simple)."""
     p = _PROTOS.index(protocol)
-    if family == "nvls" and protocol != "simple":
+    if family in ("nvls", "nvls_tree") and protocol != "simple":
         return math.inf
     algbw = _algbw_GBps(kind, family, p, n, n_nodes, nbytes, bandwidth_GBps)
     return _latency_us(kind, family, p, n, n_nodes) + nbytes / (1e3 * algbw)

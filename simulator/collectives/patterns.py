@@ -28,6 +28,10 @@ and the input for reduce_scatter.
   at NCCL's NVLS efficiency (tuning.cc ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74). Modelled as one
   flow per GPU to the next of S (1 + 1/n) / efficiency bytes, which loads every GPU's uplink and downlink
   by exactly that; one step.
+- nvls_tree (all_reduce across servers of NVLink SHARP switches; NCCL's NVLS_TREE, ``nvls_tree``): NVLS
+  inside each server as above, and the NIC heads of each rail joined across servers by a double binary
+  tree carrying S/k per NIC; one NVLS step plus the tree's leaf-root-leaf path between servers, whose
+  hops less the last are the fill (chunks of S/(2k)).
 - direct (all_gather, reduce_scatter, all_reduce = reduce-scatter + all-gather): every rank sends
   S/n to every other rank, one step per phase.
 - p2p (send): one flow of S from rank 0 to rank 1.
@@ -38,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.collectives.nccl_tree import nccl_tree
+from simulator.collectives.nvls_tree import nvls_tree
 from simulator.collectives.trees import binomial_rounds
 
 __all__ = ["Phase", "ALGORITHMS", "KINDS", "decompose", "rail_vias", "ring_orders"]
@@ -47,7 +52,7 @@ KINDS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "s
 ALGORITHMS = {
     "broadcast": ("chain", "binomial_tree"),
     "reduce": ("chain", "binomial_tree"),
-    "all_reduce": ("ring", "double_binary_tree", "binomial_tree", "direct", "nvls"),
+    "all_reduce": ("ring", "double_binary_tree", "binomial_tree", "direct", "nvls", "nvls_tree"),
     "all_gather": ("ring", "direct"),
     "reduce_scatter": ("ring", "direct"),
     "send": ("p2p",),
@@ -156,6 +161,14 @@ def _tree(nbytes: float, chunk, servers) -> list[Phase]:
                   chunk(smallest * nbytes))]
 
 
+def _nvls_tree(nbytes: float, chunk, servers, efficiency: float) -> Phase:
+    shape = nvls_tree(tuple(servers), efficiency)
+    flows = tuple((a, b, fraction * nbytes) for a, b, fraction in shape.flows)
+    k = len(servers) // len(set(servers))
+    # One NVLS step on the switches, then the heads' round trip between servers.
+    return Phase(flows, 1 + shape.inter_steps, shape.inter_steps, shape.path[:-1], chunk(nbytes / (2 * k)))
+
+
 def _direct(kind: str, n: int, nbytes: float) -> list[Phase]:
     piece = nbytes / n
     exchange = Phase(tuple((a, b, piece) for a in range(n) for b in range(n) if a != b), 1)
@@ -176,6 +189,8 @@ def decompose(kind: str, algorithm: str, n: int, nbytes: float, root: int = 0, c
     if algorithm == "nvls":
         per_gpu = nbytes * (1 + 1 / n) / nvls_efficiency
         return [Phase(tuple((i, (i + 1) % n, per_gpu) for i in range(n)), 1)]
+    if algorithm == "nvls_tree":
+        return [_nvls_tree(nbytes, chunk, servers, nvls_efficiency)]
     phases = _phases(kind, algorithm, n, nbytes, root, chunk, orders, servers)
     # A one-step phase (binomial round, direct exchange, send) is an inter-server step if any flow is.
     return [Phase(ph.flows, 1, 1) if ph.steps == 1 and not ph.inter_steps

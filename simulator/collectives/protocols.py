@@ -71,12 +71,12 @@ def startup_s(protocol: str, nbytes: float, params) -> float:
 def front_s(kind: str, protocol: str, nbytes: float, params, n: int, algorithm: str | None = None) -> float:
     """Everything charged once before a collective's first phase on ``n`` ranks: the base latency, the
     protocol's own latency and the start-up (never below 0; only the base latency when n == 1); NVLS
-    adds NCCL's NVLS latency less Simple's base latency (25 - 8.4 us, ``NCCL_NVLS_LATENCY_US``). A send
+    and the NVLS tree add NCCL's NVLS latency less Simple's base latency (25 - 8.4 us, ``NCCL_NVLS_LATENCY_US``). A send
     with LL has no start-up: NCCL sends at most NCCL_P2P_LL_THRESHOLD (16 KiB) with LL, one channel's
     LL buffer, so there is no slice pipeline to fill."""
     if n <= 1:
         return params.base_latency_s
     startup = 0.0 if kind == "send" and protocol == "ll" else startup_s(protocol, nbytes, params)
-    if algorithm == "nvls":
+    if algorithm in ("nvls", "nvls_tree"):
         startup += (NCCL_NVLS_LATENCY_US - NCCL_RING_BASE_LATENCY_US["simple"]) * 1e-6
     return max(0.0, params.base_latency_s + protocol_latency_s(protocol) + startup)

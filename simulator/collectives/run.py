@@ -101,7 +101,8 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
     n_nodes, pattern = _cached(cache, ("servers", members), server_pattern, net.graph, members)
     probe = _cached(cache, ("probe", kind, algorithm, n, root), _probe_pairs, kind, algorithm, n, root)
     probe_GBps = _cached(cache, ("probe_Bps", members, probe), _probe_bandwidth, net.route, members, probe) / 1e9
-    options = candidates(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=probe_GBps, algorithm=algorithm)
+    options = candidates(kind, n, nbytes, params, n_nodes=n_nodes, bandwidth_GBps=probe_GBps, algorithm=algorithm,
+                         servers=pattern)
     if len(options) == 1:
         best = _build(net, kind, members, nbytes, root, *options[0], params, pattern)
     else:
@@ -216,9 +217,11 @@ def _cached(cache: dict, key, make, *args):
 
 
 def _probe_pairs(kind, algorithm, n, root) -> tuple[tuple[int, int], ...]:
-    """The pairs of the algorithm as given (or the kind's default) with one ring: whose routes'
-    bottleneck informs NCCL's own choices."""
-    phases = decompose(kind, algorithm or ALGORITHMS[kind][0], n, 1.0, root)
+    """The pairs of the algorithm as given (or the kind's default; for the NVLS tree, which needs the
+    servers, the ring) with one ring: whose routes' bottleneck informs NCCL's own choices."""
+    if algorithm is None or algorithm == "nvls_tree":
+        algorithm = ALGORITHMS[kind][0]
+    phases = decompose(kind, algorithm, n, 1.0, root)
     return tuple(dict.fromkeys((a, b) for ph in phases for a, b, _ in ph.flows))
 
 

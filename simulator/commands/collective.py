@@ -54,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "wrote) applied to the topology: fitted link rates and latencies carry to any "
                         "topology of the same node kind")
     p.add_argument("--algo", metavar="A", help="algorithm (default: NCCL-like choice): ring, chain, "
-                   "binomial_tree, double_binary_tree (NCCL's tree), direct, nvls (NVLink SHARP)")
+                   "binomial_tree, double_binary_tree (NCCL's tree), direct, nvls (NVLink SHARP), "
+                   "nvls_tree (NVLS in servers, a tree across)")
     p.add_argument("--protocol", choices=("auto", "simple", "ll128", "ll"), help="NCCL protocol (default auto)")
     p.add_argument("--root", type=int, default=None, help="root rank for broadcast/reduce (default 0)")
     p.add_argument("--placement", metavar="P",

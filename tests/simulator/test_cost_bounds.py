@@ -23,7 +23,9 @@ SIZES = (8, 1 << 20, 1 << 30)
 # Group sizes per preset: the whole machine (the torus: one 4x4 layer and half of it) and an uneven group.
 GROUPS = {"dgx-a100": (8, 3), "dgx-a100:2": (16, 12), "a100-4gpu:2": (8, 6), "pcie-8gpu": (8, 5),
           "torus-3d": (8, 16)}
-CASES = [(kind, algorithm) for kind, algorithms in ALGORITHMS.items() for algorithm in algorithms]
+# The NVLS tree needs several servers with the same ranks on each: its own test below.
+CASES = [(kind, algorithm) for kind, algorithms in ALGORITHMS.items() for algorithm in algorithms
+         if algorithm != "nvls_tree"]
 
 _NETS: dict[str, tuple] = {}
 
@@ -82,6 +84,26 @@ def test_the_closed_form_never_exceeds_the_simulation_and_equals_it_without_cont
         # One NVSwitch: ports are shared only by alike flows. Binomial rounds and a send: a link per
         # flow on the other presets (the torus's multi-hop routes are the exception).
         assert exact == len(GROUPS[preset]) * len(SIZES)
+
+
+@pytest.mark.parametrize("preset, n", [("dgx-h100:2", 16), ("dgx-h100:4", 32), ("dgx-h100:4", 8)])
+def test_the_nvls_tree_closed_form_never_exceeds_the_simulation(preset, n):
+    # 8 ranks of dgx-h100:4 are one server: the forced NVLS tree is refused (test_nccl_nvls_tree), so
+    # that row runs 4 ranks on each of the first two servers' GPUs 0-3 instead.
+    G, env, net = _network(preset)
+    gpus = gpu_nodes(G)
+    members = gpus[:n] if n > 8 else gpus[:4] + gpus[8:12]
+    exact = 0
+    for nbytes in SIZES:
+        sim = _simulated_s(env, net, "all_reduce", members, nbytes, None, "nvls_tree")
+        bound = predict_collective_s(net, "all_reduce", members, nbytes, None, "nvls_tree")
+        assert sim >= bound * (1 - REL), (preset, n, nbytes)
+        if _contention_free(net, plan_collective(net, "all_reduce", members, nbytes, None, "nvls_tree",
+                                                 CollectiveParams.from_graph(G))):
+            assert sim == pytest.approx(bound, rel=REL, abs=0), (preset, n, nbytes)
+            exact += 1
+    if preset == "dgx-h100:2":
+        assert exact == len(SIZES)  # two servers: every head has one peer, every flow its own links
 
 
 @pytest.mark.parametrize("preset, n", [("dgx-a100:2", 16), ("a100-4gpu:2", 8)])
