@@ -216,7 +216,8 @@ class _Group:
             chunk = params.chunk_bytes(phase.chunk_bytes * nbytes) if len(fill_rows) else 0.0
             fill = wire_per_byte * float(np.sum(1.0 / bandwidth_per_route[fill_rows])) if len(fill_rows) else 0.0
             scaled = phase.__class__(phase.flows, phase.steps, phase.inter_steps, phase.fill_hops, chunk)
-            total += phase_delay_s(scaled, hop_in, hop_out, params, fill, networked)
+            floor = params.ring_step_floor_s(self.kind, algorithm, protocol, networked)
+            total += phase_delay_s(scaled, hop_in, hop_out, params, fill, networked, floor)
             total += drain.drain_s(nbytes * wire_per_byte, latency, bandwidth_per_route, scale)
         return total
 

@@ -12,6 +12,9 @@ collective_step_latency_us         0.0                      software latency per
                                                             of the route's hop latencies
 collective_inter_step_latency_us   10.0                     extra latency of a step between servers
                                                             (measured on published logs, see below)
+collective_net_overhead_us         1.0                      least time of a ring step inside a server when
+                                                            the ring crosses the network, LL and LL128;
+                                                            Simple 3x (NCCL's netOverhead, see below)
 collective_startup_bytes           1048576 (1 MiB)          bytes of the pipeline start-up (see below)
 collective_channel_bandwidth_GBps  20.0                     rate of one NCCL channel during start-up
 collective_nvls                    false                    the GPUs share an NVLink SHARP switch (NCCL's
@@ -55,6 +58,15 @@ both (``tpsim collective --compare LOG`` on each log of ``tests/data/nccl-tests`
 surcharges of NCCL's table are left to the start-up term above, which the A100 logs fit (their
 intercept does not grow with the number of ranks as NCCL's table would have it).
 
+Network overhead of rings across servers: NCCL's tuning model (tuning.cc, ``getNetOverhead`` and the
+ring latency, "Inter-node rings still have to launch nsteps * net overhead") charges every step of an
+all_reduce, all_gather or reduce_scatter ring that spans servers at least the proxy's network overhead,
+1 us on x86 Intel hosts (2 us AMD), 3x for Simple, instead of the NVLink step (0.6 us): each step's
+progress is paced by the network proxy posting the next transfer. The model does the same: a step
+inside a server of such a ring costs max(route + step latency, ``net_overhead_us`` x (3 for Simple, else 1)).
+On 16 H200s over 2 servers (ring all_gather, Simple, 14 such steps) that is 33.6 us more than the NVLink
+steps, which the GCP log's 16-128 MiB rows show (measured 117.6-493.7 us, -23 to -26% without it).
+
 Pipelining (chain broadcast/reduce, double binary tree): a stream of X bytes is cut into chunks of
 ``min(X / pipeline_chunks, pipeline_chunk_max_bytes)``; the pipeline fill costs one chunk time per
 stage after the first. 8 is NCCL_STEPS (slots in flight per peer), 512 KiB one Simple FIFO slot.
@@ -83,6 +95,8 @@ class CollectiveParams:
     """Extra software latency per algorithm step (added to the route latency), microseconds."""
     inter_step_latency_us: float = 10.0
     """Further latency of a step between servers (NIC and proxy), microseconds (module doc)."""
+    net_overhead_us: float = 1.0
+    """Least time of a step inside a server of a ring that crosses the network, LL/LL128; Simple 3x (module doc)."""
     startup_bytes: int = 1 << 20
     """Bytes moved at one channel's rate before a LL128/Simple pipeline streams."""
     channel_bandwidth_GBps: float = 20.0
@@ -102,7 +116,7 @@ class CollectiveParams:
     (module doc); a kind not listed has factor 1. A tuple, so that parameters stay hashable."""
 
     def __post_init__(self) -> None:
-        for name in ("base_latency_us", "step_latency_us", "inter_step_latency_us"):
+        for name in ("base_latency_us", "step_latency_us", "inter_step_latency_us", "net_overhead_us"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0):
                 raise InputError(f"CollectiveParams.{name} must be a number >= 0, got {value!r}")
@@ -147,6 +161,14 @@ class CollectiveParams:
     def inter_step_latency_s(self) -> float:
         """``inter_step_latency_us`` in seconds."""
         return self.inter_step_latency_us * 1e-6
+
+    def ring_step_floor_s(self, kind: str, algorithm: str, protocol: str, networked: bool) -> float:
+        """Least time of a step inside a server for ``algorithm`` (NCCL's net overhead, module doc): for an
+        all_reduce, all_gather or reduce_scatter ring whose routes cross the network, ``net_overhead_us``
+        (x3 with Simple), in seconds; otherwise 0."""
+        if not networked or algorithm != "ring" or kind not in ("all_reduce", "all_gather", "reduce_scatter"):
+            return 0.0
+        return self.net_overhead_us * (3.0 if protocol == "simple" else 1.0) * 1e-6
 
     def bytes_factor(self, kind: str) -> float:
         """Bytes of work per byte of S for a collective of ``kind`` (1 unless set)."""

@@ -146,7 +146,7 @@ def plan_time_s(net, plan: CollectivePlan) -> float:
 
 
 def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: CollectiveParams,
-                  fill_s_per_byte: float, networked: bool = True) -> float:
+                  fill_s_per_byte: float, networked: bool = True, step_floor_s: float = 0.0) -> float:
     """The delay in front of a phase's flows: its steps' latencies less the one route latency its drain
     carries, plus the pipeline fill.
 
@@ -154,13 +154,14 @@ def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: Colle
     server) plus the step latency, one between servers ``hop_out_s`` plus the step latency and, where
     the route crosses the network (``networked``), the inter-server step latency (NCCL: intra and inter
     latency per step, tuning.cc); the fill is the wire bytes of one chunk times ``fill_s_per_byte``, the
-    sum of 1 / rate over the fill hops (each hop at its own rate).
+    sum of 1 / rate over the fill hops (each hop at its own rate). A step inside a server costs at least
+    ``step_floor_s`` (``CollectiveParams.ring_step_floor_s``: NCCL's net overhead of rings across servers).
     """
     step = params.step_latency_s
     extra = params.inter_step_latency_s if networked else 0.0
     inside = phase.steps - phase.inter_steps
     own = hop_out_s if phase.inter_steps else hop_in_s  # the drain carries one route latency itself
-    return (inside * (hop_in_s + step) + phase.inter_steps * (hop_out_s + step + extra)
+    return (inside * max(hop_in_s + step, step_floor_s) + phase.inter_steps * (hop_out_s + step + extra)
             - own + phase.chunk_bytes * fill_s_per_byte)
 
 
@@ -179,7 +180,8 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
         if ph.fill_hops:
             fill = wire * _cached(cache, ("fill", members, ph.fill_hops), _fill_rates, route, members, ph.fill_hops,
                                   shape.vias)
-        timed.append((phase_delay_s(ph, hop_in, hop_out, params, fill, networked),
+        floor = params.ring_step_floor_s(kind, algorithm, protocol, networked)
+        timed.append((phase_delay_s(ph, hop_in, hop_out, params, fill, networked, floor),
                       tuple((members[a], members[b], wire * size, None if v is None else members[v])
                             for a, b, size, v in flows)))
     front = front_s(kind, protocol, nbytes, params, n, algorithm)

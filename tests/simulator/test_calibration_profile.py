@@ -171,14 +171,19 @@ def test_another_node_kind_is_one_line_exit_2(fitted, capsys):
 
 def test_the_carried_calibration_predicts_sixteen_servers_it_never_saw(fitted, capsys):
     """Fitted on 1 + 2 servers, applied to dgx-a100:16, against the real 128-GPU log: sizes >= 64 MiB, where
-    the inter-server rate dominates, within 10% each (-7.9% to +3.5% when this was written: 2 points of
-    margin; the uncalibrated preset is 31-37% fast there)."""
+    the inter-server rate dominates, within 13% each (+1.5% to +11.2% when this was written; the
+    uncalibrated preset is 31-37% fast there), and every size from 1 MiB within 17% (-9.3% to +14.9%;
+    -42.6% at 1 MiB before NCCL's net overhead of rings across servers, which the fit had folded into a
+    46 us base latency)."""
     status, out, err = _run(capsys, ["collective", "--compare", str(LOGS / "all_reduce_perf_128gpu.log"),
                                      "--topology", "dgx-a100:16", "--calibration", str(fitted / "profile.yaml"),
                                      "--json"])
     assert status == 0, err
-    large = [row["error"] for row in json.loads(out) if row["bytes"] >= 64 << 20]
-    assert len(large) == 7 and max(abs(e) for e in large) < 0.10, large
+    rows = json.loads(out)
+    large = [row["error"] for row in rows if row["bytes"] >= 64 << 20]
+    assert len(large) == 7 and max(abs(e) for e in large) < 0.13, large
+    from_1MiB = [row["error"] for row in rows if row["bytes"] >= 1 << 20]
+    assert len(from_1MiB) == 13 and max(abs(e) for e in from_1MiB) < 0.17, from_1MiB
 
 
 def test_a_bad_algo_is_one_line_exit_2(tmp_path, capsys):
