@@ -30,8 +30,9 @@ saturate a flow still on it. For each D-link still holding flows:
   zero residual, and once nobody on the link is unfrozen the link is done.
 
 If every D-link passes, the new fill's saturations are the old ones without the drained flows, at
-the same (at, by): no rate changes, and the trace still holds for the next drain. One trace that
-fails is re-filled as before (``FlowNetwork._refill``), its components only.
+the same (at, by): no rate changes, and the trace still holds for the next drain (where the drain
+split the component, each part filled alone saturates as in one fill of their union,
+``fairness.components``). A trace that fails is re-filled as before (``FlowNetwork._refill``).
 ``tests/simulator/test_network_settled.py`` holds runs with this shortcut to the reference network.
 """
 
