@@ -115,9 +115,10 @@ def components(seeds: list, stamp: int, on_link: list[dict], load: list[int], ma
 def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],
          residual: list[float], count: list[int]) -> None:
     """Progressive filling over ``links`` (a closed component): set ``flow.share`` (per member) of
-    every flow on them. ``load[link]``: units (summed weights) on the link; ``residual`` and ``count``
-    are scratch arrays indexed by link; only ``links`` enter the heap (the component's tight links: its
-    flows' loose links never saturate, ``components``).
+    every flow on them, and where it was frozen: ``flow.by``, the saturated link, and ``flow.at``, the
+    heap key it was popped at. ``load[link]``: units (summed weights) on the link; ``residual`` and
+    ``count`` are scratch arrays indexed by link; only ``links`` enter the heap (the component's tight
+    links: its flows' loose links never saturate, ``components``).
 
     Lazy heap. A freeze only ever raises the share of the other links its flow crosses (it takes
     at most their share from them), so a link's entry is not renewed when it changes: an entry at or
@@ -127,6 +128,12 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
     saturation): an out-of-date entry comes to the top only below every link's share, and a valid
     entry is then the smallest share, ties to the lowest link number, as before. A link whose
     residual rounded below zero was never valid there and is dropped here.
+
+    The order of saturations. Each renewed entry is above the one it replaces (a share only rises as
+    others freeze) except by rounding, and a renewed entry below it is the smallest in the heap, so
+    it saturates next; its flows' ``at`` is the entry it replaced. Then the saturations come in the
+    order of their (``at``, ``by``), and any other entry is popped between the same two of them as
+    in the real order: ``simulator.network.settled`` replays a drained link's entries that way.
     """
     heap = []
     for link in links:
@@ -135,6 +142,7 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
         heap.append((c / n, link))
     heapq.heapify(heap)
     push, pop = heapq.heappush, heapq.heappop
+    dip, dip_at = -1, 0.0  # a link renewed below its entry, and that entry
     while heap:
         share, link = pop(heap)
         n = count[link]
@@ -143,13 +151,19 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
         left = residual[link]
         if share != left / n:
             if left >= 0.0:
-                push(heap, ((left if left > 0.0 else 0.0) / n, link))  # out of date: at its share now
+                now = (left if left > 0.0 else 0.0) / n  # out of date: at its share now
+                if now < share:
+                    dip, dip_at = link, share
+                push(heap, (now, link))
             continue
+        at = dip_at if link == dip else share
         for flow in on_link[link].values():
             if flow.frozen == stamp:
                 continue
             flow.frozen = stamp
             flow.share = share
+            flow.by = link
+            flow.at = at
             w = flow.weight
             for other in flow.links:
                 left = residual[other] - share

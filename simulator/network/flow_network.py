@@ -20,7 +20,9 @@ same simulated instant are batched into one recomputation (a zero-delay simpy ev
 that starts 4,096 flows at once costs one fill, not 4,096; each connected component of the flows
 reached is filled on its own, and a flow alone on its links needs no fill at all. Links the flows on
 them could not fill even at their routes' bottleneck rates (*loose* links) join nothing, exactly: they
-never saturate (``fairness``), and a drain on one re-fills nobody. The fill itself
+never saturate (``fairness``), and a drain on one re-fills nobody. A drain whose component the last
+fill proves unchanged (no flow left on the drained links was saturated by them, and none of them
+would saturate now, ``settled``) re-fills nobody either. The fill itself
 (weighted progressive filling) lives in ``simulator.network.fairness``; links and cached routes in
 ``simulator.network.routes``.
 
@@ -62,6 +64,7 @@ from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.network.routes import HopRouter, LinkTable, Route
+from simulator.network.settled import unsettled
 from simulator.network.topology_cache import TopologyCache
 from simulator.simpy_internals import succeed_later
 
@@ -99,7 +102,7 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label", "share", "seen", "frozen", "weight", "members")
+                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "trace")
 
     def __init__(self, fid, route, nbytes, event, label, members):
         self.fid = fid
@@ -119,6 +122,9 @@ class _Flow:
         self.share = 0.0  # rate assigned by the fill in progress
         self.seen = 0  # stamp of the last component search that reached this flow
         self.frozen = 0  # stamp of the last fill that froze this flow
+        self.by = -1  # link whose saturation froze it in that fill, and the heap key it was popped at
+        self.at = 0.0
+        self.trace = 0  # that fill's number if a drain may trust its saturations (``settled``), else 0
 
 
 class FlowNetwork:
@@ -171,6 +177,7 @@ class FlowNetwork:
         """Rate assignments made by the fairness fills (each start counts one, per member)."""
         self.fills = 0
         """Fairness recomputations run (one per batch of same-instant starts/drains)."""
+        self._traces = 0  # components filled (``settled``'s trace numbers)
         self.timeline: list[FlowEvent] | None = [] if record else None
         self.cache: dict = shared.plans if shared is not None else {}
         """Cache for the layers above (collective plans): entries fixed by the graph and their keys, so
@@ -316,8 +323,13 @@ class FlowNetwork:
             order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
             for flow in order:
                 flow.share = flow.bottleneck / flow.weight
+                flow.trace = 0
             for flows, links in shared:
                 fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
+                self._traces += 1
+                trace = self._traces
+                for flow in flows:
+                    flow.trace = trace if flow.frozen == stamp else 0
                 order += flows
         now = self.env.now
         drains, timeline = self._drains, self.timeline
@@ -413,11 +425,13 @@ class FlowNetwork:
                 self._log(flow, "drain")
             succeed_later(env, flow.event, flow.nbytes, flow.latency_s)  # one route latency later
         if touched:
+            # Components a fill would give the same rates keep them (``settled``); the reference fills all.
+            failed = None if self._reference else unsettled(touched, on_link, load, self._cap, demand, limit)
             stamp = -self.fills - 1  # a mark no fill uses
             seeds: list[_Flow] = []
             for link in touched:
                 for flow in on_link[link].values():
-                    if flow.seen != stamp:
+                    if flow.seen != stamp and (failed is None or flow.trace in failed):
                         flow.seen = stamp
                         seeds.append(flow)
             self._refill(seeds)
