@@ -10,9 +10,9 @@ from simulator.algorithms.registry import build_schedule
 from simulator.collectives import run_collective
 from simulator.network.flow_groups import same_flows
 from simulator.network.flow_network import FlowNetwork, HopRouter
-from simulator.timing.engine import Engine
-from simulator.timing.simulation import NetworkBackend, plan_on_graph
+from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
+from tests.network_runs import run_plan
 from topologies import gpu_nodes, load_topology
 
 # What the tests would accept if the equivalence held only in real numbers; they check bit equality.
@@ -81,17 +81,7 @@ def test_a_whole_schedule_matches_the_ungrouped_run(algorithm, shape, topology, 
         gpus = gpu_nodes(G)
         placement = [gpus[8 * (2 * (j // 2) + i // 4) + i % 4 + 4 * (j % 2)] for j in range(8) for i in range(8)]
     schedule = build_schedule(algorithm, Workload.mlp(4096, 1024), "both", "bfloat16", **shape)
-    runs = []
-    for group in (True, False):
-        plan = plan_on_graph(schedule, G, placement)
-        env = simpy.Environment()
-        backend = NetworkBackend(env, G)
-        backend.net = FlowNetwork(env, G, group=group)
-        engine = Engine(plan, backend, env)
-        engine.run()
-        engine.fill_timeline()
-        runs.append((engine, backend.net))
-    (a, net_a), (b, net_b) = runs
+    (a, net_a), (b, net_b) = (run_plan(plan_on_graph(schedule, G, placement), G, group) for group in (True, False))
     assert a.finish_s == b.finish_s and a.comm_s == b.comm_s and a.wait_s == b.wait_s
     assert a.starts == b.starts and a.ends == b.ends and a.waits == b.waits
     assert net_a.link_stats() == net_b.link_stats()

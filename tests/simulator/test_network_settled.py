@@ -10,9 +10,9 @@ from simulator.algorithms.registry import build_schedule
 from simulator.network import flow_network
 from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.network.settled import unsettled
-from simulator.timing.engine import Engine
-from simulator.timing.simulation import NetworkBackend, plan_on_graph
+from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
+from tests.network_runs import run_plan
 from topologies import load_topology
 
 
@@ -102,13 +102,7 @@ def test_random_leaf_spine_traffic_matches_the_reference_network(monkeypatch):
 def _schedule(algorithm, grid, topology, m, hidden, group):
     G = load_topology(topology)
     plan = plan_on_graph(build_schedule(algorithm, Workload.mlp(m, hidden), "both", "bfloat16", grid=grid), G)
-    env = simpy.Environment()
-    backend = NetworkBackend(env, G)
-    backend.net = FlowNetwork(env, G, group=group)
-    engine = Engine(plan, backend, env)
-    engine.run()
-    engine.fill_timeline()
-    return engine, backend.net
+    return run_plan(plan, G, group)
 
 
 # summa25d's depth all-reduces as NCCL trees across 16 of 128 H100 servers (the components the shortcut
