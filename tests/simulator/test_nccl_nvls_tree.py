@@ -5,9 +5,10 @@ Cheap shape tests first (``nvls_tree`` on server patterns), then plans and flow 
 
 from __future__ import annotations
 
-import simpy
 import pytest
+import simpy
 
+from simulator.calibrate.evaluator import CollectiveEvaluator
 from simulator.collectives import CollectiveParams, plan_collective, run_collective
 from simulator.collectives.choose import nccl_algorithms
 from simulator.collectives.closed_form import predict_collective_s
@@ -122,3 +123,15 @@ def test_two_servers_meet_the_published_default_all_reduce_busbw(spec, measured,
     assert plan.algorithm == "nvls_tree"
     busbw = nbytes / t * 2 * 15 / 16 / 1e9
     assert all(busbw == pytest.approx(m, rel=rel) for m in measured)
+
+
+def test_calibration_times_it_as_the_planner_does():
+    # The calibration's closed-form evaluator offers and times the NVLS tree exactly as plan_collective does.
+    G, members, _ = _members("dgx-h100:2", 16)
+    sizes = (1 << 20, 1 << 26, 1 << 30)
+    predicted = CollectiveEvaluator(G, [("all_reduce", 16, s) for s in sizes]).predict(
+        {}, {}, CollectiveParams.from_graph(G))
+    net = FlowNetwork(simpy.Environment(), G)
+    assert plan_collective(net, "all_reduce", members, 1 << 30).algorithm == "nvls_tree"
+    for nbytes, seconds in zip(sizes, predicted):
+        assert seconds == pytest.approx(predict_collective_s(net, "all_reduce", members, nbytes), rel=1e-12)
