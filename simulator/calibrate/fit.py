@@ -214,8 +214,9 @@ def _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, r
              f"{format_size(max(b for *_, b in fit_keys))} ({len(held)} held out"
              + (f", sizes below {format_size(fit_min_bytes)} not fitted" if fit_min_bytes else "") + f"): {fitted}."]
     others = sorted({d["kind"] for _, _, d in G0.edges(data=True)} - set(kinds))
-    kept = ["collective_step_latency_us (indistinguishable from hop latency)", "pipeline chunking",
-            f"collective_protocol ({protocol})"]
+    kept = ["collective_step_latency_us (indistinguishable from hop latency)",
+            "collective_inter_step_latency_us and collective_net_overhead_us (network step costs, not fitted)",
+            "pipeline chunking", f"collective_protocol ({protocol})"]
     if others:
         kept.insert(0, f"links of kind {', '.join(others)} (no sample crosses them)")
     notes.append(f"Kept at base values: {'; '.join(kept)}.")
