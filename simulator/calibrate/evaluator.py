@@ -122,7 +122,8 @@ class _Group:
                        for a, b, _ in ph.flows]
         self.probe = self._routes(net, probe_pairs, 1)
         self.algorithms, self.phases = {}, {}
-        for algorithm in (algorithm,) if algorithm else nccl_algorithms(kind, self.n, params, self.n_nodes, self.pattern):
+        names = (algorithm,) if algorithm else nccl_algorithms(kind, self.n, params, self.n_nodes, self.pattern)
+        for algorithm in names:
             plan = plan_collective(net, kind, members, _PROBE_BYTES, None, algorithm, params)
             pairs = [(src, dst, via) for _, flows in plan.phases for src, dst, _, via in flows if src != dst]
             routes = self._routes(net, pairs, plan.rings)
