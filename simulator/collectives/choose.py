@@ -1,17 +1,17 @@
 """The NCCL-like choice of algorithm and protocol, kept consistent with what the model simulates.
 
-NCCL implements broadcast, reduce, all_gather and reduce_scatter with rings only (a pipelined chain
-from the root for broadcast/reduce), so those algorithms are fixed: chain, chain, ring, ring; a send is
-one point-to-point flow (``nccl_algorithms``). For all_reduce NCCL chooses between its ring and its tree
+NCCL implements broadcast, reduce, all_gather and reduce_scatter with rings only (a pipelined chain from
+the root for broadcast/reduce), so those algorithms are fixed: chain, chain, ring, ring; a send is one
+point-to-point flow (``nccl_algorithms``). For all_reduce NCCL chooses between its ring and its tree
 (``nccl_tree``) and NVLS (across servers its NVLS tree, ``nvls_tree``), and for every collective between
 its LL, LL128 and Simple protocols, by its tuning model (src/graph/tuning.cc, ``ncclTopoTuneModel`` and
-``ncclTopoGetAlgoTime``): ``nccl_tuning.nccl_model_time_us`` with NCCL's published constants. NCCL's
-model does not know this model's start-up term or the flow network's contention, and on its own it
-picks what the simulation finds up to 7x slower (the tree on 512 H100s at 384 MiB, 17.4 ms against the ring's 4.0 ms, before the
-tree was NCCL's; ring/LL at 1 MiB on 8 A100s, 27% slower than LL128 once LL pays the start-up). So
-the choice (``settle``) is NCCL's order of preference filtered by the simulation: every candidate is
-timed as it will be simulated (``run.plan_time_s``), and the fastest runs, except that NCCL's LL128
-stays within ``CHOICE_TOLERANCE`` of Simple (``settle``).
+``ncclTopoGetAlgoTime``): ``nccl_tuning.nccl_model_time_us`` with NCCL's published constants. NCCL's model
+does not know this model's start-up term or the flow network's contention, and on its own it picks what
+the simulation finds up to 7x slower (the tree on 512 H100s at 384 MiB, 17.4 ms against the ring's 4.0 ms,
+before the tree was NCCL's; ring/LL at 1 MiB on 8 A100s, 27% slower than LL128 once LL pays the start-up).
+So the choice (``settle``) is NCCL's order of preference filtered by the simulation: every candidate is
+timed as it will be simulated (``run.plan_time_s``), and the fastest runs, except that NCCL's LL128 stays
+within ``CHOICE_TOLERANCE`` of Simple (``settle``).
 ``choose_algorithm`` alone is NCCL's algorithm pick, for reference and for callers without a network.
 """
 
