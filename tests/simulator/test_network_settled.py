@@ -4,37 +4,18 @@ import random
 
 import networkx as nx
 import pytest
-import simpy
 
 from simulator.algorithms.registry import build_schedule
 from simulator.network import flow_network
-from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.network.settled import unsettled
 from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
-from tests.network_runs import run_plan
+from tests.network_runs import run_plan, run_transfers
 from topologies import load_topology
 
 
-def _run(G, flows, group):
-    """Start ``flows`` ((start_s, src, dst, nbytes), ...) one by one; arrival times by flow, the network."""
-    env = simpy.Environment()
-    net = FlowNetwork(env, G, router=HopRouter(G), group=group)
-    arrivals = {}
-
-    def one(i, start, src, dst, nbytes):
-        yield env.timeout(start)
-        yield net.transfer(src, dst, nbytes)
-        arrivals[i] = env.now
-
-    for i, flow in enumerate(flows):
-        env.process(one(i, *flow))
-    env.run()
-    return arrivals, net
-
-
 def _same_as_reference(G, flows):
-    (got, net), (want, ref) = _run(G, flows, True), _run(G, flows, False)
+    (got, net), (want, ref) = run_transfers(G, flows, True), run_transfers(G, flows, False)
     assert got == want and len(got) == len(flows)
     assert net.link_stats() == ref.link_stats()
     assert (net.flow_count, net.rate_changes) == (ref.flow_count, ref.rate_changes)
@@ -96,7 +77,7 @@ def test_random_leaf_spine_traffic_matches_the_reference_network(monkeypatch):
                               for _ in range(rng.randint(2, 24))]))
     fills = sum(_same_as_reference(G, flows)[0].fills for G, flows in scenarios)
     _refill_every_drain(monkeypatch)  # the same runs with the shortcut off: it saved fills
-    assert fills < sum(_run(G, flows, True)[1].fills for G, flows in scenarios) - 50
+    assert fills < sum(run_transfers(G, flows, True)[1].fills for G, flows in scenarios) - 50
 
 
 def _schedule(algorithm, grid, topology, m, hidden, group):
