@@ -184,15 +184,14 @@ def main(argv: list[str] | None = None) -> None:
            geomean(totals["calibrated-large"]) <= 0.05, geomean(totals["default-small"]) <= 0.25)
     for target, ok in zip(TARGETS, met):
         print(f"target {target}: {'met' if ok else 'NOT met'}")
-    over = [(log.name, size) for log, _, _, default in table for size, (m, p) in sorted(default.items())
-            if size >= MIB and abs(math.log(p / m)) > math.log(1.25)]
-    print(f"points from 1 MiB over 25% with the presets: {len(over)} of {len(totals['default-large'])}")
+    over = {log.name: [(size, math.log(p / m)) for size, (m, p) in sorted(default.items())
+                       if size >= MIB and abs(math.log(p / m)) > math.log(1.25)] for log, _, _, default in table}
+    print(f"points from 1 MiB over 25% with the presets: {sum(map(len, over.values()))} of "
+          f"{len(totals['default-large'])}")
     print("  (each as the cells measure it, signed: - predicted faster than measured, + slower)")
-    for log, _, _, default in table:  # each such point, so that the README can say per point why
-        points = [f"{format_size(size)} {_signed(math.log(p / m))}" for size, (m, p) in sorted(default.items())
-                  if size >= MIB and abs(math.log(p / m)) > math.log(1.25)]
+    for name, points in over.items():  # each such point, so that the README can say per point why
         if points:
-            print(f"  {log.name}: {', '.join(points)}")
+            print(f"  {name}: {', '.join(f'{format_size(size)} {_signed(error)}' for size, error in points)}")
 
 
 def _signed(error: float) -> str:

@@ -212,12 +212,12 @@ class _Group:
         hop_out = float(np.max(latency[~routes.inside], initial=0.0))
         networked = bool(np.any(routes.hops[~routes.inside][:, self._network_classes] > 0))
         wire_per_byte = wire_factor(protocol, self.kind)
+        floor = params.ring_step_floor_s(self.kind, algorithm, protocol, networked)
         total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
         for (phase, fill_rows), drain in zip(routes.timing, self.phases[algorithm]):
             chunk = params.chunk_bytes(phase.chunk_bytes * nbytes) if len(fill_rows) else 0.0
             fill = wire_per_byte * float(np.sum(1.0 / bandwidth_per_route[fill_rows])) if len(fill_rows) else 0.0
             scaled = phase.__class__(phase.flows, phase.steps, phase.inter_steps, phase.fill_hops, chunk)
-            floor = params.ring_step_floor_s(self.kind, algorithm, protocol, networked)
             total += phase_delay_s(scaled, hop_in, hop_out, params, fill, networked, floor)
             total += drain.drain_s(nbytes * wire_per_byte, latency, bandwidth_per_route, scale)
         return total

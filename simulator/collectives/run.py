@@ -174,13 +174,13 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
     hop_in, hop_out, bandwidth, networked = geometry
     if bandwidth is None:
         bandwidth = float("inf")
+    floor = params.ring_step_floor_s(kind, algorithm, protocol, networked)
     timed = []
     for ph, flows in zip(shape.phases, shape.flows):
         fill = 0.0
         if ph.fill_hops:
             fill = wire * _cached(cache, ("fill", members, ph.fill_hops), _fill_rates, route, members, ph.fill_hops,
                                   shape.vias)
-        floor = params.ring_step_floor_s(kind, algorithm, protocol, networked)
         timed.append((phase_delay_s(ph, hop_in, hop_out, params, fill, networked, floor),
                       tuple((members[a], members[b], wire * size, None if v is None else members[v])
                             for a, b, size, v in flows)))
