@@ -39,8 +39,10 @@ Rates are "model (peak)" per direction; ``topologies.rates`` gives the source of
 ``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency: tuning.cc's
 Simple ring base latency is 8.4 us; steps between servers add NCCL's network step latency, see
 ``simulator.collectives.params``) and ``gemm_efficiency`` = 0.7 (an assumption: large cuBLAS GEMMs
-reach roughly 70-80% of dense tensor-core peak; calibration replaces it). The start-up term and NVLink
-SHARP are per GPU generation (``GENERATION_SIM``):
+reach roughly 70-80% of dense tensor-core peak; calibration replaces it). The start-up term, NVLink
+SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
+``simulator.collectives.channel_caps``; Turing takes Volta's, as NCCL does) are per GPU generation
+(``GENERATION_SIM``; the hypothetical torus-3d keeps ``DEFAULT_SIM``, no NCCL platform's caps):
 
 - Volta (V100 presets: dgx-2h, v100-4gpu) as Ampere: NCCL gives SM70 the same per-channel NVLink figure (topo.h
   SM70_NVLINK_BW 20.0; tuning.cc perChMaxRingLL128Bws Volta 20.0) and has no NVLS before Hopper.
@@ -93,11 +95,13 @@ __all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
 DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
 _HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
 GENERATION_SIM = {
-    "volta": dict(DEFAULT_SIM),
-    "turing": dict(DEFAULT_SIM),
-    "ampere": dict(DEFAULT_SIM),
-    "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85},
-    "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74},
+    "volta": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},
+    "turing": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},  # NCCL's tables give compute capability 7.5 Volta's row
+    "ampere": {**DEFAULT_SIM, "collective_nccl_arch": "ampere"},
+    "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85,
+               "collective_nccl_arch": "hopper"},
+    "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74,
+                  "collective_nccl_arch": "blackwell"},
 }
 """The ``sim`` of a preset by GPU generation (module doc)."""
 # Loopback placeholders: gloo on a small CPU host; calibration (a later issue) measures the real values.

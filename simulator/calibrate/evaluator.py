@@ -15,7 +15,9 @@ only redoes the arithmetic ``plan_collective`` and ``predict_collective_s`` do, 
 - a candidate's time = ``front_s`` + per phase ``run.phase_delay_s`` (the slowest used route inside a server
   and between servers, the fill over the fill hops' own rates) + the phase's drain as
   ``simulator.collectives.closed_form.phase_drain_s`` measures it (slowest flow alone on its route, or a
-  shared link's bytes over its capacity plus the smallest latency of its flows).
+  shared link's bytes over its capacity plus the smallest latency of its flows), the flows taking no less
+  than NCCL's per-channel cap of a tree across servers allows (``channel_caps.tree_floor_s``, as
+  ``run.plan_time_s`` counts it).
 
 The tests hold ``predict`` to the flow simulation inside a server and to ``predict_collective_s``
 everywhere.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.choose import candidates, nccl_algorithms, settle
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose, rail_vias, ring_orders
@@ -214,13 +217,24 @@ class _Group:
         wire_per_byte = wire_factor(protocol, self.kind)
         floor = params.ring_step_floor_s(self.kind, algorithm, protocol, networked)
         total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
+        channel_floor = tree_floor_s(self.kind, algorithm, protocol, nbytes, self.pattern, wire_per_byte,
+                                     params.nccl_arch)
+        span = None  # from the first phase's flows' start, as run.plan_time_s counts the channel floor
         for (phase, fill_rows), drain in zip(routes.timing, self.phases[algorithm]):
             chunk = params.chunk_bytes(phase.chunk_bytes * nbytes) if len(fill_rows) else 0.0
             fill = wire_per_byte * float(np.sum(1.0 / bandwidth_per_route[fill_rows])) if len(fill_rows) else 0.0
             scaled = phase.__class__(phase.flows, phase.steps, phase.inter_steps, phase.fill_hops, chunk)
-            total += phase_delay_s(scaled, hop_in, hop_out, params, fill, networked, floor)
-            total += drain.drain_s(nbytes * wire_per_byte, latency, bandwidth_per_route, scale)
-        return total
+            delay = phase_delay_s(scaled, hop_in, hop_out, params, fill, networked, floor)
+            drain_s = drain.drain_s(nbytes * wire_per_byte, latency, bandwidth_per_route, scale)
+            if not channel_floor:
+                total += delay
+                total += drain_s
+            elif span is None:
+                total += delay
+                span = drain_s
+            else:
+                span += delay + drain_s
+        return total + max(span, channel_floor) if channel_floor else total
 
 
 class CollectiveEvaluator:

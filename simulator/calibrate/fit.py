@@ -5,7 +5,10 @@
    ones) holds some out. The rest are fitted.
 2. Collective knobs (``knobs``: per exercised link kind a bandwidth factor and a per-hop latency,
    plus the base latency and the start-up regime) are fitted by ``lsq.fit_knobs``: log-time least
-   squares through the closed forms (``evaluator``). Gemm knobs by ``gemm_fit``.
+   squares through the closed forms (``evaluator``). Where an all_reduce spans servers and no algorithm
+   is given, the fit is run twice, with the simulator's choice and with NCCL's ring, and the lower rms
+   log error is kept (an nccl-tests log does not say which NCCL ran; on slow NICs the simulated tree
+   of two servers can fit the times only with NICs at half their rate). Gemm knobs by ``gemm_fit``.
 3. What carries to other topologies of the node kind is kept as a profile (``carry``), embedded in
    the graph's ``sim.calibration`` and written on its own by ``Calibration.write_profile``.
 4. The fitted graph is built (``knobs.apply_values``) and every bucket, fitted, held out or below
@@ -93,6 +96,28 @@ def _check(base, collectives, gemms) -> None:
         members_for(base, s.ranks, f"{s.kind} sample from {s.source or '?'}")
 
 
+def _all_reduce_across_servers(G, keys: list[Bucket]) -> bool:
+    """Whether any all_reduce bucket's ranks (the first GPUs of ``G``) span two servers or more."""
+    nodes = G.nodes
+    return any(len({nodes[m].get("server", 0) for m in members_for(G, ranks)}) > 1
+               for kind, ranks, _ in keys if kind == "all_reduce")
+
+
+def _fit(G0, fit_keys: list[Bucket], measured, kind_factors: bool, all_reduce_algorithm: str | None):
+    """One collective fit: (all_reduce algorithm, exercised kinds, knobs, fitted values, rms log error)."""
+    evaluator = CollectiveEvaluator(G0, fit_keys, all_reduce_algorithm)
+    kinds = evaluator.exercised_kinds()
+    evaluator.check_latency_uniform(kinds)
+    # The reference kind (factor 1) is the one most buckets hold; ties in COLLECTIVE_KINDS order.
+    counts = Counter(key[0] for key in fit_keys)
+    by_count = sorted(counts, key=lambda kind: (-counts[kind], COLLECTIVE_KINDS.index(kind)))
+    knobs = collective_knobs(G0, kinds, by_count if kind_factors else [])
+    values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
+    log.info("collective fit on %d buckets as %s: rms log error %.4f, %s", len(fit_keys),
+             all_reduce_algorithm or "chosen", rms, ", ".join(f"{k.name}={v:.4g}" for k, v in zip(knobs, values)))
+    return all_reduce_algorithm, kinds, knobs, values, rms
+
+
 def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample], *,
               holdout: Holdout | None = None, fit_min_bytes: int = 0, protocol: str | None = None,
               kind_factors: bool = True, all_reduce_algorithm: str | None = None) -> Calibration:
@@ -133,17 +158,18 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     graph = G0
     knobs, values = [], []
     if fit_keys:
-        evaluator = CollectiveEvaluator(G0, fit_keys, all_reduce_algorithm)
-        kinds = evaluator.exercised_kinds()
-        evaluator.check_latency_uniform(kinds)
-        # The reference kind (factor 1) is the one most buckets hold; ties in COLLECTIVE_KINDS order.
-        counts = Counter(key[0] for key in fit_keys)
-        by_count = sorted(counts, key=lambda kind: (-counts[kind], COLLECTIVE_KINDS.index(kind)))
-        knobs = collective_knobs(G0, kinds, by_count if kind_factors else [])
         measured = np.array([reps[key].time_s for key in fit_keys])
-        values, rms = fit_knobs(evaluator, knobs, measured, G0.graph["sim"])
-        log.info("collective fit on %d buckets: rms log error %.4f, %s", len(fit_keys), rms,
-                 ", ".join(f"{k.name}={v:.4g}" for k, v in zip(knobs, values)))
+        fits = [_fit(G0, fit_keys, measured, kind_factors, all_reduce_algorithm)]
+        if all_reduce_algorithm is None and _all_reduce_across_servers(G0, fit_keys):
+            # NCCL's choice is not in an nccl-tests log: where the simulator's choice across servers
+            # (the tree, on slow NICs) explains the times worse than NCCL's ring, the ring is kept.
+            fits.append(_fit(G0, fit_keys, measured, kind_factors, "ring"))
+        algorithm, kinds, knobs, values, rms = min(fits, key=lambda fit: fit[4])
+        if algorithm != all_reduce_algorithm:
+            notes.append(f"The all_reduce across servers fitted better as the ring (rms log error {rms:.3g}) than as "
+                         f"the simulator's choice of algorithm ({fits[0][4]:.3g}): NCCL's choice is not in the "
+                         f"logs, and the ring's is kept.")
+            all_reduce_algorithm = algorithm
         graph = apply_values(G0, knobs, values)
         fitted, before = _collective_parameters(G0, graph, knobs, values)
         parameters.update(fitted)
@@ -216,7 +242,8 @@ def _collective_notes(G0, knobs, values, kinds, fit_keys, held, fit_min_bytes, r
     others = sorted({d["kind"] for _, _, d in G0.edges(data=True)} - set(kinds))
     kept = ["collective_step_latency_us (indistinguishable from hop latency)",
             "collective_inter_step_latency_us and collective_net_overhead_us (network step costs, not fitted)",
-            "pipeline chunking", f"collective_protocol ({protocol})"]
+            "NCCL's per-channel tree caps (collective_nccl_arch)", "pipeline chunking",
+            f"collective_protocol ({protocol})"]
     if others:
         kept.insert(0, f"links of kind {', '.join(others)} (no sample crosses them)")
     notes.append(f"Kept at base values: {'; '.join(kept)}.")

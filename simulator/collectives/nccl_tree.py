@@ -18,7 +18,9 @@ NIC c) through c+1, ..., c-1, and the heads of rail c are joined by both binary 
 the whole S/k (both trees' halves use it). So a NIC carries about 2 S/k each way, as in a ring, and no
 flow between servers leaves its rail. Otherwise (one server, or uneven servers) one channel: the chain
 of each server in rank order from its first rank, the servers' first ranks joined by both trees. On one
-server the tree is a chain 0 -> 1 -> ... -> n-1 carrying S up and S down.
+server the tree is a chain 0 -> 1 -> ... -> n-1 carrying S up and S down. Across servers the flows take no
+less than NCCL's per-channel cap allows (``channel_caps``: on two servers the links alone would let the
+tree run at twice the ring's network rate, which DGX-class runs do not show).
 
 Example, servers [0, 0, 1, 1] (k = 2): channel 0 chains 0-1 and 2-3 (heads 0 and 2), channel 1 chains
 1-0 and 3-2 (heads 1 and 3); the trees over 2 servers join heads 0-2 (channel 0) and 1-3 (channel 1).

@@ -18,8 +18,9 @@ server each GPU's NVLink carries what NVLS moves on one switch (``patterns``' nv
 way, at NCCL's NVLS efficiency), as one flow to the next GPU of its server; between servers, rail c's
 heads (local rank c of every server) exchange their part S/k up and down both trees, S/(2k) per tree
 and direction, so a NIC carries S/k each way on two servers (half a ring's 2 (n-1)/n S/k: NCCL's
-tuning model doubles the NVLS tree's network bandwidth on two servers for this reason). The pipeline
-fills along the deepest head's path up to the root server and back down (rail 0).
+tuning model doubles the NVLS tree's network bandwidth on two servers for this reason), the flows taking
+no less than NCCL's per-channel NVLS tree cap allows (``channel_caps``). The pipeline fills along the
+deepest head's path up to the root server and back down (rail 0).
 
 Example, servers [0, 0, 1, 1] (k = 2): NVLS flows 0->1, 1->0, 2->3, 3->2 of S (1 + 1/2) / e each;
 rail 0 joins heads 0 and 2, rail 1 heads 1 and 3, each pair both ways with S/4 per tree.

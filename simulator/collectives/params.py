@@ -24,6 +24,9 @@ collective_nvls_efficiency         0.85                     NCCL's NVLS efficien
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
+collective_nccl_arch               "" (none)                GPU generation of NCCL's per-channel tree caps
+                                                            ("volta", "ampere", "hopper", "blackwell"; the
+                                                            presets set it; ``channel_caps``)
 collective_kind_bytes_factors      {} (every factor 1)      per collective kind, bytes of work per byte
                                                             of S (see below)
 ================================== ======================== ==========================================
@@ -77,6 +80,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from simulator.collectives.channel_caps import NCCL_ARCHS
 from simulator.collectives.patterns import KINDS
 from simulator.errors import InputError
 
@@ -111,6 +115,8 @@ class CollectiveParams:
     """Largest pipeline chunk, bytes."""
     protocol: str = "auto"
     """NCCL protocol: "auto" (chosen as NCCL's tuning model would), "simple", "ll128" or "ll"."""
+    nccl_arch: str = ""
+    """GPU generation whose per-channel tree caps apply across servers (``channel_caps``); "" for none."""
     kind_bytes_factors: tuple[tuple[str, float], ...] = ()
     """(kind, factor) pairs, sorted by kind: bytes of work per byte of S for that collective kind
     (module doc); a kind not listed has factor 1. A tuple, so that parameters stay hashable."""
@@ -144,6 +150,9 @@ class CollectiveParams:
         if not (isinstance(self.nvls_efficiency, (int, float)) and 0 < self.nvls_efficiency <= 1):
             raise InputError(f"CollectiveParams.nvls_efficiency must be a number in (0, 1], "
                              f"got {self.nvls_efficiency!r}")
+        if self.nccl_arch not in NCCL_ARCHS:
+            raise InputError(f"CollectiveParams.nccl_arch must be one of {', '.join(repr(a) for a in NCCL_ARCHS)}, "
+                             f"got {self.nccl_arch!r}")
         if self.protocol not in PROTOCOLS:
             raise InputError(f"CollectiveParams.protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
 

@@ -5,12 +5,13 @@ every NCCL-enabled candidate (algorithm x protocol, ``choose.candidates``), time
 simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks; the choice is reused for every
 group whose routes are the same up to link names (``equivalence.route_signature``), which is exact.
 A plan holds the algorithm and protocol, the group's step latency and bandwidth read from the routes,
-the phases as flows between GPU nodes with the delay in front of each, and the time the choice gave it.
+the phases as flows between GPU nodes with the delay in front of each, the least time of its flows (NCCL's
+per-channel cap of a tree across servers, ``channel_caps``) and the time the choice gave it.
 ``run_collective`` runs that plan as a simpy process. Time of a collective, contention-free, is
 ``plan_time_s``: the front (base latency, protocol latency, start-up) + per phase (``phase_delay_s``:
 its steps inside servers at the slowest intra-server route's latency, its steps between servers at the
 slowest inter-server route's plus NCCL's network step latency, the pipeline fill hop by hop at each
-hop's rate) + the flows' drain. For a homogeneous group
+hop's rate) + the flows' drain, the flows taking no less than the plan's floor. For a homogeneous group
 (GPUs on one NVSwitch) it is ``closed_form``'s table exactly.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import simpy
 
+from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.choose import candidates, settle
 from simulator.collectives.drain import phase_drain_s
 from simulator.collectives.equivalence import networked_links, route_signature
@@ -56,6 +58,9 @@ class CollectivePlan:
     """(delay in front, ((src node, dst node, wire bytes, via node or None), ...)) per phase."""
     groups: tuple[tuple[tuple[int, ...], ...], ...] = ()
     """Per phase, ``flow_groups.same_flows`` of its flows: the indices that run as one weighted flow."""
+    floor_s: float = 0.0
+    """Least time from the first phase's flows' start to the last arrival: NCCL's per-channel cap of a
+    tree across servers (``channel_caps.tree_floor_s``); 0 for none."""
     contention_free_s: float | None = field(default=None, compare=False)
     """``plan_time_s`` of this plan where the choice computed it (a group of one candidate: None)."""
 
@@ -141,8 +146,13 @@ def plan_time_s(net, plan: CollectivePlan) -> float:
     choice of algorithm and protocol in ``plan_collective`` compares candidates by it.
     """
     groups = plan.groups or (None,) * len(plan.phases)
-    return plan.front_s + sum(delay + phase_drain_s(net, flows, same)
-                              for (delay, flows), same in zip(plan.phases, groups))
+    if not plan.floor_s:
+        return plan.front_s + sum(delay + phase_drain_s(net, flows, same)
+                                  for (delay, flows), same in zip(plan.phases, groups))
+    span = -plan.phases[0][0]  # the floor runs from the first phase's flows' start
+    for (delay, flows), same in zip(plan.phases, groups):
+        span += delay + phase_drain_s(net, flows, same)
+    return plan.front_s + plan.phases[0][0] + max(span, plan.floor_s)
 
 
 def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: CollectiveParams,
@@ -185,8 +195,9 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
                       tuple((members[a], members[b], wire * size, None if v is None else members[v])
                             for a, b, size, v in flows)))
     front = front_s(kind, protocol, nbytes, params, n, algorithm)
+    floor_s = tree_floor_s(kind, algorithm, protocol, nbytes, pattern, wire, params.nccl_arch)
     return CollectivePlan(kind, algorithm, protocol, members, nbytes, max(hop_in, hop_out) + params.step_latency_s,
-                          bandwidth, wire, shape.rings, front, tuple(timed), shape.groups)
+                          bandwidth, wire, shape.rings, front, tuple(timed), shape.groups, floor_s)
 
 
 # What a plan needs from its group's shape alone (sizes, roots, which ranks share a server), computed
@@ -276,12 +287,17 @@ def _shape(kind, algorithm, n, nbytes, root, params, pattern) -> _Shape:
 
 def _execute(env: simpy.Environment, net, plan: CollectivePlan):
     delay = plan.front_s
+    floor = None
     for (phase_delay, flows), groups in zip(plan.phases, plan.groups):
         delay += phase_delay
         if delay:
             yield env.timeout(delay)
         delay = 0.0
+        if floor is None and plan.floor_s:
+            floor = env.timeout(plan.floor_s)  # NCCL's channel cap: the flows end no sooner than this
         yield _all_arrived(env, net.transfer_all(flows, groups))
+    if floor is not None and not floor.processed:
+        yield floor
     if delay:
         yield env.timeout(delay)
     return plan

@@ -73,9 +73,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="set collective_protocol before fitting (default: the base topology's)")
     p.add_argument("--algo", choices=ALL_REDUCE_ALGORITHMS,
                    help="fit every all_reduce as this algorithm, the one the measured NCCL ran (NCCL_ALGO=Ring or "
-                        "Tree; default: the NCCL-like choice, the fastest simulated). On two servers the model's "
-                        "tree sends half the ring's bytes through each NIC, so a log NCCL ran as rings, fitted as "
-                        "the tree, puts its NICs at half their rate")
+                        "Tree; default: the NCCL-like choice, the fastest simulated, and where an all_reduce crosses "
+                        "servers also the ring, keeping the lower rms: on two servers the model's tree sends half "
+                        "the ring's bytes through each NIC, so a log NCCL ran as rings, fitted as the tree, puts "
+                        "its NICs at half their rate)")
     p.add_argument("--no-kind-factors", action="store_true",
                    help="one set of link rates for every collective kind (default: a bytes factor per kind where "
                         "the samples hold several)")
