@@ -112,8 +112,11 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
         best = _build(net, kind, members, nbytes, root, *options[0], params, pattern)
     else:
         # The choice holds for every group whose routes match these up to link names (``equivalence``).
-        shapes = [_shape_of(cache, kind, name, n, nbytes, root, params, pattern) for name, _ in options]
-        signature = route_signature(net, members, _timed_pairs(shapes))
+        # The signature covers the pairs every root's candidates time, so that it is computed once per
+        # group, not once per root: two groups alike on all of them are alike on any root's share.
+        shape_key = (kind, n, nbytes, params, pattern, tuple(options))
+        pairs = _cached(cache, ("every root's pairs",) + shape_key, _every_roots_pairs, cache, *shape_key)
+        signature = _cached(cache, ("group signature", members) + shape_key, route_signature, net, members, pairs)
         choice_key = ("choice", kind, n, nbytes, root, params, pattern, tuple(options), signature)
         chosen = cache.get(choice_key)
         if chosen is None:
@@ -127,6 +130,16 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
             best = replace(_build(net, kind, members, nbytes, root, *choice, params, pattern), contention_free_s=time_s)
     cache[key] = best
     return best
+
+
+def _every_roots_pairs(cache, kind, n, nbytes, params, pattern, options) -> tuple[tuple[int, int, int | None], ...]:
+    """``_timed_pairs`` of the candidates ``options`` for every root of a rooted kind (broadcast,
+    reduce), else for root 0, in order of first use."""
+    pairs: dict[tuple, None] = {}
+    for root in range(n) if kind in ("broadcast", "reduce") else (0,):
+        pairs.update(dict.fromkeys(_timed_pairs(
+            [_shape_of(cache, kind, name, n, nbytes, root, params, pattern) for name, _ in options])))
+    return tuple(pairs)
 
 
 def _timed_pairs(shapes) -> tuple[tuple[int, int, int | None], ...]:

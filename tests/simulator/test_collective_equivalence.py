@@ -57,6 +57,20 @@ def test_translated_groups_are_timed_once():
     assert len(choices) == 2
 
 
+def test_every_root_shares_one_signature_per_group_and_changes_nothing():
+    # A SUMMA grid broadcasts from every rank of a row in turn: the group's signature covers every
+    # root's pairs, so it is taken once per group, and every root's plan is still the group's alone.
+    G = load_topology("dgx-h100:8")
+    net = _net(G)
+    groups = _groups(G)
+    for members in groups:
+        for root in range(Q):
+            assert plan_collective(net, "broadcast", members, 1 << 24, root) == \
+                plan_collective(_net(G), "broadcast", members, 1 << 24, root)
+    signatures = [key for key in net.cache if isinstance(key, tuple) and key[0] == "group signature"]
+    assert len(signatures) == len(groups)
+
+
 def test_a_slower_link_gets_its_own_signature():
     G = load_topology("dgx-h100:8")
     rows = _groups(G)[:2]
