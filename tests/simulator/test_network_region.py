@@ -5,11 +5,13 @@ import random
 
 import networkx as nx
 import pytest
+import simpy
 
 from simulator.algorithms.registry import build_schedule
 from simulator.network import flow_network, region
 from simulator.network.fairness import components, fill
-from simulator.network.flow_network import FlowNetwork
+from simulator.network.flow_groups import same_flows
+from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
 from tests.network_runs import run_plan, run_transfers
@@ -147,6 +149,47 @@ def test_random_traffic_matches_the_reference_network(monkeypatch, topology, see
     _no_region(monkeypatch)  # the same runs with region fills off: the full fills they replaced
     assert sum(run_transfers(G, flows, True)[1].fills for G, flows in scenarios) >= full + region_fills // 2
     assert region_fills > 10 * max(full, 1)
+
+
+def _run_batches(G, batches, group: bool, network=FlowNetwork):
+    """Start each batch of ``batches`` ((start_s, [(src, dst, nbytes, via), ...]), ...) with ``transfer_all``
+    (repeated flows run as one weighted flow); each flow's (bytes, arrival) by (batch, index), and the network."""
+    env = simpy.Environment()
+    net = network(env, G, router=HopRouter(G), group=group)
+    arrivals = {}
+
+    def batch(i, start, flows):
+        yield env.timeout(start)
+        events = net.transfer_all(flows)
+        indices = same_flows(flows) if group else [(j,) for j in range(len(flows))]
+        for event, members in zip(events, indices):
+            event.callbacks.append(lambda e, members=members: arrivals.update(
+                {(i, j): (e.value, env.now) for j in members}))
+        yield env.all_of(events)
+
+    for i, (start, flows) in enumerate(batches):
+        env.process(batch(i, start, flows))
+    env.run()
+    return arrivals, net
+
+
+def test_random_batches_of_weighted_flows_match_the_reference_network():
+    # Batches with repeated flows (groups of weight 2 and 3, which the region fill freezes member by
+    # member as the fill does) on rings and leaf-spines, at staggered instants.
+    rng = random.Random(17)
+    for k in range(300):
+        G = (_ring if k % 2 else _leaf_spine)(rng)
+        hosts = sorted(n for n in G if n.startswith("h"))
+        batches = []
+        for _ in range(rng.randint(1, 12)):
+            flows = []
+            for _ in range(rng.randint(1, 10)):
+                flows += [(*rng.sample(hosts, 2), rng.choice(_SIZES + [0]), None)] * rng.choice([1, 1, 1, 2, 3])
+            rng.shuffle(flows)
+            batches.append((rng.choice([0.0, 0.0, 1e-4, 2e-4, 3e-4, 1e-3, 2e-3]), flows))
+        (got, net), (want, ref) = _run_batches(G, batches, True, _Checked), _run_batches(G, batches, False)
+        assert got == want and net.link_stats() == ref.link_stats()
+        assert (net.flow_count, net.rate_changes) == (ref.flow_count, ref.rate_changes)
 
 
 def test_a_region_past_its_budget_gives_way_to_the_component_fill(monkeypatch):
