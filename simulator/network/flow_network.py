@@ -109,7 +109,7 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "trace")
+                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "recorded")
 
     def __init__(self, fid, route, nbytes, event, label, members):
         self.fid = fid
@@ -131,7 +131,7 @@ class _Flow:
         self.frozen = 0  # stamp of the last fill that froze this flow
         self.by = -1  # link whose saturation froze it in that fill, and the heap key it was popped at
         self.at = 0.0
-        self.trace = 0  # 1 while share, by and at are the record of a fill of its component (``region``), else 0
+        self.recorded = False  # whether share, by and at are the record of a fill of its component (``region``)
 
 
 class FlowNetwork:
@@ -330,7 +330,7 @@ class FlowNetwork:
                     break
             else:
                 flow.share = flow.bottleneck / w
-                flow.trace = 0
+                flow.recorded = False
                 order.append(flow)
         if coupled:
             changed = self._region((), coupled)
@@ -368,11 +368,11 @@ class FlowNetwork:
             order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
             for flow in order:
                 flow.share = flow.bottleneck / flow.weight
-                flow.trace = 0
+                flow.recorded = False
             for flows, links in shared:
                 fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
                 for flow in flows:
-                    flow.trace = 1 if flow.frozen == stamp else 0  # one never frozen has no record
+                    flow.recorded = flow.frozen == stamp  # one never frozen has no record
                 order += flows
         self._apply(order)
 
@@ -480,7 +480,7 @@ class FlowNetwork:
                 # links still tight, and every flow a link left loose had frozen (it has no record now).
                 tight = [link for link in touched if demand[link] >= limit[link]]
                 unknown = [flow for link in touched if demand[link] < limit[link]
-                           for flow in on_link[link].values() if not flow.trace or flow.by == link]
+                           for flow in on_link[link].values() if not flow.recorded or flow.by == link]
                 changed = self._region(tight, unknown)
             if changed is not None:
                 self._apply(changed)

@@ -10,8 +10,8 @@ region until the records it leaves alone are proven to be what a fill of the who
 give, bit for bit. A drain that frees capacity nobody can use is a region that changes nothing.
 
 The records. A fill leaves on every flow it froze ``share``, ``by`` (the link whose saturation froze
-it) and ``at`` (its place in the heap's order: the key popped, ``fairness.fill``) and sets ``trace``
-to 1; a flow without a record (new, alone on its tight links, or never frozen) has ``trace`` 0.
+it) and ``at`` (its place in the heap's order: the key popped, ``fairness.fill``), and sets
+``recorded``; a flow without a record (new, alone on its tight links, or never frozen) has not.
 
 Why records outside the region still hold. A fill is one heap's sequence of pops, and what a pop of
 a link does (skip, renew its entry, saturate at ``residual / count``) depends only on that link's
@@ -53,7 +53,7 @@ __all__ = ["refill_region"]
 def refill_region(links, unknown, on_link: list[dict], load: list[int], cap: list[float], demand: list[float],
                   limit: list[float], residual: list[float], count: list[int], budget: int) -> list | None:
     """Re-fill the region grown from the tight ``links`` and the tight links of the flows ``unknown``
-    (module docstring); set ``share``, ``by``, ``at`` and ``trace`` (1) of the flows the region froze
+    (module docstring); set ``share``, ``by``, ``at`` and ``recorded`` of the flows the region froze
     and return them. None (nothing changed) when the passes that grew the region have visited more
     than ``budget`` links and flows, or a flow was left unfrozen (the caller fills the components)."""
     region: dict[int, None] = dict.fromkeys(links)
@@ -71,7 +71,7 @@ def refill_region(links, unknown, on_link: list[dict], load: list[int], cap: lis
             work += visited + len(region)
             continue
         for flow, share, by, at in frozen:
-            flow.share, flow.by, flow.at, flow.trace = share, by, at, 1
+            flow.share, flow.by, flow.at, flow.recorded = share, by, at, True
         return [entry[0] for entry in frozen]
     return None
 
@@ -87,7 +87,7 @@ def _attempt(region: dict, on_link, load, cap, demand, limit, residual, count):
             if fid in seen:
                 continue
             seen[fid] = flow
-            if flow.trace:
+            if flow.recorded:
                 by = flow.by
                 if by in region:
                     continue
@@ -146,7 +146,7 @@ def _attempt(region: dict, on_link, load, cap, demand, limit, residual, count):
                 continue
             done[fid] = None
             frozen.append((flow, share, link, at))
-            changed = not flow.trace or flow.share != share or flow.by != link or flow.at != at
+            changed = not flow.recorded or flow.share != share or flow.by != link or flow.at != at
             w = flow.weight
             for other in flow.links:
                 if other in region:

@@ -34,7 +34,7 @@ class _Checked(FlowNetwork):
         for flow in alone:
             assert flow.rate == flow.bottleneck / flow.weight
         for group, links in shared:
-            recorded = {f.fid: (f.share, f.by, f.at) for f in group if f.trace}
+            recorded = {f.fid: (f.share, f.by, f.at) for f in group if f.recorded}
             fill(links, stamp, self._on_link, self._load, self._cap, self._residual, self._count)
             for f in group:
                 assert f.rate == f.share, f.fid
