@@ -5,11 +5,11 @@ module              what it holds
 ==================  ===============================================================================
 ``flow_network``    ``FlowNetwork``: flows on a simpy Environment, rates recomputed on start and end
 ``fairness``        weighted max-min fairness by progressive filling, per connected component
-``settled``         drains proven, from the last fill's saturations, to change no rate: no re-fill
+``region``          re-filling only the links a change reaches; the rest proven unchanged
 ``flow_groups``     groups of identical flows, simulated once and replayed per member
 ``routes``          a topology as numbered links with capacity and latency; cached routes
 ``topology_cache``  the links, routes and collective plans every network on one topology can share
 ==================  ===============================================================================
 """
 
-__all__ = ["fairness", "flow_groups", "flow_network", "routes", "settled", "topology_cache"]
+__all__ = ["fairness", "flow_groups", "flow_network", "region", "routes", "topology_cache"]

@@ -133,7 +133,7 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
     others freeze) except by rounding, and a renewed entry below it is the smallest in the heap, so
     it saturates next; its flows' ``at`` is the entry it replaced. Then the saturations come in the
     order of their (``at``, ``by``), and any other entry is popped between the same two of them as
-    in the real order: ``simulator.network.settled`` replays a drained link's entries that way.
+    in the real order: ``simulator.network.region`` replays the other links' saturations that way.
     """
     heap = []
     for link in links:

@@ -1,9 +1,10 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
-One concept at 430 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
+One concept at 500 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
 up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
 docstrings that say why each step keeps results bit for bit; the fill, the component search, the
-groups and the link table already live beside it (``fairness``, ``flow_groups``, ``routes``).
+region fill, the groups and the link table already live beside it (``fairness``, ``region``,
+``flow_groups``, ``routes``).
 
 A transfer of S bytes from one node to another is one *flow* on its route (a tuple of directed edges).
 While it is active, every flow has a rate; rates are the max-min fair allocation over the link
@@ -20,11 +21,13 @@ same simulated instant are batched into one recomputation (a zero-delay simpy ev
 that starts 4,096 flows at once costs one fill, not 4,096; each connected component of the flows
 reached is filled on its own, and a flow alone on its links needs no fill at all. Links the flows on
 them could not fill even at their routes' bottleneck rates (*loose* links) join nothing, exactly: they
-never saturate (``fairness``), and a drain on one re-fills nobody. A drain whose component the last
-fill proves unchanged (no flow left on the drained links was saturated by them, and none of them
-would saturate now, ``settled``) re-fills nobody either. The fill itself
-(weighted progressive filling) lives in ``simulator.network.fairness``; links and cached routes in
-``simulator.network.routes``.
+never saturate (``fairness``), and a drain on one re-fills nobody. Inside a component, a change
+re-fills only a *region*: the changed links, grown until the last fill's records of every other flow
+(share, saturating link, place in the heap's order) are proven to be what a fill of the whole
+component would give (``region``; past ``REGION_BUDGET`` links and flows visited the components are
+filled instead, as the reference network always does), so a drain that frees capacity nobody can
+use, or a start that slows three flows of 2,000, costs what it changes. The fill itself (weighted progressive filling) lives in
+``simulator.network.fairness``; links and cached routes in ``simulator.network.routes``.
 
 Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collective); flows of the batch
 alike in source, destination, bytes and ``via`` run as one flow of weight w (``simulator.network.flow_groups``),
@@ -64,13 +67,17 @@ from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.network.routes import HopRouter, LinkTable, Route
-from simulator.network.settled import unsettled
+from simulator.network.region import refill_region
 from simulator.network.topology_cache import TopologyCache
 from simulator.simpy_internals import succeed_later
 
 __all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
 
 log = logging.getLogger(__name__)
+
+# A region fill whose passes that grew it visited more links and flows than this gives way to a fill
+# of the components (``region``): a region that keeps growing costs more than the fill it saves.
+REGION_BUDGET = 8192
 
 # Drains predicted within this relative distance of "now" are treated as simultaneous (one batch).
 _SAME_INSTANT = 1e-12
@@ -102,7 +109,7 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "trace")
+                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "recorded")
 
     def __init__(self, fid, route, nbytes, event, label, members):
         self.fid = fid
@@ -124,7 +131,7 @@ class _Flow:
         self.frozen = 0  # stamp of the last fill that froze this flow
         self.by = -1  # link whose saturation froze it in that fill, and the heap key it was popped at
         self.at = 0.0
-        self.trace = 0  # that fill's number if a drain may trust its saturations (``settled``), else 0
+        self.recorded = False  # whether share, by and at are the record of a fill of its component (``region``)
 
 
 class FlowNetwork:
@@ -176,8 +183,9 @@ class FlowNetwork:
         self.rate_changes = 0
         """Rate assignments made by the fairness fills (each start counts one, per member)."""
         self.fills = 0
-        """Fairness recomputations run (one per batch of same-instant starts/drains)."""
-        self._traces = 0  # components filled (``settled``'s trace numbers)
+        """Fairness recomputations run (one per batch of same-instant starts/drains), region fills included."""
+        self.region_fills = 0
+        """Changes re-filled over a region of their components (``simulator.network.region``)."""
         self.timeline: list[FlowEvent] | None = [] if record else None
         self.cache: dict = shared.plans if shared is not None else {}
         """Cache for the layers above (collective plans): entries fixed by the graph and their keys, so
@@ -301,8 +309,45 @@ class FlowNetwork:
                 demand[link] += rate
             if self.timeline is not None:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
-        self._refill(new)
+        if self._reference:
+            self._refill(new)
+        else:
+            self._refill_started(new)
         self._schedule_wakeup()
+
+    def _refill_started(self, new: list[_Flow]) -> None:
+        """Rates after ``new`` flows joined their links: a flow alone on its tight links runs at its
+        bottleneck, the others are filled by a region fill (``region``), or their components when
+        that grows too large."""
+        load, demand, limit = self._load, self._demand, self._limit
+        order: list[_Flow] = []
+        coupled: list[_Flow] = []
+        for flow in new:
+            w = flow.weight
+            for link in flow.links:
+                if load[link] != w and demand[link] >= limit[link]:
+                    coupled.append(flow)
+                    break
+            else:
+                flow.share = flow.bottleneck / w
+                flow.recorded = False
+                order.append(flow)
+        if coupled:
+            changed = self._region((), coupled)
+            if changed is None:
+                self._refill(new)
+                return
+            order += changed
+        self._apply(order)
+
+    def _region(self, links, unknown) -> list[_Flow] | None:
+        """``region.refill_region`` on this network's arrays: the flows it re-filled, or None."""
+        changed = refill_region(links, unknown, self._on_link, self._load, self._cap, self._demand, self._limit,
+                                self._residual, self._count, REGION_BUDGET)
+        if changed is not None:
+            self.fills += 1
+            self.region_fills += 1
+        return changed
 
     def _refill(self, seeds: list[_Flow]) -> None:
         """Max-min fill of the components that contain ``seeds``; reschedule flows whose rate changed."""
@@ -323,14 +368,17 @@ class FlowNetwork:
             order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
             for flow in order:
                 flow.share = flow.bottleneck / flow.weight
-                flow.trace = 0
+                flow.recorded = False
             for flows, links in shared:
                 fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
-                self._traces += 1
-                trace = self._traces
                 for flow in flows:
-                    flow.trace = trace if flow.frozen == stamp else 0
+                    flow.recorded = flow.frozen == stamp  # one never frozen has no record
                 order += flows
+        self._apply(order)
+
+    def _apply(self, order: list[_Flow]) -> None:
+        """Give each flow of ``order`` its ``share`` as its rate where that changed: bytes sent so far
+        booked, a new drain time predicted."""
         now = self.env.now
         drains, timeline = self._drains, self.timeline
         push = heapq.heappush
@@ -424,17 +472,27 @@ class FlowNetwork:
             if timeline is not None:
                 self._log(flow, "drain")
             succeed_later(env, flow.event, flow.nbytes, flow.latency_s)  # one route latency later
+        touched = [link for link in touched if on_link[link]]  # a later drain may have emptied a link
         if touched:
-            # Components a fill would give the same rates keep them (``settled``); the reference fills all.
-            failed = None if self._reference else unsettled(touched, on_link, load, self._cap, demand, limit)
-            stamp = -self.fills - 1  # a mark no fill uses
-            seeds: list[_Flow] = []
-            for link in touched:
-                for flow in on_link[link].values():
-                    if flow.seen != stamp and (failed is None or flow.trace in failed):
-                        flow.seen = stamp
-                        seeds.append(flow)
-            self._refill(seeds)
+            changed = None
+            if not self._reference:
+                # The region fill re-fills the links the drain reaches (``region``): the drained flows'
+                # links still tight, and every flow a link left loose had frozen (it has no record now).
+                tight = [link for link in touched if demand[link] >= limit[link]]
+                unknown = [flow for link in touched if demand[link] < limit[link]
+                           for flow in on_link[link].values() if not flow.recorded or flow.by == link]
+                changed = self._region(tight, unknown)
+            if changed is not None:
+                self._apply(changed)
+            else:
+                stamp = -self.fills - 1  # a mark no fill uses
+                seeds: list[_Flow] = []
+                for link in touched:
+                    for flow in on_link[link].values():
+                        if flow.seen != stamp:
+                            flow.seen = stamp
+                            seeds.append(flow)
+                self._refill(seeds)
         self._schedule_wakeup()
 
 
