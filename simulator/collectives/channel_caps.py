@@ -62,8 +62,10 @@ def tree_floor_s(kind: str, algorithm: str, protocol: str, nbytes: float, patter
     """Least time of a tree all_reduce's flows under NCCL's per-channel cap (module docstring), seconds;
     0 where there is none. ``nbytes``: S with the kind's bytes factor; ``pattern``: each rank's server;
     ``wire``: the protocol's wire factor; ``arch``: ``CollectiveParams.nccl_arch``."""
+    if kind != "all_reduce" or algorithm not in ("double_binary_tree", "nvls_tree") or not arch:
+        return 0.0
     n_nodes = len(set(pattern))
-    if kind != "all_reduce" or algorithm not in ("double_binary_tree", "nvls_tree") or n_nodes < 2 or not arch:
+    if n_nodes < 2:
         return 0.0
     per_channel = _per_channel_GBps(algorithm, protocol, arch, wire, n_nodes)
     if per_channel <= 0.0:
