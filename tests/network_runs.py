@@ -1,12 +1,15 @@
-"""Shared by the network tests: transfers or a planned schedule run on a flow network, grouped or as the reference."""
+"""Shared by the network tests: transfers, batches, a planned schedule or one collective run on a flow network."""
 
 from __future__ import annotations
 
 import simpy
 
+from simulator.collectives import run_collective
+from simulator.network.flow_groups import same_flows
 from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.timing.engine import Engine
 from simulator.timing.simulation import NetworkBackend
+from topologies import gpu_nodes, load_topology
 
 
 def run_plan(plan, G, group: bool, network=FlowNetwork):
@@ -38,3 +41,38 @@ def run_transfers(G, flows, group: bool = True, network=FlowNetwork):
         env.process(one(i, *flow))
     env.run()
     return arrivals, net
+
+
+def run_batches(G, batches, group: bool, network=FlowNetwork):
+    """Start each batch of ``batches`` ((start_s, [(src, dst, nbytes, via), ...]), ...) with ``transfer_all``
+    (repeated flows run as one weighted flow when ``group``) on a ``network``; each flow's (bytes,
+    arrival) by (batch, index), and the network."""
+    env = simpy.Environment()
+    net = network(env, G, router=HopRouter(G), group=group)
+    arrivals = {}
+
+    def batch(i, start, flows):
+        yield env.timeout(start)
+        events = net.transfer_all(flows)
+        indices = same_flows(flows) if group else [(j,) for j in range(len(flows))]
+        for event, members in zip(events, indices):
+            event.callbacks.append(lambda e, members=members: arrivals.update(
+                {(i, j): (e.value, env.now) for j in members}))
+        yield env.all_of(events)
+
+    for i, (start, flows) in enumerate(batches):
+        env.process(batch(i, start, flows))
+    env.run()
+    return arrivals, net
+
+
+def run_all_reduce(spec: str, n: int, nbytes: int, algorithm: str | None = None):
+    """One all_reduce of ``nbytes`` on the first ``n`` GPUs of preset ``spec`` (the NCCL-like choice, or
+    ``algorithm``), alone on a fresh network: (time, plan, network, members)."""
+    G = load_topology(spec)
+    members = gpu_nodes(G)[:n]
+    env = simpy.Environment()
+    net = FlowNetwork(env, G)
+    proc = run_collective(env, net, "all_reduce", members, nbytes, algorithm=algorithm)
+    env.run(until=proc)
+    return env.now, proc.value, net, members

@@ -10,11 +10,12 @@ import pytest
 import simpy
 
 from simulator.calibrate.evaluator import CollectiveEvaluator
-from simulator.collectives import CollectiveParams, plan_collective, run_collective
+from simulator.collectives import CollectiveParams
 from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.closed_form import predict_collective_s
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
+from tests.network_runs import run_all_reduce
 from topologies import gpu_nodes, load_topology
 
 TWO = tuple(s for s in range(2) for _ in range(8))
@@ -63,16 +64,6 @@ def test_an_unknown_generation_is_one_clear_error():
         CollectiveParams(nccl_arch="pascal")
 
 
-def _run(spec: str, nbytes: int, algorithm: str | None = None):
-    G = load_topology(spec)
-    members = gpu_nodes(G)
-    env = simpy.Environment()
-    net = FlowNetwork(env, G)
-    proc = run_collective(env, net, "all_reduce", members, nbytes, algorithm=algorithm)
-    env.run(until=proc)
-    return env.now, proc.value, net, members
-
-
 def test_presets_name_their_generation():
     for spec, arch in (("dgx-a100", "ampere"), ("dgx-h100", "hopper"), ("dgx-b200", "blackwell"),
                        ("dgx-2h", "volta"), ("rtx5000-4gpu", "volta")):
@@ -83,7 +74,7 @@ def test_a_forced_tree_on_two_b200_servers_runs_at_the_rate_together_ai_measured
     # Together AI's 2-server B200 nccl-tests all_reduce with NCCL_ALGO=Tree: 335.2 GB/s busbw at 8 GiB
     # (README, "Collectives as NCCL runs them"); the links alone would give it twice the ring's network share.
     nbytes = 8 << 30
-    t, plan, net, members = _run("dgx-b200:2", nbytes, "double_binary_tree")
+    t, plan, net, members = run_all_reduce("dgx-b200:2", 16, nbytes, "double_binary_tree")
     assert plan.floor_s > 0
     assert t == pytest.approx(predict_collective_s(net, "all_reduce", members, nbytes, algorithm="double_binary_tree"),
                               rel=1e-12)
@@ -94,18 +85,18 @@ def test_a_forced_tree_on_two_b200_servers_runs_at_the_rate_together_ai_measured
 def test_the_a100_tree_on_two_servers_is_no_faster_than_the_ring_at_large_sizes():
     # Without the cap the tree ran NVLink-bound at 246 GB/s busbw there, twice the ring's network share.
     nbytes = 1 << 30
-    t_tree, _, _, _ = _run("dgx-a100:2", nbytes, "double_binary_tree")
-    t_ring, _, _, _ = _run("dgx-a100:2", nbytes, "ring")
+    t_tree, _, _, _ = run_all_reduce("dgx-a100:2", 16, nbytes, "double_binary_tree")
+    t_ring, _, _, _ = run_all_reduce("dgx-a100:2", 16, nbytes, "ring")
     assert nbytes / t_tree * 2 * 15 / 16 / 1e9 == pytest.approx(8 * 23.6, rel=0.03)
     assert t_tree > t_ring
-    _, chosen, _, _ = _run("dgx-a100:2", nbytes)
+    _, chosen, _, _ = run_all_reduce("dgx-a100:2", 16, nbytes)
     assert chosen.algorithm == "ring"
 
 
 def test_the_floor_runs_from_the_flows_start_in_the_simulation():
     # A small tree: the cap does not bind, the floor changes nothing; a large one: it does, exactly.
     for nbytes in (1 << 16, 1 << 30):
-        t, plan, net, members = _run("dgx-a100:2", nbytes, "double_binary_tree")
+        t, plan, net, members = run_all_reduce("dgx-a100:2", 16, nbytes, "double_binary_tree")
         closed = predict_collective_s(net, "all_reduce", members, nbytes, algorithm="double_binary_tree")
         assert t == pytest.approx(closed, rel=1e-12)
         delay = plan.front_s + plan.phases[0][0]

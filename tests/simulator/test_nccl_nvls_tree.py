@@ -9,12 +9,13 @@ import pytest
 import simpy
 
 from simulator.calibrate.evaluator import CollectiveEvaluator
-from simulator.collectives import CollectiveParams, plan_collective, run_collective
+from simulator.collectives import CollectiveParams, plan_collective
 from simulator.collectives.choose import nccl_algorithms
 from simulator.collectives.closed_form import predict_collective_s
 from simulator.collectives.nvls_tree import nvls_tree, nvls_tree_fits
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
+from tests.network_runs import run_all_reduce
 from topologies import gpu_nodes, load_topology
 
 
@@ -78,17 +79,8 @@ def test_nccl_offers_it_across_nvlink_sharp_servers_only(spec, n, enabled):
     assert "nvls_tree" not in nccl_algorithms("all_gather", n, params, len(set(servers)), servers)
 
 
-def _run(spec: str, n: int, nbytes: int, algorithm=None):
-    G, members, _ = _members(spec, n)
-    env = simpy.Environment()
-    net = FlowNetwork(env, G)
-    proc = run_collective(env, net, "all_reduce", members, nbytes, algorithm=algorithm)
-    env.run(until=proc)
-    return env.now, proc.value, net, members
-
-
 def test_two_h100_servers_run_it_at_large_sizes_at_the_nvls_rate():
-    t, plan, net, members = _run("dgx-h100:2", 16, 1 << 30)
+    t, plan, net, members = run_all_reduce("dgx-h100:2", 16, 1 << 30)
     assert (plan.algorithm, plan.protocol) == ("nvls_tree", "simple")
     # Contention-free: the plan's own time, exactly.
     assert t == pytest.approx(predict_collective_s(net, "all_reduce", members, 1 << 30), rel=1e-9)
@@ -97,15 +89,15 @@ def test_two_h100_servers_run_it_at_large_sizes_at_the_nvls_rate():
     busbw = (1 << 30) / t * 2 * 15 / 16 / 1e9
     assert busbw == pytest.approx(8 * 57.7, rel=0.03) and busbw < 8 * 57.7
     assert (1 << 30) / t / 1e9 < 0.85 * 370 / 1.125 * 0.9
-    t_ring, _, _, _ = _run("dgx-h100:2", 16, 1 << 30, "ring")
+    t_ring, _, _, _ = run_all_reduce("dgx-h100:2", 16, 1 << 30, "ring")
     assert t < t_ring
 
 
 def test_small_messages_pay_nvls_and_two_network_steps():
-    t, plan, _, _ = _run("dgx-h100:2", 16, 8, "nvls_tree")
+    t, plan, _, _ = run_all_reduce("dgx-h100:2", 16, 8, "nvls_tree")
     params = CollectiveParams.from_graph(load_topology("dgx-h100:2"))
     assert t > 25e-6 + 2 * params.inter_step_latency_s  # NCCL: NVLS latency + 2 log2(2) network latencies
-    _, chosen, _, _ = _run("dgx-h100:2", 16, 8)
+    _, chosen, _, _ = run_all_reduce("dgx-h100:2", 16, 8)
     assert chosen.algorithm != "nvls_tree"
 
 
@@ -122,7 +114,7 @@ def test_two_servers_meet_the_published_default_all_reduce_busbw(spec, measured,
     # Published nccl-tests all_reduce, NCCL's default algorithm, 2 servers x 8 GPUs, large sizes: B200 on
     # GCP A4, Lambda and Together AI; H100 on Nebius (quoted in README, "Collectives as NCCL runs them").
     nbytes = 8 << 30
-    t, plan, _, _ = _run(spec, 16, nbytes)
+    t, plan, _, _ = run_all_reduce(spec, 16, nbytes)
     assert plan.algorithm == "nvls_tree"
     busbw = nbytes / t * 2 * 15 / 16 / 1e9
     assert all(busbw == pytest.approx(m, rel=rel) for m in measured)

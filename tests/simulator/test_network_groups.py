@@ -12,7 +12,7 @@ from simulator.network.flow_groups import same_flows
 from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
-from tests.network_runs import run_plan
+from tests.network_runs import run_batches, run_plan
 from topologies import gpu_nodes, load_topology
 
 # What the tests would accept if the equivalence held only in real numbers; they check bit equality.
@@ -131,31 +131,11 @@ def batches(draw):
                             min_size=1, max_size=5))
 
 
-def _run_batches(G, batches_, group):
-    env = simpy.Environment()
-    net = FlowNetwork(env, G, router=HopRouter(G), group=group)
-    arrivals = {}
-
-    def batch(i, start, flows):
-        yield env.timeout(start)
-        events = net.transfer_all(flows)
-        indices = same_flows(flows) if group else [(j,) for j in range(len(flows))]
-        for event, members in zip(events, indices):
-            event.callbacks.append(lambda e, members=members: arrivals.update(
-                {(i, j): (e.value, env.now) for j in members}))
-        yield env.all_of(events)
-
-    for i, (start, flows) in enumerate(batches_):
-        env.process(batch(i, start, flows))
-    env.run()
-    return arrivals, net
-
-
 @settings(max_examples=60, deadline=None)
 @given(batches())
 def test_random_batches_match_the_reference_network(scenario):
     G, batches_ = scenario
-    (got, net), (want, ref) = _run_batches(G, batches_, True), _run_batches(G, batches_, False)
+    (got, net), (want, ref) = run_batches(G, batches_, True), run_batches(G, batches_, False)
     assert got == want and len(got) == sum(len(flows) for _, flows in batches_)
     assert net.link_stats() == ref.link_stats()
     assert (net.flow_count, net.rate_changes) == (ref.flow_count, ref.rate_changes)
@@ -190,7 +170,7 @@ def test_a_link_its_flows_cannot_fill_joins_nothing_until_they_can():
     batches_ = [(0.0, [("h0", "h1", 10**6 / 3, None), ("h2", "h3", 3e6 / 7 + 0.1, None)]),
                 (1e-4, [("h0", "h3", 5e5, None)]),
                 (2e-4, [("h4", "h1", 10**6 + 1 / 9, None), ("h4", "h3", 10**6 / 3, None)])]
-    (got, net), (want, ref) = _run_batches(G, batches_, True), _run_batches(G, batches_, False)
+    (got, net), (want, ref) = run_batches(G, batches_, True), run_batches(G, batches_, False)
     assert got == want and net.link_stats() == ref.link_stats()
     assert (net.flow_count, net.rate_changes) == (ref.flow_count, ref.rate_changes)
     assert net.fills < ref.fills

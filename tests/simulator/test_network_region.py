@@ -5,16 +5,14 @@ import random
 
 import networkx as nx
 import pytest
-import simpy
 
 from simulator.algorithms.registry import build_schedule
 from simulator.network import flow_network, region
 from simulator.network.fairness import components, fill
-from simulator.network.flow_groups import same_flows
-from simulator.network.flow_network import FlowNetwork, HopRouter
+from simulator.network.flow_network import FlowNetwork
 from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
-from tests.network_runs import run_plan, run_transfers
+from tests.network_runs import run_batches, run_plan, run_transfers
 from topologies import load_topology
 
 _stamps = itertools.count(10**12)  # marks no network run reaches
@@ -151,28 +149,6 @@ def test_random_traffic_matches_the_reference_network(monkeypatch, topology, see
     assert region_fills > 10 * max(full, 1)
 
 
-def _run_batches(G, batches, group: bool, network=FlowNetwork):
-    """Start each batch of ``batches`` ((start_s, [(src, dst, nbytes, via), ...]), ...) with ``transfer_all``
-    (repeated flows run as one weighted flow); each flow's (bytes, arrival) by (batch, index), and the network."""
-    env = simpy.Environment()
-    net = network(env, G, router=HopRouter(G), group=group)
-    arrivals = {}
-
-    def batch(i, start, flows):
-        yield env.timeout(start)
-        events = net.transfer_all(flows)
-        indices = same_flows(flows) if group else [(j,) for j in range(len(flows))]
-        for event, members in zip(events, indices):
-            event.callbacks.append(lambda e, members=members: arrivals.update(
-                {(i, j): (e.value, env.now) for j in members}))
-        yield env.all_of(events)
-
-    for i, (start, flows) in enumerate(batches):
-        env.process(batch(i, start, flows))
-    env.run()
-    return arrivals, net
-
-
 def test_random_batches_of_weighted_flows_match_the_reference_network():
     # Batches with repeated flows (groups of weight 2 and 3, which the region fill freezes member by
     # member as the fill does) on rings and leaf-spines, at staggered instants.
@@ -187,7 +163,7 @@ def test_random_batches_of_weighted_flows_match_the_reference_network():
                 flows += [(*rng.sample(hosts, 2), rng.choice(_SIZES + [0]), None)] * rng.choice([1, 1, 1, 2, 3])
             rng.shuffle(flows)
             batches.append((rng.choice([0.0, 0.0, 1e-4, 2e-4, 3e-4, 1e-3, 2e-3]), flows))
-        (got, net), (want, ref) = _run_batches(G, batches, True, _Checked), _run_batches(G, batches, False)
+        (got, net), (want, ref) = run_batches(G, batches, True, _Checked), run_batches(G, batches, False)
         assert got == want and net.link_stats() == ref.link_stats()
         assert (net.flow_count, net.rate_changes) == (ref.flow_count, ref.rate_changes)
 
