@@ -8,7 +8,8 @@
    squares through the closed forms (``evaluator``). Where an all_reduce spans servers and no algorithm
    is given, the fit is run twice, with the simulator's choice and with NCCL's ring, and the lower rms
    log error is kept (an nccl-tests log does not say which NCCL ran; on slow NICs the simulated tree
-   of two servers can fit the times only with NICs at half their rate). Gemm knobs by ``gemm_fit``.
+   of two servers can fit the times only with NICs at half their rate); not on NVLink SHARP servers,
+   whose NCCL runs the NVLS tree across servers. Gemm knobs by ``gemm_fit``.
 3. What carries to other topologies of the node kind is kept as a profile (``carry``), embedded in
    the graph's ``sim.calibration`` and written on its own by ``Calibration.write_profile``.
 4. The fitted graph is built (``knobs.apply_values``) and every bucket, fitted, held out or below
@@ -160,9 +161,12 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
     if fit_keys:
         measured = np.array([reps[key].time_s for key in fit_keys])
         fits = [_fit(G0, fit_keys, measured, kind_factors, all_reduce_algorithm)]
-        if all_reduce_algorithm is None and _all_reduce_across_servers(G0, fit_keys):
+        if all_reduce_algorithm is None and not params.nvls and _all_reduce_across_servers(G0, fit_keys):
             # NCCL's choice is not in an nccl-tests log: where the simulator's choice across servers
-            # (the tree, on slow NICs) explains the times worse than NCCL's ring, the ring is kept.
+            # (the tree, on slow NICs) explains the times worse than NCCL's ring, the ring is kept. Not
+            # on NVLink SHARP servers, where NCCL runs its NVLS tree across servers by default (every
+            # published two-server H100 and B200 run), and a ring could match it only with NICs faster
+            # than their line rate.
             fits.append(_fit(G0, fit_keys, measured, kind_factors, "ring"))
         algorithm, kinds, knobs, values, rms = min(fits, key=lambda fit: fit[4])
         if algorithm != all_reduce_algorithm:

@@ -219,3 +219,24 @@ def test_topology_save_writes_the_calibrated_preset(fitted, tmp_path, capsys):
     assert rated  # the fit determined at least one link class's rate
     for kind, rate in rated.items():
         assert class_rate(G, kind) == pytest.approx(rate)
+
+
+def test_nvlink_sharp_servers_fit_as_the_simulator_chooses_only(monkeypatch):
+    """On dgx-h100 NCCL runs its NVLS tree across servers by default, so calibrate fits no ring alternative
+    there (a ring could match the NVLS tree's times only with NICs past their line rate): one fit."""
+    from simulator.calibrate import fit
+    from simulator.calibrate.fit import calibrate, simulate_buckets
+    from simulator.calibrate.samples import CollectiveSample
+
+    algorithms = []
+    one_fit = fit._fit
+    monkeypatch.setattr(fit, "_fit", lambda *args: algorithms.append(args[-1]) or one_fit(*args))
+
+    G = load_topology("dgx-h100:2")
+    keys = [("all_reduce", 16, 1 << k) for k in range(20, 31, 2)]
+    times = simulate_buckets(G, keys)
+    samples = [CollectiveSample(kind, ranks, nbytes, 1.1 * t, "synthetic") for (kind, ranks, nbytes), t
+               in zip(keys, times)]
+    result = calibrate(G, samples, [])
+    assert algorithms == [None]
+    assert not any("as the ring" in note or "fitted and predicted as ring" in note for note in result.notes)
