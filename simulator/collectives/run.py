@@ -162,9 +162,10 @@ def plan_time_s(net, plan: CollectivePlan) -> float:
     if not plan.floor_s:
         return plan.front_s + sum(delay + phase_drain_s(net, flows, same)
                                   for (delay, flows), same in zip(plan.phases, groups))
-    span = -plan.phases[0][0]  # the floor runs from the first phase's flows' start
+    span = None  # from the first phase's flows' start, where the floor starts
     for (delay, flows), same in zip(plan.phases, groups):
-        span += delay + phase_drain_s(net, flows, same)
+        drain = phase_drain_s(net, flows, same)
+        span = drain if span is None else span + delay + drain
     return plan.front_s + plan.phases[0][0] + max(span, plan.floor_s)
 
 
