@@ -109,9 +109,11 @@ def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
 @pytest.mark.parametrize("sim, message", [
     ({"gemm_efficiency": 2}, "compute model: gemm_efficiency must be in (0, 1], got 2"),
     ({"half_efficiency_dim": -1}, "compute model: half_efficiency_dim must be >= 0, got -1"),
+    ({"collective_nccl_arch": "pascal"}, "CollectiveParams.nccl_arch must be one of '', 'volta', 'ampere', 'hopper', "
+                                         "'blackwell', got 'pascal'"),
 ])
-def test_a_topology_files_bad_compute_settings_are_one_line_and_exit_2(capsys, tmp_path, sim, message):
-    """They are read when the schedule is compiled, after the file has loaded."""
+def test_a_topology_files_bad_sim_settings_are_one_line_and_exit_2(capsys, tmp_path, sim, message):
+    """Compute and collective settings alike: read when the schedule is compiled or timed, after the file has loaded."""
     path = tmp_path / "t.json"
     assert run(capsys, "topology", "save", "a100-4gpu:2", str(path))[0] == 0
     document = json.loads(path.read_text())
