@@ -28,6 +28,8 @@ no cap. Inside one server the tree is a chain whose channel count the model does
 
 from __future__ import annotations
 
+from simulator.collectives.nvls_tree import nvls_tree_fits
+
 __all__ = ["NCCL_ARCHS", "tree_floor_s"]
 
 # (2 servers, more than 2), GB/s of bus bandwidth per channel: tuning.cc, ncclTunerConstantsDefaults
@@ -38,15 +40,6 @@ _NVLS_TREE = {"hopper": (57.7, 45.5), "blackwell": (96.0, 80.0)}
 
 NCCL_ARCHS = ("", "volta", "ampere", "hopper", "blackwell")
 """Values of ``CollectiveParams.nccl_arch``: "" for none (no cap), else the GPU generation of NCCL's table."""
-
-
-def _channels(pattern) -> int:
-    """The tree's channels over ranks on servers ``pattern``: k if every server holds the same k >= 2, else 1."""
-    counts: dict = {}
-    for server in pattern:
-        counts[server] = counts.get(server, 0) + 1
-    sizes = set(counts.values())
-    return sizes.pop() if len(sizes) == 1 and min(counts.values()) >= 2 else 1
 
 
 def _per_channel_GBps(algorithm: str, protocol: str, arch: str, wire: float, n_nodes: int) -> float:
@@ -71,4 +64,7 @@ def tree_floor_s(kind: str, algorithm: str, protocol: str, nbytes: float, patter
     if per_channel <= 0.0:
         return 0.0
     n = len(pattern)
-    return nbytes * 2 * (n - 1) / n / (_channels(pattern) * per_channel * 1e9)
+    # The trees' channels: one per rank of a server where every server holds the same k >= 2 ranks
+    # (the shape in which nccl_tree and nvls_tree run a channel per NIC rail), else one.
+    channels = n // n_nodes if nvls_tree_fits(pattern) else 1
+    return nbytes * 2 * (n - 1) / n / (channels * per_channel * 1e9)

@@ -26,8 +26,9 @@ re-fills only a *region*: the changed links, grown until the last fill's records
 (share, saturating link, place in the heap's order) are proven to be what a fill of the whole
 component would give (``region``; past ``REGION_BUDGET`` links and flows visited the components are
 filled instead, as the reference network always does), so a drain that frees capacity nobody can
-use, or a start that slows three flows of 2,000, costs what it changes. The fill itself (weighted progressive filling) lives in
-``simulator.network.fairness``; links and cached routes in ``simulator.network.routes``.
+use, or a start that slows three flows of 2,000, costs what it changes. The fill itself (weighted
+progressive filling) lives in ``simulator.network.fairness``; links and cached routes in
+``simulator.network.routes``.
 
 Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collective); flows of the batch
 alike in source, destination, bytes and ``via`` run as one flow of weight w (``simulator.network.flow_groups``),
