@@ -12,7 +12,7 @@ class ScheduleBuilder:
 
     Declaring a buffer twice with the same shape is a no-op (generators declare workspaces where they
     use them); with another shape it is a bug and raises. BufferSpec objects are shared across ranks,
-    which keeps schedules for thousands of ranks small in memory.
+    and so are equal ops (``emit``), which keeps schedules for thousands of ranks small in memory.
     """
 
     def __init__(self, algorithm: str, grid: tuple[int, ...], workload: Workload, passes: str, dtype: str,
@@ -28,6 +28,7 @@ class ScheduleBuilder:
         self.inputs: list[TensorBlock] = []
         self.outputs: list[TensorBlock] = []
         self._specs: dict[tuple[int, ...], BufferSpec] = {}
+        self._ops: dict[Op, Op] = {}
         self._part = ""
         self.parts: list[list[tuple[int, str]]] = [[] for _ in range(world_size)]
 
@@ -50,7 +51,11 @@ class ScheduleBuilder:
         return name
 
     def emit(self, rank: int, op: Op) -> None:
-        """Append ``op`` to ``rank``'s program."""
+        """Append ``op`` to ``rank``'s program (the one object of every op equal to it)."""
+        # Ops are immutable and most repeat across ranks (every member of a row issues the same
+        # broadcast, every rank the same gemm): sharing one object keeps a schedule of 16,384 ranks
+        # and ten million ops to a pointer per op.
+        op = self._ops.setdefault(op, op)
         program, runs = self.programs[rank], self.parts[rank]
         if self._part and (not runs or runs[-1][1] != self._part):
             runs.append((len(program), self._part))

@@ -29,7 +29,7 @@ from simulator.compute import ComputeConfig
 from simulator.errors import ScheduleError
 from simulator.ir.schedule import Schedule
 from simulator.network.flow_network import FlowNetwork
-from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
+from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline, zeros
 from simulator.timing.parts import part_times
 from simulator.timing.results import RankTimes, SimResult, Timeline, critical_rank
 from simulator.timing.simulation import paused_gc, plan_on_graph, run_meta
@@ -42,9 +42,9 @@ class CriticalPath:
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.starts = [[0.0] * len(d) for d in plan.durations]
-        self.ends = [[0.0] * len(d) for d in plan.durations]
-        self.waits = [[0.0] * len(d) for d in plan.durations]
+        self.starts = [zeros(len(d)) for d in plan.durations]  # arrays of doubles, as the engine's
+        self.ends = [zeros(len(d)) for d in plan.durations]
+        self.waits = [zeros(len(d)) for d in plan.durations]
         world = len(plan.items)
         self.comm_s = [0.0] * world
         self.wait_s = [0.0] * world

@@ -35,7 +35,7 @@ import simpy
 
 from simulator.errors import ScheduleError
 from simulator.simpy_internals import events_scheduled
-from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline
+from simulator.timing.plan import COMM, RUN, Instance, Plan, fill_timeline, zeros
 
 __all__ = ["CommBackend", "Engine", "run_plan"]
 
@@ -61,9 +61,9 @@ class Engine:
         self.backend = backend
         self.env = env or simpy.Environment()
         world = plan.schedule.world_size
-        self.starts = [[0.0] * len(d) for d in plan.durations]
-        self.ends = [[0.0] * len(d) for d in plan.durations]
-        self.waits = [[0.0] * len(d) for d in plan.durations]
+        self.starts = [zeros(len(d)) for d in plan.durations]
+        self.ends = [zeros(len(d)) for d in plan.durations]
+        self.waits = [zeros(len(d)) for d in plan.durations]
         self.comm_s = [0.0] * world
         self.wait_s = [0.0] * world
         self.finish_s: list[float | None] = [None] * world

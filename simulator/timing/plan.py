@@ -17,13 +17,15 @@ A rank's plan is a list of tuples, one per item:
 
 from __future__ import annotations
 
+from array import array
+
 from simulator.compute import ComputeModel
 from simulator.errors import ScheduleError
 from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
                               Wait)
 from simulator.ir.schedule import Schedule
 
-__all__ = ["RUN", "COMM", "WAIT", "OP_ROLE", "Instance", "Plan", "compile_schedule", "fill_timeline"]
+__all__ = ["RUN", "COMM", "WAIT", "OP_ROLE", "Instance", "Plan", "compile_schedule", "fill_timeline", "zeros"]
 
 RUN, COMM, WAIT = 0, 1, 2
 
@@ -67,11 +69,12 @@ class Instance:
 
 
 class Plan:
-    """A compiled schedule: ``items[rank]``, ``durations[rank][step]`` (compute seconds, 0 for others),
+    """A compiled schedule: ``items[rank]``, ``durations[rank][step]`` (compute seconds, 0 for others; a
+    tuple, shared by ranks with the same),
     ``instances`` in creation order, and the static per-rank compute totals."""
 
     def __init__(self, schedule: Schedule, gpus: list[str], items: list[list[tuple]],
-                 durations: list[list[float]], instances: list[Instance]):
+                 durations: list[tuple[float, ...]], instances: list[Instance]):
         self.schedule = schedule
         self.gpus = gpus
         self.items = items
@@ -103,6 +106,11 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
     p2p_issued: dict[tuple[bool, int, int], int] = {}
     instances: list[Instance] = []
     nbytes_of: dict[int, int] = {}  # id(BufferSpec) -> bytes: specs are shared, and math.prod is not free
+    # Items are immutable and the members of a group mostly hold the same ones (the same instance at
+    # the same step, the same compute stretch): one object each keeps 16,384 ranks' plans small.
+    shared: dict[tuple, tuple] = {}
+    share = shared.setdefault
+    shared_durations: dict[tuple, tuple] = {}  # ranks with the same compute (most) share one tuple
     op_time = compute.op_time_s
     all_items, all_durations = [], []
     for rank, program in enumerate(schedule.programs):
@@ -124,14 +132,16 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
                 run_total += d
                 continue
             if run_first >= 0:
-                items.append((RUN, run_total, run_first, step))
+                item = (RUN, run_total, run_first, step)
+                items.append(share(item, item))
                 run_first = -1
             if role == 4:
                 inst = handles.pop(op.handle, None)
                 if inst is None:
                     raise ScheduleError(f"rank {rank} step {step}: wait for handle {op.handle!r}, which no "
                                         f"earlier op of this rank issued")
-                items.append((WAIT, inst, step))
+                item = (WAIT, inst, step)
+                items.append(share(item, item))
                 continue
             spec = buffers.get(op.payload_buffer())
             if spec is None:
@@ -169,12 +179,20 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
                     instances.append(inst)
             if op.handle is not None:
                 handles[op.handle] = inst
-            items.append((COMM, inst, step, op.handle is not None))
+            item = (COMM, inst, step, op.handle is not None)
+            items.append(share(item, item))
         if run_first >= 0:
-            items.append((RUN, run_total, run_first, len(program)))
+            item = (RUN, run_total, run_first, len(program))
+            items.append(share(item, item))
         all_items.append(items)
-        all_durations.append(durations)
+        all_durations.append(shared_durations.setdefault(key := tuple(durations), key))
     return Plan(schedule, list(gpus), all_items, all_durations, instances)
+
+
+def zeros(n: int) -> array:
+    """``n`` zeros as an array of doubles: the per-step times of a run (8 bytes a step where a list of
+    floats takes 32; 16,384 ranks hold ten million steps)."""
+    return array("d", bytes(8 * n))
 
 
 def fill_timeline(plan: Plan, starts: list[list[float]], ends: list[list[float]]) -> None:

@@ -137,8 +137,8 @@ def test_send_recv_pairs_meet_in_order_and_both_sides_end_together():
     assert engine.finish_s == [1.25, 1.25, 1.25]
     # Rank 1 waits for its send (done at 1.25) first; its recv had completed at 0.25, but an async op's
     # record ends when its wait returns, as a measurement sees it.
-    assert [engine.ends[r][-2:] for r in range(3)] == [[0.25, 1.25], [1.25, 1.25], [1.25, 1.25]]
-    assert [engine.ends[r][:2] for r in range(2)] == [[0.25, 1.25], [1.25, 1.25]]
+    assert [list(engine.ends[r][-2:]) for r in range(3)] == [[0.25, 1.25], [1.25, 1.25], [1.25, 1.25]]
+    assert [list(engine.ends[r][:2]) for r in range(2)] == [[0.25, 1.25], [1.25, 1.25]]
 
 
 def test_the_nth_collective_on_a_group_is_every_members_nth():
