@@ -5,7 +5,8 @@ every NCCL-enabled candidate (algorithm x protocol, ``choose.candidates``), time
 simulated (``plan_time_s``) and keeps the one ``choose.settle`` picks; the choice is reused for every
 group whose routes are the same up to link names (``equivalence.route_signature``), which is exact.
 A plan holds the algorithm and protocol, the group's step latency and bandwidth read from the routes,
-the phases as flows between GPU nodes with the delay in front of each, the least time of its flows (NCCL's
+the phases as flows with the delay in front of each (the flows in group-local ranks, shared by every
+group of one shape, and named as GPU nodes when the phase starts), the least time of its flows (NCCL's
 per-channel cap of a tree across servers, ``channel_caps``) and the time the choice gave it.
 ``run_collective`` runs that plan as a simpy process. Time of a collective, contention-free, is
 ``plan_time_s``: the front (base latency, protocol latency, start-up) + per phase (``phase_delay_s``:
@@ -54,8 +55,12 @@ class CollectivePlan:
     """Concurrent rings of a ring or chain algorithm (NCCL channels across servers), else 1."""
     front_s: float
     """Base latency plus protocol start-up, charged once before the first phase."""
-    phases: tuple[tuple[float, tuple[tuple[object, object, float, object], ...]], ...]
-    """(delay in front, ((src node, dst node, wire bytes, via node or None), ...)) per phase."""
+    delays: tuple[float, ...]
+    """Per phase, the delay in front of its flows."""
+    local_flows: tuple[tuple[tuple[int, int, float, int | None], ...], ...]
+    """Per phase, its flows as (src, dst, payload bytes, via or None) in group-local ranks: shared by every
+    group of the same shape, so that the thousands of plans of a large grid hold no flows of their own
+    (``phase_flows`` names the nodes)."""
     groups: tuple[tuple[tuple[int, ...], ...], ...] = ()
     """Per phase, ``flow_groups.same_flows`` of its flows: the indices that run as one weighted flow."""
     floor_s: float = 0.0
@@ -63,6 +68,17 @@ class CollectivePlan:
     tree across servers (``channel_caps.tree_floor_s``); 0 for none."""
     contention_free_s: float | None = field(default=None, compare=False)
     """``plan_time_s`` of this plan where the choice computed it (a group of one candidate: None)."""
+
+    def phase_flows(self, i: int) -> tuple[tuple[object, object, float, object], ...]:
+        """Phase ``i``'s flows: ((src node, dst node, wire bytes, via node or None), ...)."""
+        members, wire = self.members, self.wire_factor
+        return tuple((members[a], members[b], wire * size, None if v is None else members[v])
+                     for a, b, size, v in self.local_flows[i])
+
+    @property
+    def phases(self) -> tuple[tuple[float, tuple[tuple[object, object, float, object], ...]], ...]:
+        """(delay in front, ``phase_flows``) per phase."""
+        return tuple((delay, self.phase_flows(i)) for i, delay in enumerate(self.delays))
 
 
 def _validate(kind, members, nbytes, root, algorithm) -> int:
@@ -158,15 +174,16 @@ def plan_time_s(net, plan: CollectivePlan) -> float:
     Exactly the flow network's time where no phase has contention, a lower bound elsewhere; the
     choice of algorithm and protocol in ``plan_collective`` compares candidates by it.
     """
-    groups = plan.groups or (None,) * len(plan.phases)
+    phases = plan.phases
+    groups = plan.groups or (None,) * len(phases)
     if not plan.floor_s:
         return plan.front_s + sum(delay + phase_drain_s(net, flows, same)
-                                  for (delay, flows), same in zip(plan.phases, groups))
+                                  for (delay, flows), same in zip(phases, groups))
     span = None  # from the first phase's flows' start, where the floor starts
-    for (delay, flows), same in zip(plan.phases, groups):
+    for (delay, flows), same in zip(phases, groups):
         drain = phase_drain_s(net, flows, same)
         span = drain if span is None else span + delay + drain
-    return plan.front_s + plan.phases[0][0] + max(span, plan.floor_s)
+    return plan.front_s + plan.delays[0] + max(span, plan.floor_s)
 
 
 def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: CollectiveParams,
@@ -199,19 +216,17 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
     if bandwidth is None:
         bandwidth = float("inf")
     floor = params.ring_step_floor_s(kind, algorithm, protocol, networked)
-    timed = []
-    for ph, flows in zip(shape.phases, shape.flows):
+    delays = []
+    for ph in shape.phases:
         fill = 0.0
         if ph.fill_hops:
             fill = wire * _cached(cache, ("fill", members, ph.fill_hops), _fill_rates, route, members, ph.fill_hops,
                                   shape.vias)
-        timed.append((phase_delay_s(ph, hop_in, hop_out, params, fill, networked, floor),
-                      tuple((members[a], members[b], wire * size, None if v is None else members[v])
-                            for a, b, size, v in flows)))
+        delays.append(phase_delay_s(ph, hop_in, hop_out, params, fill, networked, floor))
     front = front_s(kind, protocol, nbytes, params, n, algorithm)
     floor_s = tree_floor_s(kind, algorithm, protocol, nbytes, pattern, wire, params.nccl_arch)
     return CollectivePlan(kind, algorithm, protocol, members, nbytes, max(hop_in, hop_out) + params.step_latency_s,
-                          bandwidth, wire, shape.rings, front, tuple(timed), shape.groups, floor_s)
+                          bandwidth, wire, shape.rings, front, tuple(delays), shape.flows, shape.groups, floor_s)
 
 
 # What a plan needs from its group's shape alone (sizes, roots, which ranks share a server), computed
@@ -302,14 +317,14 @@ def _shape(kind, algorithm, n, nbytes, root, params, pattern) -> _Shape:
 def _execute(env: simpy.Environment, net, plan: CollectivePlan):
     delay = plan.front_s
     floor = None
-    for (phase_delay, flows), groups in zip(plan.phases, plan.groups):
+    for i, (phase_delay, groups) in enumerate(zip(plan.delays, plan.groups)):
         delay += phase_delay
         if delay:
             yield env.timeout(delay)
         delay = 0.0
         if floor is None and plan.floor_s:
             floor = env.timeout(plan.floor_s)  # NCCL's channel cap: the flows end no sooner than this
-        yield _all_arrived(env, net.transfer_all(flows, groups))
+        yield _all_arrived(env, net.transfer_all(plan.phase_flows(i), groups))
     if floor is not None and not floor.processed:
         yield floor
     if delay:

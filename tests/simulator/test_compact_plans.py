@@ -3,7 +3,8 @@
 A schedule of 16,384 ranks holds ten million ops, and most are equal across ranks (every member of a
 row issues the same broadcast, every rank the same gemm). The builder keeps one object per distinct op,
 the compiled plan one item per distinct (instance, step) and one duration tuple per distinct rank
-program and the engine its per-step times in arrays of doubles. These tests hold each form and show that
+program, the engine its per-step times in arrays of doubles, and a collective plan its flows in
+group-local ranks, shared by every group of the same shape. These tests hold each form and show that
 a schedule built with no sharing at all simulates to the same result, bit for bit.
 """
 
@@ -12,11 +13,16 @@ from __future__ import annotations
 import dataclasses
 from array import array
 
+import simpy
+
 from simulator.algorithms.registry import build_schedule
+from simulator.collectives.run import plan_collective
 from simulator.ir.schedule import Schedule
+from simulator.network.flow_network import FlowNetwork
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.workloads.workload import Workload
 from topologies.loader import load_topology
+from topologies.validate import gpu_nodes
 
 
 def _schedule() -> Schedule:
@@ -46,3 +52,17 @@ def test_a_schedule_with_no_shared_ops_simulates_to_the_same_result():
     assert isinstance(shared.timeline.starts[0], array)
     assert shared.to_dict(ops=True) == unshared.to_dict(ops=True)
 
+
+def test_plans_of_one_shape_share_their_flows_and_name_their_own_nodes():
+    G = load_topology("dgx-h100:4")
+    net = FlowNetwork(simpy.Environment(), G)
+    gpus = gpu_nodes(G)
+    first, second = gpus[0::8], gpus[1::8]  # one GPU per server, rails 0 and 1: the same shape
+    a = plan_collective(net, "broadcast", first, 1 << 24, root=1)
+    b = plan_collective(net, "broadcast", second, 1 << 24, root=1)
+    assert a.local_flows is b.local_flows
+    for plan, members in ((a, first), (b, second)):
+        for i, local in enumerate(plan.local_flows):
+            assert plan.phase_flows(i) == tuple((members[s], members[d], plan.wire_factor * size,
+                                                 None if v is None else members[v]) for s, d, size, v in local)
+        assert [delay for delay, _ in plan.phases] == list(plan.delays)
