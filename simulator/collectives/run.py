@@ -75,6 +75,17 @@ class CollectivePlan:
         return tuple((members[a], members[b], wire * size, None if v is None else members[v])
                      for a, b, size, v in self.local_flows[i])
 
+    def leader_flows(self, i: int) -> list:
+        """``phase_flows(i)`` where a network reads only the first flow of each group (``groups[i]``;
+        ``FlowNetwork.leaders_only``): that flow named, the other places None (a plan of a large grid runs
+        millions of flows, most of them members of a group)."""
+        members, wire, local = self.members, self.wire_factor, self.local_flows[i]
+        flows: list = [None] * len(local)
+        for group in self.groups[i]:
+            a, b, size, v = local[group[0]]
+            flows[group[0]] = (members[a], members[b], wire * size, None if v is None else members[v])
+        return flows
+
     @property
     def phases(self) -> tuple[tuple[float, tuple[tuple[object, object, float, object], ...]], ...]:
         """(delay in front, ``phase_flows``) per phase."""
@@ -324,7 +335,8 @@ def _execute(env: simpy.Environment, net, plan: CollectivePlan):
         delay = 0.0
         if floor is None and plan.floor_s:
             floor = env.timeout(plan.floor_s)  # NCCL's channel cap: the flows end no sooner than this
-        yield _all_arrived(env, net.transfer_all(plan.phase_flows(i), groups))
+        flows = plan.leader_flows(i) if net.leaders_only else plan.phase_flows(i)
+        yield _all_arrived(env, net.transfer_all(flows, groups))
     if floor is not None and not floor.processed:
         yield floor
     if delay:

@@ -166,6 +166,9 @@ class FlowNetwork:
         self._count = [0] * n_links
         self._demand = [0.0] * n_links  # summed bottleneck rates of the records on a link (B/s)
         self._reference = not group or record
+        self.leaders_only = not self._reference
+        """Whether ``transfer_all`` reads only the first flow of each of its ``groups`` (the others are that
+        flow's members); the reference network reads every flow."""
         # Below its limit a link is loose and joins no flows into a component (``fairness``); the
         # reference network crosses every link.
         self._limit = [-math.inf if self._reference else c * (1.0 - LOOSE_MARGIN) for c in self._cap]

@@ -66,3 +66,16 @@ def test_plans_of_one_shape_share_their_flows_and_name_their_own_nodes():
             assert plan.phase_flows(i) == tuple((members[s], members[d], plan.wire_factor * size,
                                                  None if v is None else members[v]) for s, d, size, v in local)
         assert [delay for delay, _ in plan.phases] == list(plan.delays)
+
+
+def test_leader_flows_name_the_first_flow_of_each_group_only():
+    G = load_topology("dgx-h100:2")
+    net = FlowNetwork(simpy.Environment(), G)
+    plan = plan_collective(net, "all_reduce", gpu_nodes(G), 1 << 26, algorithm="ring")
+    assert any(len(group) > 1 for groups in plan.groups for group in groups)  # NCCL's rings repeat pairs
+    for i, groups in enumerate(plan.groups):
+        full, leaders = plan.phase_flows(i), plan.leader_flows(i)
+        first = {group[0] for group in groups}
+        assert [flow for j, flow in enumerate(leaders) if j in first] == [full[j] for j in sorted(first)]
+        assert all(flow is None for j, flow in enumerate(leaders) if j not in first)
+    assert net.leaders_only and not FlowNetwork(simpy.Environment(), G, group=False).leaders_only
