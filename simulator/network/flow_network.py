@@ -34,8 +34,10 @@ Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collectiv
 alike in source, destination, bytes and ``via`` run as one flow of weight w (``simulator.network.flow_groups``),
 which ``simulator.network.fairness`` fills exactly as it would the w flows one by one: the same times and byte
 counters, bit for bit, at a fraction of the cost (NCCL-like rings across servers cross each NVSwitch
-hop k-1 times in k rails). ``group=False`` runs the reference algorithm (every flow alone, one fill
-per change); ``record=True`` implies it, so the timeline lists every flow in the reference order.
+hop k-1 times in k rails). ``transfer_phase`` starts such a batch and returns one event for all of it, which
+simpy processes where the last of the flows' own events would have been (``simulator.network.phase_arrival``).
+``group=False`` runs the reference algorithm (every flow alone, one fill per change, an event per flow);
+``record=True`` implies it, so the timeline lists every flow in the reference order.
 
 Determinism. Links are numbered in the graph's edge order, flows by a counter; components are walked
 in insertion order (dicts, never sets of objects), the filling heap orders by (share, link number),
@@ -67,6 +69,7 @@ import simpy
 from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
+from simulator.network.phase_arrival import PhaseArrival, all_arrived
 from simulator.network.routes import HopRouter, LinkTable, Route
 from simulator.network.region import refill_region
 from simulator.network.topology_cache import TopologyCache
@@ -110,9 +113,9 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "recorded")
+                 "event", "phase", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "recorded")
 
-    def __init__(self, fid, route, nbytes, event, label, members):
+    def __init__(self, fid, route, nbytes, event, label, members, phase):
         self.fid = fid
         self.members = members  # flow numbers this record stands for (fid first); nbytes, left, rate per member
         self.weight = len(members)
@@ -125,7 +128,8 @@ class _Flow:
         self.t_last = 0.0
         self.version = 0
         self.latency_s = latency_s
-        self.event = event
+        self.event = event  # succeeds on arrival; None for a flow of a phase, which reports to ``phase`` instead
+        self.phase = phase
         self.label = label
         self.share = 0.0  # rate assigned by the fill in progress
         self.seen = 0  # stamp of the last component search that reached this flow
@@ -229,6 +233,25 @@ class FlowNetwork:
             events.append(self._start(src, dst, nbytes, None, via, tuple(base + i for i in members)))
         return events
 
+    def transfer_phase(self, flows, groups=None) -> simpy.Event:
+        """Start ``flows`` as ``transfer_all`` does; the event returned succeeds once they have all arrived.
+
+        It is processed exactly where ``phase_arrival.all_arrived`` of ``transfer_all``'s events would be
+        (same time, same place among ties, same count of scheduled events), but the flows schedule no
+        events of their own (``phase_arrival.PhaseArrival``). The reference network runs ``all_arrived``.
+        """
+        if self._reference:
+            return all_arrived(self.env, self.transfer_all(flows, groups))
+        if groups is None:
+            groups = same_flows(flows)
+        base = self.flow_count
+        self.flow_count = base + len(flows)
+        phase = PhaseArrival(self.env, len(groups))
+        for members in groups:
+            src, dst, nbytes, via = flows[members[0]]
+            self._start(src, dst, nbytes, None, via, tuple(base + i for i in members), phase)
+        return phase.done
+
     def link_stats(self) -> dict[tuple, LinkStats]:
         """Bytes carried and busy time of every link that carried anything, keyed by (u, v)."""
         now = self.env.now
@@ -259,21 +282,28 @@ class FlowNetwork:
 
     # ---- internals --------------------------------------------------------------------------------
 
-    def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
+    def _start(self, src, dst, nbytes, tag, via, members: tuple, phase: PhaseArrival | None = None) -> simpy.Event:
+        """Start one flow (a group: ``members``); its event, or None where it reports to ``phase``."""
         if not nbytes >= 0:
             raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
         env = self.env
-        event = env.event()
+        event = env.event() if phase is None else None
         if src == dst:
-            event.succeed(nbytes)
+            if phase is None:
+                event.succeed(nbytes)
+            else:
+                phase.arrive(env.now)  # where ``succeed`` would schedule it: now, no delay
             return event
         route = self.links.route(src, dst, via)
         fid = members[0]
         label = fid if tag is None else tag
         if nbytes == 0:
-            self._arrive_later(event, nbytes, route.latency_s)
+            if phase is None:
+                self._arrive_later(event, nbytes, route.latency_s)
+            else:
+                phase.arrive(env.now + route.latency_s)
             return event
-        flow = _Flow(fid, route, nbytes, event, label, members)
+        flow = _Flow(fid, route, nbytes, event, label, members, phase)
         flow.t_last = env.now
         self.flow_records += 1
         self._pending.append(flow)
@@ -472,7 +502,11 @@ class FlowNetwork:
                     demand[link] = 0.0  # no drift carried into the link's next busy period
             if timeline is not None:
                 self._log(flow, "drain")
-            succeed_later(env, flow.event, flow.nbytes, flow.latency_s)  # one route latency later
+            # It arrives one route latency later.
+            if flow.phase is None:
+                succeed_later(env, flow.event, flow.nbytes, flow.latency_s)
+            else:
+                flow.phase.arrive(now + flow.latency_s)
         touched = [link for link in touched if on_link[link]]  # a later drain may have emptied a link
         if touched:
             changed = None
