@@ -61,6 +61,7 @@ import heapq
 import logging
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 import networkx as nx
@@ -113,19 +114,21 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "phase", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "recorded")
+                 "event", "phase", "label", "share", "seen", "frozen", "weight", "members", "last", "by", "at",
+                 "recorded")
 
-    def __init__(self, fid, route, nbytes, event, label, members, phase):
+    def __init__(self, fid, route, nbytes, event, label, members, phase, t_last):
         self.fid = fid
         self.members = members  # flow numbers this record stands for (fid first); nbytes, left, rate per member
         self.weight = len(members)
+        self.last = members[-1]
         self.links = route.links
         self.bottleneck = route.bandwidth_Bps
         latency_s = route.latency_s
         self.nbytes = nbytes
         self.left = float(nbytes)  # bytes still to send as of t_last
         self.rate = 0.0
-        self.t_last = 0.0
+        self.t_last = t_last
         self.version = 0
         self.latency_s = latency_s
         self.event = event  # succeeds on arrival; None for a flow of a phase, which reports to ``phase`` instead
@@ -179,7 +182,10 @@ class FlowNetwork:
         self._active: dict[int, _Flow] = {}
         self._pending: list[_Flow] = []  # started this instant, not yet on links
         self._flush_scheduled = False
-        self._drains: list[tuple] = []  # heap of (drain time, flow number, version)
+        # Heap of (drain time, flow number, version, flow): a prediction is current while the flow's version
+        # is that version (a flow drains only by its current one, and then has no newer one); number and
+        # version tell every entry apart, so flows are never compared.
+        self._drains: list[tuple] = []
         self._wakeups: list[float] = []  # heap of times with a scheduled drain check
         self.flow_count = 0
         """Transfers started (including zero-time ones; a group counts its members)."""
@@ -246,10 +252,28 @@ class FlowNetwork:
             groups = same_flows(flows)
         base = self.flow_count
         self.flow_count = base + len(flows)
-        phase = PhaseArrival(self.env, len(groups))
+        env = self.env
+        now = env.now
+        phase = PhaseArrival(env, len(groups))
+        routes, pending = self.links.routes, self._pending
+        records = len(pending)
+        # ``_start`` for each group, in one loop: the same checks, numbers and flush, in the same order.
         for members in groups:
             src, dst, nbytes, via = flows[members[0]]
-            self._start(src, dst, nbytes, None, via, tuple(base + i for i in members), phase)
+            if not nbytes >= 0:
+                raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
+            if src == dst:
+                phase.arrive(now)  # where ``Event.succeed`` would have scheduled its event: now, no delay
+                continue
+            route = routes.get((src, dst) if via is None else (src, via, dst)) or self.links.route(src, dst, via)
+            if nbytes == 0:
+                phase.arrive(now + route.latency_s)
+                continue
+            fids = (base + members[0],) if len(members) == 1 else tuple(map(base.__add__, members))
+            pending.append(_Flow(fids[0], route, nbytes, None, fids[0], fids, phase, now))
+            if not self._flush_scheduled:
+                self._schedule_flush()
+        self.flow_records += len(pending) - records
         return phase.done
 
     def link_stats(self) -> dict[tuple, LinkStats]:
@@ -282,37 +306,33 @@ class FlowNetwork:
 
     # ---- internals --------------------------------------------------------------------------------
 
-    def _start(self, src, dst, nbytes, tag, via, members: tuple, phase: PhaseArrival | None = None) -> simpy.Event:
-        """Start one flow (a group: ``members``); its event, or None where it reports to ``phase``."""
+    def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
+        """Start one flow (a group: ``members``); the event that succeeds on its arrival."""
         if not nbytes >= 0:
             raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
         env = self.env
-        event = env.event() if phase is None else None
+        event = env.event()
         if src == dst:
-            if phase is None:
-                event.succeed(nbytes)
-            else:
-                phase.arrive(env.now)  # where ``succeed`` would schedule it: now, no delay
+            event.succeed(nbytes)
             return event
         route = self.links.route(src, dst, via)
         fid = members[0]
         label = fid if tag is None else tag
         if nbytes == 0:
-            if phase is None:
-                self._arrive_later(event, nbytes, route.latency_s)
-            else:
-                phase.arrive(env.now + route.latency_s)
+            self._arrive_later(event, nbytes, route.latency_s)
             return event
-        flow = _Flow(fid, route, nbytes, event, label, members, phase)
-        flow.t_last = env.now
+        self._pending.append(_Flow(fid, route, nbytes, event, label, members, None, env.now))
         self.flow_records += 1
-        self._pending.append(flow)
         if not self._flush_scheduled:
-            self._flush_scheduled = True
-            flush = env.event()
-            flush.callbacks.append(self._flush)
-            flush.succeed()
+            self._schedule_flush()
         return event
+
+    def _schedule_flush(self) -> None:
+        """Put this instant's new flows on their links once they have all started: a zero-delay event."""
+        self._flush_scheduled = True
+        flush = self.env.event()
+        flush.callbacks.append(self._flush)
+        flush.succeed()
 
     def _arrive_later(self, event: simpy.Event, value, delay: float) -> None:
         # A triggered event scheduled ``delay`` ahead: what simpy's Timeout does, without a second event.
@@ -428,15 +448,14 @@ class FlowNetwork:
             flow.rate = rate
             flow.version += 1
             changes += flow.weight
-            push(drains, (now + flow.left / rate, flow.fid, flow.version))
+            push(drains, (now + flow.left / rate, flow.fid, flow.version, flow))
         self.rate_changes += changes
 
     def _schedule_wakeup(self) -> None:
-        drains, active = self._drains, self._active
+        drains = self._drains
         while drains:
-            _, fid, version = drains[0]
-            flow = active.get(fid)
-            if flow is not None and flow.version == version:
+            _, _, version, flow = drains[0]
+            if flow.version == version:
                 break
             heapq.heappop(drains)  # stale prediction
         if not drains:
@@ -462,18 +481,17 @@ class FlowNetwork:
         drained: list[_Flow] = []
         grouped = False
         while drains and drains[0][0] <= horizon:
-            _, fid, version = pop(drains)
-            flow = active.get(fid)
-            if flow is not None and flow.version == version:
+            _, _, version, flow = pop(drains)
+            if flow.version == version:
                 drained.append(flow)
                 if flow.weight > 1:
                     grouped = True
         if len(drained) > 1:
-            drained.sort(key=_fid)
+            drained.sort(key=_FID)
         if grouped:
             add_drained_bytes(drained, self._bytes_done)
             # A group's event goes where its last member's would have: in order of the last members.
-            drained.sort(key=_last)
+            drained.sort(key=_LAST)
         else:
             bytes_done = self._bytes_done
             for flow in drained:
@@ -531,9 +549,5 @@ class FlowNetwork:
         self._schedule_wakeup()
 
 
-def _fid(flow: _Flow) -> int:
-    return flow.fid
-
-
-def _last(flow: _Flow) -> int:
-    return flow.members[-1]
+_FID = attrgetter("fid")
+_LAST = attrgetter("last")
