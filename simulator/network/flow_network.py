@@ -486,24 +486,20 @@ class FlowNetwork:
                 drained.append(flow)
                 if flow.weight > 1:
                     grouped = True
+        # Events go in flow order; a group's where its last member's would have: in order of the last members.
         if len(drained) > 1:
-            drained.sort(key=_FID)
-        if grouped:
-            add_drained_bytes(drained, self._bytes_done)
-            # A group's event goes where its last member's would have: in order of the last members.
-            drained.sort(key=_LAST)
-        else:
-            bytes_done = self._bytes_done
-            for flow in drained:
-                nbytes = flow.nbytes
-                for link in flow.links:
-                    bytes_done[link] += nbytes
-        busy_s, busy_since = self._busy_s, self._busy_since
+            drained.sort(key=_LAST if grouped else _FID)
+        bytes_done, busy_s, busy_since = self._bytes_done, self._busy_s, self._busy_since
         env, timeline = self.env, self.timeline
         demand, limit = self._demand, self._limit
         touched: dict[int, None] = {}
+        # Link byte counters add each drained flow's bytes in flow order, member by member (``flow_groups``).
+        # Without groups that is this loop's order. With groups, a link left empty by a record that had
+        # it alone saw no other drained record: its members' bytes add up right here; the links two
+        # drained records shared, or that keep flows, are replayed in member order after the loop.
+        replay: dict[int, None] = {}
         for flow in drained:
-            fid, w, rate = flow.fid, flow.weight, flow.bottleneck
+            fid, w, rate, nbytes = flow.fid, flow.weight, flow.bottleneck, flow.nbytes
             del active[fid]
             flow.left = 0.0
             for link in flow.links:
@@ -515,9 +511,21 @@ class FlowNetwork:
                     if demand[link] >= limit[link]:
                         touched[link] = None
                     demand[link] -= rate
+                    if grouped:
+                        replay[link] = None
+                    else:
+                        bytes_done[link] += nbytes
                 else:
                     busy_s[link] += now - busy_since[link]
                     demand[link] = 0.0  # no drift carried into the link's next busy period
+                    if w == 1:
+                        if link not in replay:
+                            bytes_done[link] += nbytes
+                    elif link not in replay:
+                        total = bytes_done[link]
+                        for _ in range(w):
+                            total += nbytes
+                        bytes_done[link] = total
             if timeline is not None:
                 self._log(flow, "drain")
             # It arrives one route latency later.
@@ -525,6 +533,8 @@ class FlowNetwork:
                 succeed_later(env, flow.event, flow.nbytes, flow.latency_s)
             else:
                 flow.phase.arrive(now + flow.latency_s)
+        if replay:
+            add_drained_bytes(drained, bytes_done, replay)
         touched = [link for link in touched if on_link[link]]  # a later drain may have emptied a link
         if touched:
             changed = None
