@@ -164,6 +164,9 @@ class FlowNetwork:
         self.links = shared.links if shared is not None else LinkTable(graph, router)
         """The graph's links by number and the routes between nodes (``simulator.network.routes``)."""
         self.router = self.links.router
+        self.route = self.links.route
+        """``route(src, dst, via=None)``: the cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``;
+        ``via``: NCCL's PXN). The table's own method, not a wrapper: plans look up millions of routes."""
         self._edges, self._cap = self.links.edges, self.links.cap
         n_links = len(self._edges)
         self._on_link: list[dict[int, _Flow]] = [{} for _ in range(n_links)]
@@ -201,10 +204,6 @@ class FlowNetwork:
         self.cache: dict = shared.plans if shared is not None else {}
         """Cache for the layers above (collective plans): entries fixed by the graph and their keys, so
         networks on one ``TopologyCache`` share it."""
-
-    def route(self, src, dst, via=None) -> Route:
-        """The cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``; ``via``: NCCL's PXN)."""
-        return self.links.route(src, dst, via)
 
     # ---- the public operations --------------------------------------------------------------------
 
@@ -358,7 +357,8 @@ class FlowNetwork:
                 flows[fid] = flow
                 load[link] += w
                 demand[link] += rate
-            if self.timeline is not None:
+        if self.timeline is not None:
+            for flow in new:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
         if self._reference:
             self._refill(new)
@@ -371,8 +371,9 @@ class FlowNetwork:
         bottleneck, the others are filled by a region fill (``region``), or their components when
         that grows too large."""
         load, demand, limit = self._load, self._demand, self._limit
-        order: list[_Flow] = []
+        drains, push, now = self._drains, heapq.heappush, self.env.now
         coupled: list[_Flow] = []
+        changes = 0
         for flow in new:
             w = flow.weight
             for link in flow.links:
@@ -380,16 +381,20 @@ class FlowNetwork:
                     coupled.append(flow)
                     break
             else:
-                flow.share = flow.bottleneck / w
+                # ``_apply`` of its share to a flow that has sent nothing yet (rate 0, ``t_last`` now), here
+                # at once. The other flows' fills below leave it be: its share stays its bottleneck.
+                rate = flow.share = flow.rate = flow.bottleneck / w
                 flow.recorded = False
-                order.append(flow)
+                flow.version += 1
+                changes += w
+                push(drains, (now + flow.left / rate, flow.fid, flow.version, flow))
+        self.rate_changes += changes
         if coupled:
             changed = self._region((), coupled)
             if changed is None:
-                self._refill(new)
+                self._refill(new)  # which finds the flows above alone again, at the rates they have
                 return
-            order += changed
-        self._apply(order)
+            self._apply(changed)
 
     def _region(self, links, unknown) -> list[_Flow] | None:
         """``region.refill_region`` on this network's arrays: the flows it re-filled, or None."""
