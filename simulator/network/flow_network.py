@@ -69,6 +69,7 @@ import simpy
 
 from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
+from simulator.network.drain_queue import DrainQueue
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
 from simulator.network.phase_arrival import PhaseArrival, all_arrived
 from simulator.network.routes import HopRouter, LinkTable, Route
@@ -185,10 +186,7 @@ class FlowNetwork:
         self._active: dict[int, _Flow] = {}
         self._pending: list[_Flow] = []  # started this instant, not yet on links
         self._flush_scheduled = False
-        # Heap of (drain time, flow number, version, flow): a prediction is current while the flow's version
-        # is that version (a flow drains only by its current one, and then has no newer one); number and
-        # version tell every entry apart, so flows are never compared.
-        self._drains: list[tuple] = []
+        self._drains = DrainQueue()  # predicted drains by time
         self._wakeups: list[float] = []  # heap of times with a scheduled drain check
         self.flow_count = 0
         """Transfers started (including zero-time ones; a group counts its members)."""
@@ -371,7 +369,7 @@ class FlowNetwork:
         bottleneck, the others are filled by a region fill (``region``), or their components when
         that grows too large."""
         load, demand, limit = self._load, self._demand, self._limit
-        drains, push, now = self._drains, heapq.heappush, self.env.now
+        push, now = self._drains.push, self.env.now
         coupled: list[_Flow] = []
         changes = 0
         for flow in new:
@@ -387,7 +385,7 @@ class FlowNetwork:
                 flow.recorded = False
                 flow.version += 1
                 changes += w
-                push(drains, (now + flow.left / rate, flow.fid, flow.version, flow))
+                push(now + flow.left / rate, flow)
         self.rate_changes += changes
         if coupled:
             changed = self._region((), coupled)
@@ -436,8 +434,7 @@ class FlowNetwork:
         """Give each flow of ``order`` its ``share`` as its rate where that changed: bytes sent so far
         booked, a new drain time predicted."""
         now = self.env.now
-        drains, timeline = self._drains, self.timeline
-        push = heapq.heappush
+        timeline, push = self.timeline, self._drains.push
         changes = 0
         for flow in order:
             rate = flow.share
@@ -453,19 +450,14 @@ class FlowNetwork:
             flow.rate = rate
             flow.version += 1
             changes += flow.weight
-            push(drains, (now + flow.left / rate, flow.fid, flow.version, flow))
+            push(now + flow.left / rate, flow)
         self.rate_changes += changes
 
     def _schedule_wakeup(self) -> None:
-        drains = self._drains
-        while drains:
-            _, _, version, flow = drains[0]
-            if flow.version == version:
-                break
-            heapq.heappop(drains)  # stale prediction
-        if not drains:
+        first = self._drains.first()
+        if first is None:
             return
-        when = drains[0][0]
+        when, flow = first
         if self._wakeups and self._wakeups[0] <= when:
             return
         heapq.heappush(self._wakeups, when)
@@ -481,16 +473,13 @@ class FlowNetwork:
         heapq.heappop(self._wakeups)
         now = self.env.now
         horizon = now + _SAME_INSTANT * max(now, 1e-9)
-        drains, active, on_link, load = self._drains, self._active, self._on_link, self._load
-        pop = heapq.heappop
-        drained: list[_Flow] = []
+        active, on_link, load = self._active, self._on_link, self._load
+        drained: list[_Flow] = self._drains.pop_until(horizon)
         grouped = False
-        while drains and drains[0][0] <= horizon:
-            _, _, version, flow = pop(drains)
-            if flow.version == version:
-                drained.append(flow)
-                if flow.weight > 1:
-                    grouped = True
+        for flow in drained:
+            if flow.weight > 1:
+                grouped = True
+                break
         # Events go in flow order; a group's where its last member's would have: in order of the last members.
         if len(drained) > 1:
             drained.sort(key=_LAST if grouped else _FID)
