@@ -255,22 +255,24 @@ class FlowNetwork:
         routes, pending = self.links.routes, self._pending
         records = len(pending)
         # ``_start`` for each group, in one loop: the same checks, numbers and flush, in the same order.
-        for members in groups:
-            src, dst, nbytes, via = flows[members[0]]
-            if not nbytes >= 0:
-                raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
-            if src == dst:
-                phase.arrive(now)  # where ``Event.succeed`` would have scheduled its event: now, no delay
-                continue
-            route = routes.get((src, dst) if via is None else (src, via, dst)) or self.links.route(src, dst, via)
-            if nbytes == 0:
-                phase.arrive(now + route.latency_s)
-                continue
-            fids = (base + members[0],) if len(members) == 1 else tuple(map(base.__add__, members))
-            pending.append(_Flow(fids[0], route, nbytes, None, fids[0], fids, phase, now))
-            if not self._flush_scheduled:
-                self._schedule_flush()
-        self.flow_records += len(pending) - records
+        try:
+            for members in groups:
+                src, dst, nbytes, via = flows[members[0]]
+                if not nbytes >= 0:
+                    raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
+                if src == dst:
+                    phase.arrive(now)  # where ``Event.succeed`` would have scheduled its event: now, no delay
+                    continue
+                route = routes.get((src, dst) if via is None else (src, via, dst)) or self.links.route(src, dst, via)
+                if nbytes == 0:
+                    phase.arrive(now + route.latency_s)
+                    continue
+                fids = (base + members[0],) if len(members) == 1 else tuple(map(base.__add__, members))
+                pending.append(_Flow(fids[0], route, nbytes, None, fids[0], fids, phase, now))
+                if not self._flush_scheduled:
+                    self._schedule_flush()
+        finally:  # counted as ``_start`` counts them, also where a bad flow stops the batch
+            self.flow_records += len(pending) - records
         return phase.done
 
     def link_stats(self) -> dict[tuple, LinkStats]:
