@@ -336,34 +336,12 @@ def _execute(env: simpy.Environment, net, plan: CollectivePlan):
         if floor is None and plan.floor_s:
             floor = env.timeout(plan.floor_s)  # NCCL's channel cap: the flows end no sooner than this
         flows = plan.leader_flows(i) if net.leaders_only else plan.phase_flows(i)
-        yield _all_arrived(env, net.transfer_all(flows, groups))
+        yield net.transfer_phase(flows, groups)
     if floor is not None and not floor.processed:
         yield floor
     if delay:
         yield env.timeout(delay)
     return plan
-
-
-def _all_arrived(env: simpy.Environment, events: list) -> simpy.Event:
-    """An event that succeeds once all ``events`` have been processed: ``env.all_of`` without its value
-    (which nothing reads), for events that cannot fail; it is scheduled at the very point all_of's is."""
-    done = env.event()
-    left = len(events)
-    if not left:
-        return done.succeed()
-
-    def arrived(_event) -> None:
-        nonlocal left
-        left -= 1
-        if not left:
-            done.succeed()
-
-    for event in events:
-        if event.processed:
-            arrived(event)
-        else:
-            event.callbacks.append(arrived)
-    return done
 
 
 def run_collective(env: simpy.Environment, net, kind: str, members, nbytes: float, root: int | None = None,

@@ -7,9 +7,12 @@ module              what it holds
 ``fairness``        weighted max-min fairness by progressive filling, per connected component
 ``region``          re-filling only the links a change reaches; the rest proven unchanged
 ``flow_groups``     groups of identical flows, simulated once and replayed per member
+``phase_arrival``   a batch of flows' joint arrival: one simpy event in the place of the last flow's
+``drain_queue``     predicted drains kept by time: one heap entry per instant, not per flow
 ``routes``          a topology as numbered links with capacity and latency; cached routes
 ``topology_cache``  the links, routes and collective plans every network on one topology can share
 ==================  ===============================================================================
 """
 
-__all__ = ["fairness", "flow_groups", "flow_network", "region", "routes", "topology_cache"]
+__all__ = ["drain_queue", "fairness", "flow_groups", "flow_network", "phase_arrival", "region", "routes",
+           "topology_cache"]

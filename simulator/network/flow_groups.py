@@ -39,9 +39,9 @@ def same_flows(flows) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(g) for g in groups)
 
 
-def add_drained_bytes(drained: list, bytes_done: list[float]) -> None:
+def add_drained_bytes(drained: list, bytes_done: list[float], only=None) -> None:
     """Add the bytes of ``drained`` records (``nbytes`` per member) to the link counters ``bytes_done``
-    as the flows alone would have: member by member, in flow order.
+    as the flows alone would have: member by member, in flow order; on the links in ``only`` if given.
 
     Where a link sees one byte count only, the order cannot matter (the same term added n times, one
     addition after another); only links that see several byte counts are replayed member by member.
@@ -51,6 +51,8 @@ def add_drained_bytes(drained: list, bytes_done: list[float]) -> None:
     for flow in drained:
         nbytes, w = flow.nbytes, flow.weight
         for link in flow.links:
+            if only is not None and link not in only:
+                continue
             term = terms.get(link)
             if term is None:
                 terms[link] = [nbytes, w]

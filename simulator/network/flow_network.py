@@ -34,8 +34,10 @@ Groups. ``transfer_all`` starts a batch of flows at once (a phase of a collectiv
 alike in source, destination, bytes and ``via`` run as one flow of weight w (``simulator.network.flow_groups``),
 which ``simulator.network.fairness`` fills exactly as it would the w flows one by one: the same times and byte
 counters, bit for bit, at a fraction of the cost (NCCL-like rings across servers cross each NVSwitch
-hop k-1 times in k rails). ``group=False`` runs the reference algorithm (every flow alone, one fill
-per change); ``record=True`` implies it, so the timeline lists every flow in the reference order.
+hop k-1 times in k rails). ``transfer_phase`` starts such a batch and returns one event for all of it, which
+simpy processes where the last of the flows' own events would have been (``simulator.network.phase_arrival``).
+``group=False`` runs the reference algorithm (every flow alone, one fill per change, an event per flow);
+``record=True`` implies it, so the timeline lists every flow in the reference order.
 
 Determinism. Links are numbered in the graph's edge order, flows by a counter; components are walked
 in insertion order (dicts, never sets of objects), the filling heap orders by (share, link number),
@@ -59,6 +61,7 @@ import heapq
 import logging
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 import networkx as nx
@@ -66,7 +69,9 @@ import simpy
 
 from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
+from simulator.network.drain_queue import DrainQueue
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
+from simulator.network.phase_arrival import PhaseArrival, all_arrived
 from simulator.network.routes import HopRouter, LinkTable, Route
 from simulator.network.region import refill_region
 from simulator.network.topology_cache import TopologyCache
@@ -110,22 +115,25 @@ class _Flow:
     """Mutable state of one active transfer (slots: this is the hot path)."""
 
     __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "label", "share", "seen", "frozen", "weight", "members", "by", "at", "recorded")
+                 "event", "phase", "label", "share", "seen", "frozen", "weight", "members", "last", "by", "at",
+                 "recorded")
 
-    def __init__(self, fid, route, nbytes, event, label, members):
+    def __init__(self, fid, route, nbytes, event, label, members, phase, t_last):
         self.fid = fid
         self.members = members  # flow numbers this record stands for (fid first); nbytes, left, rate per member
         self.weight = len(members)
+        self.last = members[-1]
         self.links = route.links
         self.bottleneck = route.bandwidth_Bps
         latency_s = route.latency_s
         self.nbytes = nbytes
         self.left = float(nbytes)  # bytes still to send as of t_last
         self.rate = 0.0
-        self.t_last = 0.0
+        self.t_last = t_last
         self.version = 0
         self.latency_s = latency_s
-        self.event = event
+        self.event = event  # succeeds on arrival; None for a flow of a phase, which reports to ``phase`` instead
+        self.phase = phase
         self.label = label
         self.share = 0.0  # rate assigned by the fill in progress
         self.seen = 0  # stamp of the last component search that reached this flow
@@ -157,6 +165,9 @@ class FlowNetwork:
         self.links = shared.links if shared is not None else LinkTable(graph, router)
         """The graph's links by number and the routes between nodes (``simulator.network.routes``)."""
         self.router = self.links.router
+        self.route = self.links.route
+        """``route(src, dst, via=None)``: the cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``;
+        ``via``: NCCL's PXN). The table's own method, not a wrapper: plans look up millions of routes."""
         self._edges, self._cap = self.links.edges, self.links.cap
         n_links = len(self._edges)
         self._on_link: list[dict[int, _Flow]] = [{} for _ in range(n_links)]
@@ -167,8 +178,8 @@ class FlowNetwork:
         self._demand = [0.0] * n_links  # summed bottleneck rates of the records on a link (B/s)
         self._reference = not group or record
         self.leaders_only = not self._reference
-        """Whether ``transfer_all`` reads only the first flow of each of its ``groups`` (the others are that
-        flow's members); the reference network reads every flow."""
+        """Whether ``transfer_all`` and ``transfer_phase`` read only the first flow of each of their ``groups``
+        (the others are that flow's members); the reference network reads every flow."""
         # Below its limit a link is loose and joins no flows into a component (``fairness``); the
         # reference network crosses every link.
         self._limit = [-math.inf if self._reference else c * (1.0 - LOOSE_MARGIN) for c in self._cap]
@@ -178,7 +189,7 @@ class FlowNetwork:
         self._active: dict[int, _Flow] = {}
         self._pending: list[_Flow] = []  # started this instant, not yet on links
         self._flush_scheduled = False
-        self._drains: list[tuple] = []  # heap of (drain time, flow number, version)
+        self._drains = DrainQueue()  # predicted drains by time
         self._wakeups: list[float] = []  # heap of times with a scheduled drain check
         self.flow_count = 0
         """Transfers started (including zero-time ones; a group counts its members)."""
@@ -194,10 +205,6 @@ class FlowNetwork:
         self.cache: dict = shared.plans if shared is not None else {}
         """Cache for the layers above (collective plans): entries fixed by the graph and their keys, so
         networks on one ``TopologyCache`` share it."""
-
-    def route(self, src, dst, via=None) -> Route:
-        """The cached ``Route`` from ``src`` to ``dst`` (``LinkTable.route``; ``via``: NCCL's PXN)."""
-        return self.links.route(src, dst, via)
 
     # ---- the public operations --------------------------------------------------------------------
 
@@ -232,6 +239,45 @@ class FlowNetwork:
             events.append(self._start(src, dst, nbytes, None, via, tuple(base + i for i in members)))
         return events
 
+    def transfer_phase(self, flows, groups=None) -> simpy.Event:
+        """Start ``flows`` as ``transfer_all`` does; the event returned succeeds once they have all arrived.
+
+        It is processed exactly where ``phase_arrival.all_arrived`` of ``transfer_all``'s events would be
+        (same time, same place among ties, same count of scheduled events), but the flows schedule no
+        events of their own (``phase_arrival.PhaseArrival``). The reference network runs ``all_arrived``.
+        """
+        if self._reference:
+            return all_arrived(self.env, self.transfer_all(flows, groups))
+        if groups is None:
+            groups = same_flows(flows)
+        base = self.flow_count
+        self.flow_count = base + len(flows)
+        env = self.env
+        now = env.now
+        phase = PhaseArrival(env, len(groups))
+        routes, pending = self.links.routes, self._pending
+        records = len(pending)
+        # ``_start`` for each group, in one loop: the same checks, numbers and flush, in the same order.
+        try:
+            for members in groups:
+                src, dst, nbytes, via = flows[members[0]]
+                if not nbytes >= 0:
+                    raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
+                if src == dst:
+                    phase.arrive(now)  # where ``Event.succeed`` would have scheduled its event: now, no delay
+                    continue
+                route = routes.get((src, dst) if via is None else (src, via, dst)) or self.links.route(src, dst, via)
+                if nbytes == 0:
+                    phase.arrive(now + route.latency_s)
+                    continue
+                fids = (base + members[0],) if len(members) == 1 else tuple(map(base.__add__, members))
+                pending.append(_Flow(fids[0], route, nbytes, None, fids[0], fids, phase, now))
+                if not self._flush_scheduled:
+                    self._schedule_flush()
+        finally:  # counted as ``_start`` counts them, also where a bad flow stops the batch
+            self.flow_records += len(pending) - records
+        return phase.done
+
     def link_stats(self) -> dict[tuple, LinkStats]:
         """Bytes carried and busy time of every link that carried anything, keyed by (u, v)."""
         now = self.env.now
@@ -263,6 +309,7 @@ class FlowNetwork:
     # ---- internals --------------------------------------------------------------------------------
 
     def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
+        """Start one flow (a group: ``members``); the event that succeeds on its arrival."""
         if not nbytes >= 0:
             raise InputError(f"transfer {src}->{dst}: nbytes must be >= 0, got {nbytes!r}")
         env = self.env
@@ -276,16 +323,18 @@ class FlowNetwork:
         if nbytes == 0:
             self._arrive_later(event, nbytes, route.latency_s)
             return event
-        flow = _Flow(fid, route, nbytes, event, label, members)
-        flow.t_last = env.now
+        self._pending.append(_Flow(fid, route, nbytes, event, label, members, None, env.now))
         self.flow_records += 1
-        self._pending.append(flow)
         if not self._flush_scheduled:
-            self._flush_scheduled = True
-            flush = env.event()
-            flush.callbacks.append(self._flush)
-            flush.succeed()
+            self._schedule_flush()
         return event
+
+    def _schedule_flush(self) -> None:
+        """Put this instant's new flows on their links once they have all started: a zero-delay event."""
+        self._flush_scheduled = True
+        flush = self.env.event()
+        flush.callbacks.append(self._flush)
+        flush.succeed()
 
     def _arrive_later(self, event: simpy.Event, value, delay: float) -> None:
         # A triggered event scheduled ``delay`` ahead: what simpy's Timeout does, without a second event.
@@ -311,7 +360,8 @@ class FlowNetwork:
                 flows[fid] = flow
                 load[link] += w
                 demand[link] += rate
-            if self.timeline is not None:
+        if self.timeline is not None:
+            for flow in new:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
         if self._reference:
             self._refill(new)
@@ -324,8 +374,9 @@ class FlowNetwork:
         bottleneck, the others are filled by a region fill (``region``), or their components when
         that grows too large."""
         load, demand, limit = self._load, self._demand, self._limit
-        order: list[_Flow] = []
+        push, now = self._drains.push, self.env.now
         coupled: list[_Flow] = []
+        changes = 0
         for flow in new:
             w = flow.weight
             for link in flow.links:
@@ -333,16 +384,20 @@ class FlowNetwork:
                     coupled.append(flow)
                     break
             else:
-                flow.share = flow.bottleneck / w
+                # ``_apply`` of its share to a flow that has sent nothing yet (rate 0, ``t_last`` now), here
+                # at once. The other flows' fills below leave it be: its share stays its bottleneck.
+                rate = flow.share = flow.rate = flow.bottleneck / w
                 flow.recorded = False
-                order.append(flow)
+                flow.version += 1
+                changes += w
+                push(now + flow.left / rate, flow)
+        self.rate_changes += changes
         if coupled:
             changed = self._region((), coupled)
             if changed is None:
-                self._refill(new)
+                self._refill(new)  # which finds the flows above alone again, at the rates they have
                 return
-            order += changed
-        self._apply(order)
+            self._apply(changed)
 
     def _region(self, links, unknown) -> list[_Flow] | None:
         """``region.refill_region`` on this network's arrays: the flows it re-filled, or None."""
@@ -384,8 +439,7 @@ class FlowNetwork:
         """Give each flow of ``order`` its ``share`` as its rate where that changed: bytes sent so far
         booked, a new drain time predicted."""
         now = self.env.now
-        drains, timeline = self._drains, self.timeline
-        push = heapq.heappush
+        timeline, push = self.timeline, self._drains.push
         changes = 0
         for flow in order:
             rate = flow.share
@@ -401,20 +455,14 @@ class FlowNetwork:
             flow.rate = rate
             flow.version += 1
             changes += flow.weight
-            push(drains, (now + flow.left / rate, flow.fid, flow.version))
+            push(now + flow.left / rate, flow)
         self.rate_changes += changes
 
     def _schedule_wakeup(self) -> None:
-        drains, active = self._drains, self._active
-        while drains:
-            _, fid, version = drains[0]
-            flow = active.get(fid)
-            if flow is not None and flow.version == version:
-                break
-            heapq.heappop(drains)  # stale prediction
-        if not drains:
+        first = self._drains.first()
+        if first is None:
             return
-        when = drains[0][0]
+        when, flow = first
         if self._wakeups and self._wakeups[0] <= when:
             return
         heapq.heappush(self._wakeups, when)
@@ -430,35 +478,27 @@ class FlowNetwork:
         heapq.heappop(self._wakeups)
         now = self.env.now
         horizon = now + _SAME_INSTANT * max(now, 1e-9)
-        drains, active, on_link, load = self._drains, self._active, self._on_link, self._load
-        pop = heapq.heappop
-        drained: list[_Flow] = []
+        active, on_link, load = self._active, self._on_link, self._load
+        drained: list[_Flow] = self._drains.pop_until(horizon)
         grouped = False
-        while drains and drains[0][0] <= horizon:
-            _, fid, version = pop(drains)
-            flow = active.get(fid)
-            if flow is not None and flow.version == version:
-                drained.append(flow)
-                if flow.weight > 1:
-                    grouped = True
+        for flow in drained:
+            if flow.weight > 1:
+                grouped = True
+                break
+        # Events go in flow order; a group's where its last member's would have: in order of the last members.
         if len(drained) > 1:
-            drained.sort(key=_fid)
-        if grouped:
-            add_drained_bytes(drained, self._bytes_done)
-            # A group's event goes where its last member's would have: in order of the last members.
-            drained.sort(key=_last)
-        else:
-            bytes_done = self._bytes_done
-            for flow in drained:
-                nbytes = flow.nbytes
-                for link in flow.links:
-                    bytes_done[link] += nbytes
-        busy_s, busy_since = self._busy_s, self._busy_since
+            drained.sort(key=_LAST if grouped else _FID)
+        bytes_done, busy_s, busy_since = self._bytes_done, self._busy_s, self._busy_since
         env, timeline = self.env, self.timeline
         demand, limit = self._demand, self._limit
         touched: dict[int, None] = {}
+        # Link byte counters add each drained flow's bytes in flow order, member by member (``flow_groups``).
+        # Without groups that is this loop's order. With groups, a link left empty by a record that had
+        # it alone saw no other drained record: its members' bytes add up right here; the links two
+        # drained records shared, or that keep flows, are replayed in member order after the loop.
+        replay: dict[int, None] = {}
         for flow in drained:
-            fid, w, rate = flow.fid, flow.weight, flow.bottleneck
+            fid, w, rate, nbytes = flow.fid, flow.weight, flow.bottleneck, flow.nbytes
             del active[fid]
             flow.left = 0.0
             for link in flow.links:
@@ -470,12 +510,30 @@ class FlowNetwork:
                     if demand[link] >= limit[link]:
                         touched[link] = None
                     demand[link] -= rate
+                    if grouped:
+                        replay[link] = None
+                    else:
+                        bytes_done[link] += nbytes
                 else:
                     busy_s[link] += now - busy_since[link]
                     demand[link] = 0.0  # no drift carried into the link's next busy period
+                    if w == 1:
+                        if link not in replay:
+                            bytes_done[link] += nbytes
+                    elif link not in replay:
+                        total = bytes_done[link]
+                        for _ in range(w):
+                            total += nbytes
+                        bytes_done[link] = total
             if timeline is not None:
                 self._log(flow, "drain")
-            succeed_later(env, flow.event, flow.nbytes, flow.latency_s)  # one route latency later
+            # It arrives one route latency later.
+            if flow.phase is None:
+                succeed_later(env, flow.event, flow.nbytes, flow.latency_s)
+            else:
+                flow.phase.arrive(now + flow.latency_s)
+        if replay:
+            add_drained_bytes(drained, bytes_done, replay)
         touched = [link for link in touched if on_link[link]]  # a later drain may have emptied a link
         if touched:
             changed = None
@@ -500,9 +558,5 @@ class FlowNetwork:
         self._schedule_wakeup()
 
 
-def _fid(flow: _Flow) -> int:
-    return flow.fid
-
-
-def _last(flow: _Flow) -> int:
-    return flow.members[-1]
+_FID = attrgetter("fid")
+_LAST = attrgetter("last")

@@ -76,13 +76,15 @@ class LinkTable:
             self.edges.append((u, v))
             self.cap.append(float(bw) * 1e9)
             self.lat.append(float(lat) * 1e-6)
-        self._routes: dict[tuple, Route] = {}
+        self.routes: dict[tuple, Route] = {}
+        """The routes found so far by their ``route`` key, (src, dst) or (src, via, dst): a hot path may read
+        it directly and call ``route`` only for a key it lacks."""
 
     def route(self, src, dst, via=None) -> Route:
         """The cached ``Route`` from ``src`` to ``dst`` (by the router on first use); with ``via``, the
         route to ``via`` followed by the route on from it (how NCCL's PXN reaches another NIC rail)."""
         key = (src, dst) if via is None else (src, via, dst)
-        route = self._routes.get(key)
+        route = self.routes.get(key)
         if route is None:
             if via is not None and via not in (src, dst):
                 first, second = self.route(src, via), self.route(via, dst)
@@ -97,5 +99,5 @@ class LinkTable:
                 if not ids:
                     raise InputError(f"no route from {src!r} to {dst!r}")
             route = Route(tuple(ids), sum(self.lat[i] for i in ids), min(self.cap[i] for i in ids))
-            self._routes[key] = route
+            self.routes[key] = route
         return route

@@ -13,7 +13,7 @@ import simpy
 from simulator.algorithms.registry import build_schedule
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllReduce, Broadcast, Gemm, Local, Recv, Send, Wait
-from simulator.simpy_internals import events_scheduled, succeed_later
+from simulator.simpy_internals import events_scheduled, insertion_counter, succeed_in_slot, succeed_later
 from simulator.timing.critical_path import critical_path
 from simulator.timing.engine import run_plan
 from simulator.timing.plan import compile_schedule
@@ -217,6 +217,47 @@ def test_succeed_later_is_processed_where_a_simpy_timeout_would_be_among_ties():
     assert [label for _, label, _, _ in seen[:4]] == ["e1", "t1", "e0", "t0"]  # ties in scheduling order
     assert seen[-2:] == [(2.0, "e3", True, 3), (2.0, "t3", True, None)]
     assert scheduled == 2 + 10 + 2 * 2 + 2  # two Initialize, ten events, each process's two timeouts and end
+
+
+def test_succeed_in_slot_with_a_number_taken_at_once_is_a_simpy_timeout():
+    def slotted(env, delay, value):
+        event = env.event()
+        succeed_in_slot(env, event, value, env.now + delay, next(insertion_counter(env)))
+        assert event.triggered and event.ok and event.value == value and not event.processed
+        return event
+
+    assert _processing_order(slotted) == _processing_order(lambda env, delay, value: env.timeout(delay, value))
+
+
+def _slot_taken_early(late: bool):
+    """Events at t = 1 and 2 around x (due at 2, numbered at 0): x a Timeout, or (``late``) its number
+    taken at 0 and the event scheduled in that slot at 1.5, as a phase of flows schedules its last arrival."""
+    env = simpy.Environment()
+    seen = []
+
+    def note(label):
+        return lambda event: seen.append((env.now, label, event.value))
+
+    env.timeout(2.0, "before").callbacks.append(note("before"))
+    if late:
+        numbers = insertion_counter(env)
+        eid, when = next(numbers), env.now + 2.0
+        x = env.event()
+        env.timeout(1.5).callbacks.append(lambda _event: succeed_in_slot(env, x, "x", when, eid))
+    else:
+        x = env.timeout(2.0, "x")
+        env.timeout(1.5)
+    x.callbacks.append(note("x"))
+    env.timeout(2.0, "after").callbacks.append(note("after"))
+    env.timeout(1.0, "one").callbacks.append(note("one"))
+    env.run()
+    return seen, events_scheduled(env)
+
+
+def test_a_number_taken_early_puts_an_event_scheduled_later_where_a_timeout_would_have_been():
+    assert _slot_taken_early(True) == _slot_taken_early(False)
+    seen, scheduled = _slot_taken_early(True)
+    assert [label for _, label, _ in seen] == ["one", "before", "x", "after"] and scheduled == 5
 
 
 def test_events_scheduled_reads_simpys_counter_without_advancing_it():

@@ -34,7 +34,7 @@ def test_runs_on_one_cache_match_runs_on_fresh_networks():
             sim = simulate(schedule, G, algorithms=algorithms, timeline=False, router=shared)
             assert _numbers(bound) == _numbers(analyze(schedule, G, algorithms=algorithms, timeline=False))
             assert _numbers(sim) == _numbers(simulate(schedule, G, algorithms=algorithms, timeline=False))
-    assert len(shared.plans) > 0 and len(shared.links._routes) > 0
+    assert len(shared.plans) > 0 and len(shared.links.routes) > 0
 
 
 def test_predict_rows_do_not_depend_on_the_shared_cache():
