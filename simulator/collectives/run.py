@@ -143,7 +143,8 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
         # group, not once per root: two groups alike on all of them are alike on any root's share.
         shape_key = (kind, n, nbytes, params, pattern, tuple(options))
         pairs = _cached(cache, ("every root's pairs",) + shape_key, _every_roots_pairs, cache, *shape_key)
-        signature = _cached(cache, ("group signature", members) + shape_key, route_signature, net, members, pairs)
+        signature = _cached(cache, ("group signature", members) + shape_key, _signature_number, cache, net, members,
+                            pairs)
         choice_key = ("choice", kind, n, nbytes, root, params, pattern, tuple(options), signature)
         chosen = cache.get(choice_key)
         if chosen is None:
@@ -157,6 +158,14 @@ def plan_collective(net, kind: str, members, nbytes: float, root: int | None = N
             best = replace(_build(net, kind, members, nbytes, root, *choice, params, pattern), contention_free_s=time_s)
     cache[key] = best
     return best
+
+
+def _signature_number(cache: dict, net, members, pairs) -> int:
+    """The group's ``route_signature`` as a number, the same for equal signatures (in order of first
+    appearance): the choice is keyed by it, since a signature (every timed route of the group) is a
+    tuple of hundreds of tuples, and hashing it again for every root and size cost about 25 us a plan."""
+    numbers = cache.setdefault("route signature numbers", {})
+    return numbers.setdefault(route_signature(net, members, pairs), len(numbers))
 
 
 def _every_roots_pairs(cache, kind, n, nbytes, params, pattern, options) -> tuple[tuple[int, int, int | None], ...]:
