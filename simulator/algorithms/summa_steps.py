@@ -41,6 +41,12 @@ def weight_block(grid: ProcessGrid, rank: int, rows: int, cols: int) -> tuple[tu
     return (j * rb, (j + 1) * rb), (i * cb, (i + 1) * cb)
 
 
+def _gemm(out: str, a: str, b: str, trans_a: bool = False, trans_b: bool = False,
+          accumulate: bool = False) -> tuple:
+    """A ``Gemm``'s fields in order, for ``ScheduleBuilder.emit_fields``."""
+    return out, a, b, trans_a, trans_b, accumulate
+
+
 def _workspace(b: ScheduleBuilder, rank: int, base: str, t: int, shape: tuple[int, int], overlap: bool) -> str:
     """The workspace step t receives into: one buffer, or two used alternately when prefetching."""
     return b.buffer(rank, f"{base}_ws{t % 2}" if overlap else f"{base}_ws", shape)
@@ -62,8 +68,8 @@ def forward(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, overlap: bo
 
         def issue(t: int) -> None:
             handles = (f"{lin.y}.x{t}", f"{lin.y}.w{t}") if overlap else (None, None)
-            b.emit(rank, Broadcast(group=row, root=t, buf=x[t], handle=handles[0]))
-            b.emit(rank, Broadcast(group=col, root=t, buf=w[t], handle=handles[1]))
+            b.emit_fields(rank, Broadcast, row, t, x[t], handles[0])  # group, root, buf, handle
+            b.emit_fields(rank, Broadcast, col, t, w[t], handles[1])
 
         if overlap:
             issue(0)
@@ -75,7 +81,7 @@ def forward(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, overlap: bo
                 b.emit(rank, Wait(f"{lin.y}.w{t}"))
             else:
                 issue(t)
-            b.emit(rank, Gemm(out=lin.y, a=x[t], b=w[t], accumulate=t > 0))
+            b.emit_fields(rank, Gemm, *_gemm(lin.y, x[t], w[t], accumulate=t > 0))
 
 
 def _broadcast_multiply_reduce(b: ScheduleBuilder, rank: int, q: int, bcast_group: str, operand: list[str],
@@ -90,7 +96,7 @@ def _broadcast_multiply_reduce(b: ScheduleBuilder, rank: int, q: int, bcast_grou
     tag = f"{dest}.{rank}"
 
     def issue(t: int) -> None:
-        b.emit(rank, Broadcast(group=bcast_group, root=t, buf=operand[t], handle=f"{tag}.b{t}" if overlap else None))
+        b.emit_fields(rank, Broadcast, bcast_group, t, operand[t], f"{tag}.b{t}" if overlap else None)
 
     if overlap:
         issue(0)
@@ -103,9 +109,9 @@ def _broadcast_multiply_reduce(b: ScheduleBuilder, rank: int, q: int, bcast_grou
                 b.emit(rank, Wait(f"{tag}.r{t - 2}"))  # parts[t] was reduced two steps ago
         else:
             issue(t)
-        b.emit(rank, multiply(parts[t], operand[t]))
-        b.emit(rank, Reduce(group=reduce_group, root=t, buf=parts[t], out=dest,
-                            handle=f"{tag}.r{t}" if overlap else None))
+        b.emit_fields(rank, Gemm, *multiply(parts[t], operand[t]))
+        b.emit_fields(rank, Reduce, reduce_group, t, parts[t], dest,  # group, root, buf, out, handle
+                      f"{tag}.r{t}" if overlap else None)
     if overlap:
         for t in range(max(0, q - 2), q):
             b.emit(rank, Wait(f"{tag}.r{t}"))
@@ -121,7 +127,7 @@ def backward_input(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, dy: 
         w = [lin.w if j == t else _workspace(b, rank, lin.w, t, (kb, nb), overlap) for t in range(grid.q)]
         _broadcast_multiply_reduce(
             b, rank, grid.q, grid.col_name(i, k), w,
-            lambda part, wt: Gemm(out=part, a=dy, b=wt, trans_b=True),
+            lambda part, wt: _gemm(part, dy, wt, trans_b=True),
             grid.row_name(j, k), (mb, kb), dx, overlap)
 
 
@@ -135,7 +141,7 @@ def backward_weight(b: ScheduleBuilder, grid: ProcessGrid, lin: LinearNames, dy:
         x = [lin.x if i == t else _workspace(b, rank, lin.x, t, (mb, kb), overlap) for t in range(grid.q)]
         _broadcast_multiply_reduce(
             b, rank, grid.q, grid.row_name(j, k), x,
-            lambda part, xt: Gemm(out=part, a=xt, b=dy, trans_a=True),
+            lambda part, xt: _gemm(part, xt, dy, trans_a=True),
             grid.col_name(i, k), (kb, nb), dw, overlap)
         if grid.d > 1:
             b.emit(rank, AllReduce(group=grid.depth_name(j, i), buf=dw))

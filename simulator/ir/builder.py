@@ -10,12 +10,17 @@ from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
 from simulator.workloads.workload import Workload
 
 
-_FIELD_GETTERS: dict[type, attrgetter] = {}
+_FIELD_GETTERS: dict[type, object] = {}
 
 
-def _field_getter(cls: type) -> attrgetter:
-    """An attrgetter of every field of the op class ``cls`` (cached)."""
-    getter = _FIELD_GETTERS[cls] = attrgetter(*(f.name for f in dataclasses.fields(cls)))
+def _field_getter(cls: type):
+    """A function from an op of class ``cls`` to the tuple of its fields' values (cached)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    getter = attrgetter(*names)
+    if len(names) == 1:  # an attrgetter of one name gives the value, not a 1-tuple
+        one = getter
+        getter = lambda op: (one(op),)  # noqa: E731
+    _FIELD_GETTERS[cls] = getter
     return getter
 
 
@@ -72,6 +77,21 @@ class ScheduleBuilder:
         cls = type(op)
         fields = _FIELD_GETTERS.get(cls) or _field_getter(cls)
         op = self._ops.setdefault((cls, fields(op)), op)
+        program, runs = self.programs[rank], self.parts[rank]
+        if self._part and (not runs or runs[-1][1] != self._part):
+            runs.append((len(program), self._part))
+        program.append(op)
+
+    def emit_fields(self, rank: int, cls: type, *values) -> None:
+        """``emit(rank, cls(*values))``, ``values`` being every field of ``cls`` in order; the op is made
+        only where no equal one exists yet (generators' per-rank loops repeat most ops, and making a
+        frozen dataclass costs more than finding it)."""
+        op = self._ops.get((cls, values))
+        if op is None:
+            op = cls(*values)
+            if (_FIELD_GETTERS.get(cls) or _field_getter(cls))(op) != values:
+                raise AssertionError(f"emit_fields({cls.__name__}, {values!r}): give every field, in order")
+            self._ops[cls, values] = op
         program, runs = self.programs[rank], self.parts[rank]
         if self._part and (not runs or runs[-1][1] != self._part):
             runs.append((len(program), self._part))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from array import array
 
+import pytest
 import simpy
 
 from simulator.algorithms.registry import build_schedule
@@ -79,3 +80,17 @@ def test_leader_flows_name_the_first_flow_of_each_group_only():
         assert [flow for j, flow in enumerate(leaders) if j in first] == [full[j] for j in sorted(first)]
         assert all(flow is None for j, flow in enumerate(leaders) if j not in first)
     assert net.leaders_only and not FlowNetwork(simpy.Environment(), G, group=False).leaders_only
+
+
+def test_emit_fields_shares_the_op_emit_would_and_wants_every_field():
+    from simulator.ir.builder import ScheduleBuilder
+    from simulator.ir.ops import Broadcast, Wait
+
+    b = ScheduleBuilder("custom", (2,), Workload.gemm(2, 2, 2), "fwd", "float32", 2, {"world": (0, 1)})
+    b.emit(0, Broadcast(group="world", root=1, buf="A"))
+    b.emit_fields(1, Broadcast, "world", 1, "A", None)
+    b.emit_fields(0, Wait, "h")
+    b.emit(1, Wait("h"))
+    assert b.programs[0][0] is b.programs[1][0] and b.programs[0][1] is b.programs[1][1]
+    with pytest.raises(AssertionError, match="every field"):
+        b.emit_fields(0, Broadcast, "world", 0, "B")  # the handle left out
