@@ -121,6 +121,7 @@ def multiply(b: ScheduleBuilder, grid: ProcessGrid, left: Factor, right: Factor,
         # Shift partners: L travels left along the row (arrives from the right), R up the column.
         peers = {left.name: (grid.rank(j, (i - 1) % q, k), grid.rank(j, (i + 1) % q, k)),
                  right.name: (grid.rank((j - 1) % q, i, k), grid.rank((j + 1) % q, i, k))}
+        # The steps' ops by their fields (``emit_fields``: made once, most repeat across ranks).
         for t in range(s):
             shift = t < s - 1
             nxt = {}
@@ -128,14 +129,15 @@ def multiply(b: ScheduleBuilder, grid: ProcessGrid, left: Factor, right: Factor,
                 for f in (left, right):
                     nxt[f.name] = b.buffer(rank, _other(f.name, cur[f.name]), f.shape)
                     to, frm = peers[f.name]
-                    b.emit(rank, Send(peer=to, buf=cur[f.name], handle=f"{f.name}_send"))
-                    b.emit(rank, Recv(peer=frm, buf=nxt[f.name], handle=f"{f.name}_recv"))
-            b.emit(rank, Gemm(out=part, a=cur[left.name], b=cur[right.name], trans_a=left.transposed,
-                              trans_b=right.transposed, accumulate=t > 0))
+                    b.emit_fields(rank, Send, to, cur[f.name], f"{f.name}_send")  # peer, buf, handle
+                    b.emit_fields(rank, Recv, frm, nxt[f.name], f"{f.name}_recv")
+            # out, a, b, trans_a, trans_b, accumulate
+            b.emit_fields(rank, Gemm, part, cur[left.name], cur[right.name], left.transposed, right.transposed,
+                          t > 0)
             if shift:
                 for f in (left, right):
-                    b.emit(rank, Wait(f"{f.name}_send"))
-                    b.emit(rank, Wait(f"{f.name}_recv"))
+                    b.emit_fields(rank, Wait, f"{f.name}_send")
+                    b.emit_fields(rank, Wait, f"{f.name}_recv")
                 cur = nxt
         if c > 1:
             b.emit(rank, Reduce(group=grid.depth_name(j, i), root=0, buf=part, out=out))
