@@ -109,9 +109,14 @@ class ScheduleBuilder:
         """The finished Schedule (tensors declared from the workload)."""
         shapes = self.workload.shapes()
         used = {b.tensor for b in self.inputs} | {b.tensor for b in self.outputs}
+        # Ranks that declared the same buffers (most of a grid) share one table: less memory, and
+        # compile_schedule times a compute op once per table it runs over.
+        tables: dict[tuple, dict] = {}
+        buffers = [tables.setdefault(tuple((name, id(spec)) for name, spec in table.items()), table)
+                   for table in self.buffers]
         return Schedule(
             algorithm=self.algorithm, grid=tuple(self.grid), workload=self.workload.to_dict(),
-            passes=self.passes, dtype=self.dtype, groups=self.groups, buffers=self.buffers,
+            passes=self.passes, dtype=self.dtype, groups=self.groups, buffers=buffers,
             programs=self.programs, inputs=self.inputs, outputs=self.outputs,
             tensors={name: shapes[name] for name in shapes if name in used},
             parts=self.parts if any(self.parts) else [])

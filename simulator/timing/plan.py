@@ -112,10 +112,15 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
     share = shared.setdefault
     shared_durations: dict[tuple, tuple] = {}  # ranks with the same compute (most) share one tuple
     op_time = compute.op_time_s
+    # A compute op's time depends on the op, its rank's buffer table and the GPU: ranks share ops and
+    # tables (``ScheduleBuilder``), and GPUs of one kind are alike, so each distinct time is computed once.
+    op_times: dict[tuple, float] = {}
+    device_numbers: dict[str, int] = {}
     all_items, all_durations = [], []
     for rank, program in enumerate(schedule.programs):
         buffers = schedule.buffers[rank]
         device = devices[rank]
+        alike = (id(buffers), device_numbers.setdefault(repr(device), len(device_numbers)))
         items: list[tuple] = []
         durations = [0.0] * len(program)
         handles: dict[str, Instance] = {}
@@ -125,7 +130,11 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
             role = OP_ROLE[type(op)]
             if role == 0:
                 # The previous op communicated or waited: compute.py times such a gemm apart.
-                d = op_time(schedule, rank, op, device, step > 0 and OP_ROLE[type(program[step - 1])] != 0)
+                after_comm = step > 0 and OP_ROLE[type(program[step - 1])] != 0
+                key = (id(op), alike, after_comm)
+                d = op_times.get(key)
+                if d is None:
+                    d = op_times[key] = op_time(schedule, rank, op, device, after_comm)
                 durations[step] = d
                 if run_first < 0:
                     run_first, run_total = step, 0.0

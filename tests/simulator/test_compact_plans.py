@@ -94,3 +94,20 @@ def test_emit_fields_shares_the_op_emit_would_and_wants_every_field():
     assert b.programs[0][0] is b.programs[1][0] and b.programs[0][1] is b.programs[1][1]
     with pytest.raises(AssertionError, match="every field"):
         b.emit_fields(0, Broadcast, "world", 0, "B")  # the handle left out
+
+
+def test_ranks_share_equal_buffer_tables_and_every_op_keeps_its_own_time():
+    from simulator.compute import ComputeConfig, ComputeModel
+    from simulator.timing.plan import OP_ROLE
+
+    schedule = _schedule()
+    assert len({id(table) for table in schedule.buffers}) < schedule.world_size
+    G = load_topology("dgx-h100")
+    plan = plan_on_graph(schedule, G)
+    model = ComputeModel(ComputeConfig.from_sim(G.graph.get("sim")))
+    device = G.nodes[plan.gpus[0]]["device"]
+    for rank, program in enumerate(schedule.programs):
+        for step, op in enumerate(program):
+            if OP_ROLE[type(op)] == 0:
+                after = step > 0 and OP_ROLE[type(program[step - 1])] != 0
+                assert plan.durations[rank][step] == model.op_time_s(schedule, rank, op, device, after)
