@@ -66,6 +66,24 @@ def run_batches(G, batches, group: bool, network=FlowNetwork):
     return arrivals, net
 
 
+def run_collectives(G, calls, network=FlowNetwork, env=None):
+    """Run ``calls`` ((delay_s, kind, members, nbytes, root), ...) on one ``network(env, G)`` (``env``: a
+    fresh simpy Environment unless given); (env, each call's end time by its index, the network)."""
+    env = env if env is not None else simpy.Environment()
+    net = network(env, G)
+    ends = {}
+
+    def one(i, delay, kind, members, nbytes, root):
+        yield env.timeout(delay)
+        yield run_collective(env, net, kind, members, nbytes, root=root)
+        ends[i] = env.now
+
+    for i, call in enumerate(calls):
+        env.process(one(i, *call))
+    env.run()
+    return env, ends, net
+
+
 def run_all_reduce(spec: str, n: int, nbytes: int, algorithm: str | None = None):
     """One all_reduce of ``nbytes`` on the first ``n`` GPUs of preset ``spec`` (the NCCL-like choice, or
     ``algorithm``), alone on a fresh network: (time, plan, network, members)."""

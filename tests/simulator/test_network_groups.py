@@ -7,12 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.algorithms.registry import build_schedule
-from simulator.collectives import run_collective
 from simulator.network.flow_groups import same_flows
 from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
-from tests.network_runs import run_batches, run_plan
+from tests.network_runs import run_batches, run_collectives, run_plan
 from topologies import gpu_nodes, load_topology
 
 # What the tests would accept if the equivalence held only in real numbers; they check bit equality.
@@ -28,18 +27,7 @@ def test_same_flows_groups_equal_tuples_in_order_of_first_appearance():
 
 def _collectives(G, group: bool, calls):
     """Run ``calls`` ((delay_s, kind, members, nbytes, root), ...) on one network; arrival times, stats."""
-    env = simpy.Environment()
-    net = FlowNetwork(env, G, group=group)
-    ends = {}
-
-    def one(i, delay, kind, members, nbytes, root):
-        yield env.timeout(delay)
-        yield run_collective(env, net, kind, members, nbytes, root=root)
-        ends[i] = env.now
-
-    for i, call in enumerate(calls):
-        env.process(one(i, *call))
-    env.run()
+    _, ends, net = run_collectives(G, calls, lambda env, G: FlowNetwork(env, G, group=group))
     return ends, net
 
 

@@ -6,13 +6,13 @@ import pytest
 import simpy
 
 from simulator.algorithms.registry import build_schedule
-from simulator.collectives import run_collective
 from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.network.phase_arrival import PhaseArrival, all_arrived
 from simulator.simpy_internals import events_scheduled
 from simulator.timing.engine import Engine
 from simulator.timing.simulation import NetworkBackend, plan_on_graph
 from simulator.workloads.workload import Workload
+from tests.network_runs import run_collectives
 from topologies import gpu_nodes, load_topology
 
 
@@ -80,19 +80,7 @@ def test_a_whole_schedule_runs_every_event_in_its_place(algorithm, shape, topolo
 
 
 def _collectives(G, network, calls):
-    env = Logged()
-    net = network(env, G)
-    ends = {}
-
-    def one(i, delay, kind, members, nbytes, root):
-        yield env.timeout(delay)
-        yield run_collective(env, net, kind, members, nbytes, root=root)
-        ends[i] = env.now
-
-    for i, call in enumerate(calls):
-        env.process(one(i, *call))
-    env.run()
-    return env, ends, net
+    return run_collectives(G, calls, network, Logged())
 
 
 def test_contending_collectives_run_every_event_in_its_place_and_at_the_reference_networks_times():
