@@ -69,9 +69,8 @@ class Instance:
 
 
 class Plan:
-    """A compiled schedule: ``items[rank]``, ``durations[rank][step]`` (compute seconds, 0 for others; a
-    tuple, shared by ranks with the same),
-    ``instances`` in creation order, and the static per-rank compute totals."""
+    """A compiled schedule: ``items[rank]``, ``durations[rank][step]`` (compute seconds, 0 for others; one
+    tuple per distinct rank), ``instances`` in creation order, and the static per-rank compute totals."""
 
     def __init__(self, schedule: Schedule, gpus: list[str], items: list[list[tuple]],
                  durations: list[tuple[float, ...]], instances: list[Instance]):
