@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import heapq
 
-__all__ = ["component", "components", "fill", "LOOSE_MARGIN"]
+__all__ = ["component", "components", "fill", "start_heap", "LOOSE_MARGIN"]
 
 # A link is loose below capacity x (1 - LOOSE_MARGIN): far above the rounding of the residuals (one
 # ulp per subtraction) and of the running demand (reset whenever the link empties).
@@ -112,6 +112,18 @@ def components(seeds: list, stamp: int, on_link: list[dict], load: list[int], ma
     return alone, shared
 
 
+def start_heap(links, load: list[int], cap: list[float], residual: list[float], count: list[int]) -> list:
+    """A fill's starting state over ``links``: each link's whole capacity left and all its flows
+    unfrozen (``residual``, ``count``), and the heap of (fair share, link) it pops from."""
+    heap = []
+    for link in links:
+        residual[link] = c = cap[link]
+        n = count[link] = load[link]
+        heap.append((c / n, link))
+    heapq.heapify(heap)
+    return heap
+
+
 def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap: list[float],
          residual: list[float], count: list[int]) -> None:
     """Progressive filling over ``links`` (a closed component): set ``flow.share`` (per member) of
@@ -135,12 +147,7 @@ def fill(links: list[int], stamp: int, on_link: list[dict], load: list[int], cap
     order of their (``at``, ``by``), and any other entry is popped between the same two of them as
     in the real order: ``simulator.network.region`` replays the other links' saturations that way.
     """
-    heap = []
-    for link in links:
-        residual[link] = c = cap[link]
-        n = count[link] = load[link]
-        heap.append((c / n, link))
-    heapq.heapify(heap)
+    heap = start_heap(links, load, cap, residual, count)
     push, pop = heapq.heappush, heapq.heappop
     dip, dip_at = -1, 0.0  # a link renewed below its entry, and that entry
     while heap:

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import heapq
 
+from simulator.network.fairness import start_heap
+
 __all__ = ["refill_region"]
 
 
@@ -100,12 +102,7 @@ def _attempt(region: dict, on_link, load, cap, demand, limit, residual, count):
     if grow:
         return grow, [], len(seen)
     external.sort()
-    heap = []
-    for link in region:
-        residual[link] = c = cap[link]
-        n = count[link] = load[link]
-        heap.append((c / n, link))
-    heapq.heapify(heap)
+    heap = start_heap(region, load, cap, residual, count)
     push, pop = heapq.heappush, heapq.heappop
     done: dict[int, None] = {}  # flows frozen in this pass
     frozen = []
