@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from experiments.paper_code import without_depth_all_reduce
 from simulator.algorithms.registry import build_schedule
+from simulator.network.routes import default_router
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload
-from topologies import Router
 from topologies.presets import build_preset
 
 __all__ = ["Block", "block_time", "register_topology", "topology"]
@@ -88,14 +88,14 @@ def register_topology(name: str, G) -> None:
     """Let blocks name ``G`` as ``name`` (a variant graph; presets need no registering)."""
     if name in _TOPOLOGIES and _TOPOLOGIES[name][0] is not G:
         raise ValueError(f"topology {name!r} is already registered to another graph")
-    _TOPOLOGIES[name] = (G, Router(G))
+    _TOPOLOGIES[name] = (G, default_router(G))
 
 
 def topology(name: str):
     """The graph and router of a preset or registered name, built once."""
     if name not in _TOPOLOGIES:
         G = build_preset(name)
-        _TOPOLOGIES[name] = (G, Router(G))
+        _TOPOLOGIES[name] = (G, default_router(G))
     return _TOPOLOGIES[name]
 
 

@@ -8,14 +8,17 @@ nothing else; on NVLink it is what the hardware and NCCL do).
 
 Search. Nothing is computed up front. A query runs a bidirectional Dijkstra search (forward from the
 source, backward from the destination) that stops as soon as every cheapest route is known; a fat tree
-of 4,096 GPUs is then routed by touching a few hundred nodes per pair. Each route is cached.
+of 4,096 GPUs is then routed by touching a few hundred nodes per pair. Each route is cached. On a
+cluster of identical servers (every server preset) ``cluster_routing.ClusterRouter`` gives the same
+routes from tables, without a search.
 
-Ties. Equal-cost routes are spread by a stable hash. Every cheapest route crosses from the forward
-search to the backward one over a "meeting edge"; the meeting edge is picked among the candidates
-(sorted by name) at ``zlib.crc32(f"{src}|{dst}") % count``, then each node's equal-cost predecessor
-(walking back to the source) or successor (walking on to the destination) at
-``crc32(f"{src}|{dst}|{node}") % count``. crc32 is the same in every process (Python's salted ``hash()``
-is never used), so the same graph always gives the same routes.
+Ties. Equal-cost routes are spread by a stable hash. The route is walked from the source; at each node
+it takes one of the next nodes that lie on a cheapest route to the destination (in name order), number
+``zlib.crc32(f"{src}|{dst}|{node}") % count`` (``pick``). The choice depends on the graph alone (which
+routes are cheapest), not on how the search found them, so any router that knows the cheapest costs
+takes the same steps. crc32 is the same in every process (Python's salted ``hash()`` is never used),
+so the same graph always gives the same routes. (Before 2026-12-07 the walk started at the edge where
+the two searches met, picked at ``crc32(f"{src}|{dst}")``, which tied routes to the search's progress.)
 
 Example::
 
@@ -34,11 +37,22 @@ import networkx as nx
 from topologies.errors import TopologyError
 from topologies.kinds import NETWORK_EDGE_KINDS
 
-__all__ = ["Router"]
+__all__ = ["Router", "pick", "edge_cost"]
 
 # One hop costs _HOP; a network hop costs one more. Hops dominate while a path has < _HOP network hops.
 _HOP = 1 << 16
 _INF = float("inf")
+
+
+def edge_cost(kind) -> int:
+    """What one directed edge of ``kind`` adds to a route's cost (module docstring: hops, then network hops)."""
+    return _HOP + (1 if kind in NETWORK_EDGE_KINDS else 0)
+
+
+def pick(src, dst, node, count: int) -> int:
+    """Which of ``count`` equal-cost next nodes (in name order) the route from ``src`` to ``dst`` takes at
+    ``node``: a stable hash, the same in every process and for every router that follows these rules."""
+    return zlib.crc32(f"{src}|{dst}|{node}".encode()) % count
 
 
 class _Side:
@@ -97,7 +111,7 @@ class Router:
         self._out: list[list[tuple[int, int]]] = [[] for _ in self._names]
         self._in: list[list[tuple[int, int]]] = [[] for _ in self._names]
         for a, b, kind in G.edges(data="kind"):
-            cost = _HOP + (1 if kind in NETWORK_EDGE_KINDS else 0)
+            cost = edge_cost(kind)
             self._out[index[a]].append((index[b], cost))
             self._in[index[b]].append((index[a], cost))
         self._paths: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
@@ -135,11 +149,30 @@ class Router:
         meeting.sort()  # ids are in name order
         return forward, backward, meeting
 
-    def _pick(self, options: list[int], src: str, dst: str, here: int) -> int:
-        if len(options) == 1:
-            return options[0]
-        ordered = sorted(options)
-        return ordered[zlib.crc32(f"{src}|{dst}|{self._names[here]}".encode()) % len(ordered)]
+    def _successors(self, src: str, dst: str) -> dict[int, list[int]]:
+        """Each node of a cheapest route -> its next nodes on cheapest routes (ids, in name order)."""
+        forward, backward, meeting = self._search(src, dst)
+        nexts: dict[int, set[int]] = {}
+        for u, v in meeting:
+            nexts.setdefault(u, set()).add(v)
+        # Every cheapest route is a prefix settled by the forward search, one meeting edge and a suffix settled
+        # by the backward one (a side settles nodes in order of cost, so it holds a route's nodes up to some
+        # point). So walking back from the meeting edges over each side's equal-cost predecessors reaches
+        # every node and link of every cheapest route, and nothing else.
+        for side, starts, forwards in ((forward, {u for u, _ in meeting}, True),
+                                       (backward, {v for _, v in meeting}, False)):
+            stack, seen = list(starts), set(starts)
+            while stack:
+                node = stack.pop()
+                for other in side.preds[node]:
+                    if forwards:
+                        nexts.setdefault(other, set()).add(node)
+                    else:
+                        nexts.setdefault(node, set()).add(other)
+                    if other not in seen:
+                        seen.add(other)
+                        stack.append(other)
+        return {u: sorted(options) for u, options in nexts.items()}  # ids are in name order
 
     def path(self, src: str, dst: str) -> tuple[tuple[str, str], ...]:
         """The directed edges of the route from ``src`` to ``dst``; deterministic and cached."""
@@ -151,15 +184,14 @@ class Router:
             self._node(src)
             self._paths[key] = ()
             return ()
-        forward, backward, meeting = self._search(src, dst)
-        u, v = meeting[zlib.crc32(f"{src}|{dst}".encode()) % len(meeting)]
-        head = [u]
-        while forward.preds[head[-1]]:
-            head.append(self._pick(forward.preds[head[-1]], src, dst, head[-1]))
-        tail = [v]
-        while backward.preds[tail[-1]]:
-            tail.append(self._pick(backward.preds[tail[-1]], src, dst, tail[-1]))
-        nodes = [self._names[i] for i in head[::-1] + tail]
+        nexts = self._successors(src, dst)
+        names = self._names
+        node, target = self._index[src], self._index[dst]
+        nodes = [src]
+        while node != target:
+            options = nexts[node]
+            node = options[0] if len(options) == 1 else options[pick(src, dst, names[node], len(options))]
+            nodes.append(names[node])
         route = tuple(zip(nodes[:-1], nodes[1:]))
         self._paths[key] = route
         return route

@@ -148,7 +148,7 @@ class FlowNetwork:
 
     ``graph`` is a networkx DiGraph whose edges carry ``bandwidth_GBps`` (> 0, per direction, 1 GB =
     1e9 B) and ``latency_us`` (>= 0). ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
-    default: ``topologies.routing.Router`` (or a fewest-hops BFS where that is not installed); a
+    default: ``routes.default_router`` (``topologies``' ECMP routes, searched or from a cluster's tables); a
     ``TopologyCache`` of ``graph`` shares its link table, routes and plan cache with other networks.
     ``record=True`` keeps ``timeline``, a list of ``FlowEvent`` (for tests and traces).
     ``group=False`` (implied by ``record``) runs the reference algorithm the faster default is held to:

@@ -4,7 +4,8 @@
 (``bandwidth_GBps`` > 0 per direction, 1 GB = 1e9 B; ``latency_us`` >= 0) and turns the router's edge
 paths into ``Route``s of link numbers, cached by (src, dst) or (src, via, dst): routes are deterministic,
 so each pair is routed once per table. ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
-default: ``topologies.routing.Router`` (or ``HopRouter``, a fewest-hops BFS, where that is not installed).
+default: ``default_router`` (``topologies.cluster_routing.ClusterRouter`` on a cluster of identical servers,
+else ``topologies.routing.Router``); ``HopRouter`` is a fewest-hops BFS.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from simulator.errors import InputError
+from topologies.cluster_routing import ClusterRouter
 from topologies.routing import Router
 
 __all__ = ["LinkTable", "Route", "HopRouter"]
@@ -53,8 +55,10 @@ class HopRouter:
 
 
 def default_router(graph: nx.DiGraph) -> Router:
-    """The topology package's ECMP router (``HopRouter`` is the simple one tests pass in)."""
-    return Router(graph)
+    """The topology package's ECMP router: ``ClusterRouter`` (no search) on a cluster of identical servers,
+    which every server preset is, else ``Router``'s search; both give the same routes (``HopRouter`` is the
+    simple one tests pass in)."""
+    return ClusterRouter.for_graph(graph) or Router(graph)
 
 
 class LinkTable:

@@ -45,12 +45,13 @@ def test_waves_equal_free_streams_for_alike_groups():
 
 def test_groups_that_share_nics_are_slower_together_than_alone():
     # 32 DGX servers span two scalable units of 20-port leaves: the 32 DP groups of tp = 32 cross the spine
-    # together, which one group alone (and the contention-free bound) does not see.
+    # together, which one group alone (and the contention-free bound) does not see. How much slower depends on
+    # how ECMP's hash spreads them over the spines: 1.33x with the routes of 2026-12-07 (1.5x or more before).
     G, groups = _groups("dgx-a100:32", 32, 8)
     streams = [[Bucket(200e6, 0.0)]] * len(groups)
     together = simulate_waves(G, groups, streams, "all_reduce")
     alone = simulate_waves(G, groups[:1], streams[:1], "all_reduce")
-    assert together > 1.5 * alone
+    assert together > 1.25 * alone
     assert bound_stream(G, groups, streams, "all_reduce") == pytest.approx(alone, rel=1e-6)
 
 

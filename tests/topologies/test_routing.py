@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from topologies import Router, TopologyError, gpu_nodes, load_topology
 from topologies.builders import ring, torus_3d
+from topologies.routing import pick
 
 
 def check_route(G, route, src, dst):
@@ -163,4 +164,17 @@ def test_routes_are_exactly_the_cheapest_paths_networkx_finds(n, density, seed):
                 continue
             expected = sorted(tuple(p) for p in nx.all_shortest_paths(G, src, dst, weight=cost))
             assert router.equal_cost_paths(src, dst, limit=10_000) == expected
-            assert router.nodes(src, dst) in expected
+            assert router.nodes(src, dst) == walk(G, src, dst)
+
+
+def walk(G, src, dst):
+    """The route by its definition: from src, at each node the ``pick`` among the next nodes on a cheapest
+    route (networkx's costs to dst), in name order."""
+    left = nx.single_source_dijkstra_path_length(G.reverse(copy=False), dst, weight=cost)
+    nodes = [src]
+    while nodes[-1] != dst:
+        u = nodes[-1]
+        options = sorted((v for v in G.successors(u) if v in left and cost(u, v, G.edges[u, v]) + left[v] == left[u]),
+                         key=str)
+        nodes.append(options[pick(src, dst, u, len(options))])
+    return tuple(nodes)
