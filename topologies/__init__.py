@@ -26,6 +26,7 @@ module              what it holds
 ``placement``       which GPU each schedule rank runs on
 ``routing``         deterministic shortest paths with reproducible ECMP spreading
 ``cluster_routing`` the same routes without a search on clusters of identical servers (every server preset)
+``torus_routing``   the same routes without a search on a torus, from coordinates
 ``naming``          node and link names as printed, every endpoint in one scope
 ``bisection``       bisection bandwidth by max-flow over balanced cuts
 ``summary``         what ``tpsim topology show`` reports

@@ -10,7 +10,7 @@ Search. Nothing is computed up front. A query runs a bidirectional Dijkstra sear
 source, backward from the destination) that stops as soon as every cheapest route is known; a fat tree
 of 4,096 GPUs is then routed by touching a few hundred nodes per pair. Each route is cached. On a
 cluster of identical servers (every server preset) ``cluster_routing.ClusterRouter`` gives the same
-routes from tables, without a search.
+routes from tables, and on a torus ``torus_routing.TorusRouter`` from coordinates, without a search.
 
 Ties. Equal-cost routes are spread by a stable hash. The route is walked from the source; at each node
 it takes one of the next nodes that lie on a cheapest route to the destination (in name order), number

@@ -4,8 +4,8 @@
 (``bandwidth_GBps`` > 0 per direction, 1 GB = 1e9 B; ``latency_us`` >= 0) and turns the router's edge
 paths into ``Route``s of link numbers, cached by (src, dst) or (src, via, dst): routes are deterministic,
 so each pair is routed once per table. ``router`` has ``path(src, dst) -> tuple of (u, v) edges``;
-default: ``default_router`` (``topologies.cluster_routing.ClusterRouter`` on a cluster of identical servers,
-else ``topologies.routing.Router``); ``HopRouter`` is a fewest-hops BFS.
+default: ``default_router`` (``topologies.routing.Router``'s routes, searched or, on server clusters and tori,
+computed); ``HopRouter`` is a fewest-hops BFS.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import networkx as nx
 from simulator.errors import InputError
 from topologies.cluster_routing import ClusterRouter
 from topologies.routing import Router
+from topologies.torus_routing import TorusRouter
 
 __all__ = ["LinkTable", "Route", "HopRouter"]
 
@@ -55,10 +56,11 @@ class HopRouter:
 
 
 def default_router(graph: nx.DiGraph) -> Router:
-    """The topology package's ECMP router: ``ClusterRouter`` (no search) on a cluster of identical servers,
-    which every server preset is, else ``Router``'s search; both give the same routes (``HopRouter`` is the
-    simple one tests pass in)."""
-    return ClusterRouter.for_graph(graph) or Router(graph)
+    """The topology package's ECMP router, without a search where the graph's shape allows:
+    ``ClusterRouter`` on a cluster of identical servers (every server preset), ``TorusRouter`` on a torus
+    (``torus-3d``, rings), else ``Router``'s search; all give the same routes (``HopRouter`` is the simple
+    one tests pass in)."""
+    return ClusterRouter.for_graph(graph) or TorusRouter.for_graph(graph) or Router(graph)
 
 
 class LinkTable:

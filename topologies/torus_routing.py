@@ -1,0 +1,97 @@
+"""Routes on a torus without a graph search: the same routes as ``Router``, from coordinates.
+
+On a torus built by ``builders.torus`` (the ``torus-3d`` preset, rings; the graph keeps its shape as
+``torus_dims``) every link costs the same, so the cheapest cost from a GPU to another is that cost times
+the sum over dimensions of the ring distance, min(|a - b|, n - |a - b|). ``Router`` walks from the source
+and at each GPU takes, by ``routing.pick``, one of the neighbours that lie on a cheapest route: here the
+neighbours one step closer along some dimension (both ways round a ring where the two are as far),
+found from coordinates. ``TorusRouter.for_graph`` checks that the graph is exactly such a torus (its
+GPUs, every link and no other, one cost) and returns None otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+
+from topologies.routing import Router, edge_cost, pick
+
+__all__ = ["TorusRouter"]
+
+
+def _torus_links(dims: tuple[int, ...]) -> set[tuple[str, str]]:
+    """The directed links of ``builders.torus(dims)`` by GPU name."""
+    strides = [math.prod(dims[k + 1:]) for k in range(len(dims))]
+    links = set()
+    for coord in itertools.product(*(range(n) for n in dims)):
+        here = sum(c * s for c, s in zip(coord, strides))
+        for k, n in enumerate(dims):
+            if n == 1:
+                continue
+            there = here + (((coord[k] + 1) % n) - coord[k]) * strides[k]
+            links.add((f"gpu{here}", f"gpu{there}"))
+            links.add((f"gpu{there}", f"gpu{here}"))
+    return links
+
+
+class TorusRouter(Router):
+    """``Router`` whose routes between two GPUs of a torus come from their coordinates (module docstring)."""
+
+    def __init__(self, G: nx.DiGraph, dims: tuple[int, ...]) -> None:
+        super().__init__(G)
+        self._dims = dims
+        self._strides = [math.prod(dims[k + 1:]) for k in range(len(dims))]
+        self._size = math.prod(dims)
+
+    @classmethod
+    def for_graph(cls, G: nx.DiGraph) -> TorusRouter | None:
+        """A TorusRouter for ``G``, or None where ``G`` is not exactly a ``builders.torus`` graph."""
+        dims = G.graph.get("torus_dims")
+        if not (isinstance(dims, (list, tuple)) and dims and all(type(n) is int and n >= 1 for n in dims)):
+            return None
+        dims = tuple(dims)
+        size = math.prod(dims)
+        if G.number_of_nodes() != size or any(f"gpu{i}" not in G for i in range(size)):
+            return None
+        if set(G.edges) != _torus_links(dims) or len({edge_cost(k) for _, _, k in G.edges(data="kind")}) > 1:
+            return None
+        return cls(G, dims)
+
+    def _coords(self, name) -> tuple[int, ...] | None:
+        if not (isinstance(name, str) and name.startswith("gpu") and name[3:].isdigit()):
+            return None
+        index = int(name[3:])
+        if index >= self._size or name != f"gpu{index}":
+            return None
+        return tuple(index // s % n for s, n in zip(self._strides, self._dims))
+
+    def path(self, src, dst) -> tuple[tuple[str, str], ...]:
+        """The directed edges of the route from ``src`` to ``dst``, as ``Router.path`` gives them."""
+        key = (src, dst)
+        cached = self._paths.get(key)
+        if cached is not None:
+            return cached
+        here, there = self._coords(src), self._coords(dst)
+        if here is None or there is None or src == dst:
+            return super().path(src, dst)
+        dims, strides = self._dims, self._strides
+        nodes = [src]
+        while here != there:
+            options = []  # (name, coordinates) of the neighbours one step closer
+            for k, n in enumerate(dims):
+                gap = (there[k] - here[k]) % n
+                steps = [1] if 0 < gap < n - gap else [-1] if gap > n - gap else [1, -1] if gap else []
+                for step in steps if n > 2 else steps[:1]:
+                    moved = here[:k] + ((here[k] + step) % n,) + here[k + 1:]
+                    options.append((f"gpu{sum(c * s for c, s in zip(moved, strides))}", moved))
+            if len(options) > 1:
+                options.sort(key=lambda option: option[0])
+                name, here = options[pick(src, dst, nodes[-1], len(options))]
+            else:
+                name, here = options[0]
+            nodes.append(name)
+        route = tuple(zip(nodes[:-1], nodes[1:]))
+        self._paths[key] = route
+        return route
