@@ -4,6 +4,7 @@
 module              what it holds
 ==================  ===============================================================================
 ``flow_network``    ``FlowNetwork``: flows on a simpy Environment, rates recomputed on start and end
+``flow_records``    what the network keeps and reports: a transfer's state, link counters, timeline entries
 ``fairness``        weighted max-min fairness by progressive filling, per connected component
 ``region``          re-filling only the links a change reaches; the rest proven unchanged
 ``flow_groups``     groups of identical flows, simulated once and replayed per member
@@ -14,5 +15,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["drain_queue", "fairness", "flow_groups", "flow_network", "phase_arrival", "region", "routes",
-           "topology_cache"]
+__all__ = ["drain_queue", "fairness", "flow_groups", "flow_network", "flow_records", "phase_arrival", "region",
+           "routes", "topology_cache"]

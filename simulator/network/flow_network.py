@@ -2,9 +2,9 @@
 
 One concept at 500 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
 up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
-docstrings that say why each step keeps results bit for bit; the fill, the component search, the
-region fill, the groups and the link table already live beside it (``fairness``, ``region``,
-``flow_groups``, ``routes``).
+docstrings that say why each step keeps results bit for bit; the records it keeps (``flow_records``),
+the fill, the component search, the region fill, the groups and the link table live beside it
+(``fairness``, ``region``, ``flow_groups``, ``routes``).
 
 A transfer of S bytes from one node to another is one *flow* on its route (a tuple of directed edges).
 While it is active, every flow has a rate; rates are the max-min fair allocation over the link
@@ -60,9 +60,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-from dataclasses import dataclass
 from operator import attrgetter
-from typing import NamedTuple
 
 import networkx as nx
 import simpy
@@ -71,6 +69,7 @@ from simulator.errors import InputError
 from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
 from simulator.network.drain_queue import DrainQueue
 from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
+from simulator.network.flow_records import FlowEvent, LinkStats, _Flow
 from simulator.network.phase_arrival import PhaseArrival, all_arrived
 from simulator.network.routes import HopRouter, LinkTable, Route
 from simulator.network.region import refill_region
@@ -87,60 +86,6 @@ REGION_BUDGET = 8192
 
 # Drains predicted within this relative distance of "now" are treated as simultaneous (one batch).
 _SAME_INSTANT = 1e-12
-
-
-@dataclass(frozen=True)
-class LinkStats:
-    """Counters of one directed link over a run."""
-
-    bytes: float
-    """Bytes carried (drained flows in full, active flows as far as they got)."""
-    busy_s: float
-    """Seconds during which at least one flow was active on the link."""
-
-
-class FlowEvent(NamedTuple):
-    """One entry of ``FlowNetwork.timeline`` (kept only with ``record=True``)."""
-
-    time_s: float
-    flow: object
-    """The transfer's tag, or its flow number when it has no tag."""
-    event: str
-    """"start", "rate" (a new rate while active), "drain" (last byte sent) or "arrive" (last byte in)."""
-    rate_GBps: float | None
-    """The new rate for "start" and "rate"; None otherwise."""
-
-
-class _Flow:
-    """Mutable state of one active transfer (slots: this is the hot path)."""
-
-    __slots__ = ("fid", "links", "bottleneck", "nbytes", "left", "rate", "t_last", "version", "latency_s",
-                 "event", "phase", "label", "share", "seen", "frozen", "weight", "members", "last", "by", "at",
-                 "recorded")
-
-    def __init__(self, fid, route, nbytes, event, label, members, phase, t_last):
-        self.fid = fid
-        self.members = members  # flow numbers this record stands for (fid first); nbytes, left, rate per member
-        self.weight = len(members)
-        self.last = members[-1]
-        self.links = route.links
-        self.bottleneck = route.bandwidth_Bps
-        latency_s = route.latency_s
-        self.nbytes = nbytes
-        self.left = float(nbytes)  # bytes still to send as of t_last
-        self.rate = 0.0
-        self.t_last = t_last
-        self.version = 0
-        self.latency_s = latency_s
-        self.event = event  # succeeds on arrival; None for a flow of a phase, which reports to ``phase`` instead
-        self.phase = phase
-        self.label = label
-        self.share = 0.0  # rate assigned by the fill in progress
-        self.seen = 0  # stamp of the last component search that reached this flow
-        self.frozen = 0  # stamp of the last fill that froze this flow
-        self.by = -1  # link whose saturation froze it in that fill, and the heap key it was popped at
-        self.at = 0.0
-        self.recorded = False  # whether share, by and at are the record of a fill of its component (``region``)
 
 
 class FlowNetwork:
