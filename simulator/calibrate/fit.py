@@ -184,9 +184,9 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
                          f"the profile carries the rates, and predictions with it choose again.")
     gemm = fit_gemms(graph, gemms)
     if gemm.sim:
+        config = ComputeConfig.from_sim(G0.graph["sim"])  # before the update: without collectives graph is G0
         graph.graph["sim"].update(gemm.sim)
         parameters.update(gemm.sim)
-        config = ComputeConfig.from_sim(G0.graph["sim"])
         base_parameters.update(gemm_efficiency=config.gemm_efficiency, half_efficiency_dim=config.half_efficiency_dim)
         if "gemm_efficiency_after_comm" in gemm.sim:  # unset in the base: every gemm ran at gemm_efficiency
             base_parameters["gemm_efficiency_after_comm"] = (config.gemm_efficiency_after_comm

@@ -57,6 +57,23 @@ def _device_dtype(device: dict, dtype: str, config: ComputeConfig) -> str:
     return "tfloat32" if dtype == "float32" and config.allow_tf32 and "tfloat32" in rates else dtype
 
 
+def _flat(times, cap: float, half: float, keys) -> bool:
+    """Whether the model's times of ``keys`` stay put when cap and h move a little (every gemm on the memory
+    roof there): a least-squares step sees no slope."""
+    return bool(np.allclose(times(cap, half, keys), times(cap * 0.999, half * 1.001, keys), rtol=1e-12, atol=0.0))
+
+
+def _implied_cap(device: dict, keys, buckets: dict, base: ComputeConfig, device_dtype) -> float:
+    """The median over ``keys`` of the cap at which the model's compute time is the measured one."""
+    caps = []
+    for key in keys:
+        m, k, n, dtype = key[:4]
+        peak = float(device["peak_tflops"][device_dtype(device, dtype, base)]) * 1e12
+        dim = min(m, k, n)
+        caps.append(2.0 * m * k * n / buckets[key] / peak * (dim + base.half_efficiency_dim) / dim)
+    return min(max(statistics.median(caps), _CAP_BOUNDS[0]), _CAP_BOUNDS[1])
+
+
 def _buckets(gemms: list[GemmSample]) -> dict:
     groups: dict[tuple, list[float]] = {}
     for g in gemms:
@@ -123,8 +140,13 @@ def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
     upper = np.log([_CAP_BOUNDS[1], _HALF_DIM_BOUNDS[1]])
     # (The main population is timed as back-to-back gemms: its own condition, whichever it is.)
     as_main = [(*key[:5], False) for key in main]
+    x_start = x_base
+    if _flat(times, base.gemm_efficiency, base.half_efficiency_dim, as_main):
+        # At the base values every gemm sits on the memory roof, where the model does not move with cap
+        # or h and the solver would stop where it starts: start from the cap the measured rates imply.
+        x_start = np.array([math.log(_implied_cap(device, main, buckets, base, _device_dtype)), x_base[1]])
     x = solve(lambda x: np.concatenate([np.log(times(min(float(np.exp(x[0])), 1.0), float(np.exp(x[1])), as_main))
-                                        - measured, PRIOR_WEIGHT * (x - x_base)]), x_base, lower, upper)
+                                        - measured, PRIOR_WEIGHT * (x - x_base)]), x_start, lower, upper)
     cap, half = min(float(np.exp(x[0])), 1.0), float(np.exp(x[1]))
     fitted_sim = {"gemm_efficiency": cap, "half_efficiency_dim": half}
     cap_after = None
@@ -136,6 +158,10 @@ def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
                    np.array([math.log(cap)]), lower[:1], upper[:1])
         cap_after = min(float(np.exp(xa[0])), 1.0)
         fitted_sim["gemm_efficiency_after_comm"] = cap_after
+    if _flat(times, cap, half, as_main):
+        notes.append("every fitted gemm is bound by the device's memory rate in the model (at any gemm_efficiency "
+                     "and half_efficiency_dim), so these measurements do not determine either: they keep their "
+                     "base values; measure larger shapes (tpsim bench --gemm-shapes)")
     fitted = set(main) | (set(after) if cap_after is not None else set())
     keys = list(buckets)
     predicted = times(cap, half, keys, cap_after)
