@@ -5,7 +5,7 @@ import random
 import networkx as nx
 import pytest
 
-from topologies import gpu_nodes, load_topology
+from topologies import gpu_nodes, load_topology, save_topology
 from topologies.cluster_routing import ClusterRouter
 from topologies.presets import PRESETS
 from topologies.routing import Router
@@ -90,3 +90,12 @@ def test_a_calibrated_cluster_keeps_the_fast_routes():
     for _, _, data in G.edges(data=True):
         data["bandwidth_GBps"] *= 0.8  # what a calibration changes: rates and latencies, not the wiring
     same_routes(G, sample(G, 300))
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".graphml"])
+def test_a_preset_saved_and_loaded_keeps_the_fast_routes(tmp_path, suffix):
+    path = tmp_path / f"cluster{suffix}"
+    save_topology(load_topology("dgx-h100:3"), str(path))
+    G = load_topology(str(path))
+    gpus = gpu_nodes(G)
+    same_routes(G, [(a, b) for a in gpus for b in gpus])
