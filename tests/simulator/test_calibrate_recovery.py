@@ -130,14 +130,19 @@ def test_the_gemm_rate_after_a_collective_is_recovered_next_to_the_lock_step_one
     assert "no lock-step gemm rows" in alone.graph.graph["notes"]
 
 
-def test_gemms_alone_report_the_base_values_they_moved_from():
-    # Without collectives the fitted graph is the base's copy itself: its base values must be read first.
+def _h200_gemms_fitted(truth: ComputeConfig, shapes):
+    """``calibrate`` of dgx-h200 on bfloat16 gemms timed by ``truth``'s model: the base graph and the result."""
     G = load_topology("dgx-h200")
     device = G.nodes[gpu_nodes(G)[0]]["device"]
-    truth = ComputeModel(ComputeConfig(gemm_efficiency=0.45, half_efficiency_dim=150.0))
-    shapes = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 128)]
-    cal = calibrate(G, [], [GemmSample(m, k, n, "bfloat16", truth.gemm_time_s(device, "bfloat16", m, k, n))
-                            for m, k, n in shapes])
+    model = ComputeModel(truth)
+    return G, calibrate(G, [], [GemmSample(m, k, n, "bfloat16", model.gemm_time_s(device, "bfloat16", m, k, n))
+                               for m, k, n in shapes])
+
+
+def test_gemms_alone_report_the_base_values_they_moved_from():
+    # Without collectives the fitted graph is the base's copy itself: its base values must be read first.
+    G, cal = _h200_gemms_fitted(ComputeConfig(gemm_efficiency=0.45, half_efficiency_dim=150.0),
+                                [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 128)])
     base = ComputeConfig.from_sim(G.graph["sim"])
     assert cal.base_parameters["gemm_efficiency"] == base.gemm_efficiency != cal.parameters["gemm_efficiency"]
     assert cal.parameters["gemm_efficiency"] == pytest.approx(0.45, rel=0.02)
@@ -146,11 +151,7 @@ def test_gemms_alone_report_the_base_values_they_moved_from():
 def test_gemms_far_slower_than_the_memory_roof_still_move_the_fit():
     # At the base values these shapes sit on the H200's memory roof, where the model has no slope: the
     # fit starts from the cap the measured rates imply instead of stopping where it began.
-    G = load_topology("dgx-h200")
-    device = G.nodes[gpu_nodes(G)[0]]["device"]
-    slow = ComputeModel(ComputeConfig(gemm_efficiency=0.002, half_efficiency_dim=64.0))
-    shapes = [(128, 128, 128), (256, 256, 256), (512, 256, 128), (256, 128, 256)]
-    cal = calibrate(G, [], [GemmSample(m, k, n, "bfloat16", slow.gemm_time_s(device, "bfloat16", m, k, n))
-                            for m, k, n in shapes])
+    _, cal = _h200_gemms_fitted(ComputeConfig(gemm_efficiency=0.002, half_efficiency_dim=64.0),
+                                [(128, 128, 128), (256, 256, 256), (512, 256, 128), (256, 128, 256)])
     assert cal.parameters["gemm_efficiency"] == pytest.approx(0.002, rel=0.05)
     assert all(abs(r.rel_error) < 0.05 for r in cal.gemm_rows)
