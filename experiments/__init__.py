@@ -8,6 +8,7 @@ module                     what it holds
 ``calibration_holdout``    calibration on the nccl-tests logs: the error on held-out sets
 ``nccl_fidelity``          every published nccl-tests log: presets and carried calibrations, error tables
 ``cpu_loop``               bench -> calibrate -> run -> compare on gloo ranks, repeated
+``gpu_check``              on a GPU machine: gemm throughput over shapes, its compute fit, NCCL at world size 1
 ``bench_scale``            issue 14's scale cases end to end, each beside the code before it
 ``bench_simulator``        the whole simulator's speed on the largest grids
 ``bench_network``          the flow network's speed on a few traffic patterns
@@ -28,6 +29,6 @@ Their results and the lab notes behind them are in experiments/README.md.
 """
 
 __all__ = ["bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time", "calibration_holdout",
-           "cpu_loop",
+           "cpu_loop", "gpu_check",
            "nccl_fidelity", "nccl_realism", "paper_25d_claim", "paper_code", "published", "quiet_host",
            "repro_3d", "repro_megatron", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
