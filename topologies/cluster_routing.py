@@ -114,52 +114,64 @@ class _Layout:
 
     def route(self, src, dst, source: tuple[int, int], target: tuple[int, int]) -> tuple | None:
         """The nodes of ``Router``'s route from ``src`` to ``dst``; None where dst is unreachable."""
-        t, q = target
-        s, p = source
-        inside, names, ports, leaf_of = self.inside, self.names, self.ports, self.leaf_of
-        c_port, c_spine = self.c_port, self.c_spine
-        here: object = src
-        where = ("server", s, p)
-        left = inside[p][q] if s == t else self.between(s, t)[p][q]
+        (s, p), (t, q) = source, target
+        left = self.inside[p][q] if s == t else self.between(s, t)[p][q]
         if left == _INF:
             return None
-        nodes = [src]
+        here, where, nodes = src, ("server", s, p), [src]
         while here != dst:
-            options = []  # (name, where, cost left)
-            kind = where[0]
-            if kind == "server":
-                _, s, p = where
-                row = inside if s == t else self.between(s, t)
-                for p2, cost in self.template_out[p]:
-                    if cost + row[p2][q] == left:
-                        options.append((names[s][p2], ("server", s, p2), row[p2][q]))
-                k = self.port_index.get(p)
-                if k is not None:
-                    leaf = leaf_of[s][k]
-                    rest = self.leaf_distance(leaf, t, q)
-                    if c_port + rest == left:
-                        options.append((leaf, ("leaf", leaf), rest))
-            elif kind == "leaf":
-                for k in self.ports_on[t].get(where[1], ()):
-                    rest = inside[ports[k]][q]
-                    if c_port + rest == left:
-                        options.append((names[t][ports[k]], ("server", t, ports[k]), rest))
-                rest = c_spine + c_port + self.best_port[q]
-                if self.spines and c_spine + rest == left:
-                    options.extend((spine, ("spine",), rest) for spine in self.spines)
-            else:
-                for leaf in dict.fromkeys(leaf_of[t]):
-                    rest = self.leaf_distance(leaf, t, q)
-                    if c_spine + rest == left:
-                        options.append((leaf, ("leaf", leaf), rest))
+            options = self._next(where, t, q, left)  # (name, where, cost left), one per cheapest next node
             if len(options) > 1:
                 options.sort(key=lambda option: str(option[0]))
-                chosen = options[pick(src, dst, here, len(options))]
+                here, where, left = options[pick(src, dst, here, len(options))]
             else:
-                chosen = options[0]
-            here, where, left = chosen
+                here, where, left = options[0]
             nodes.append(here)
         return tuple(nodes)
+
+    def _next(self, where: tuple, t: int, q: int, left: float) -> list[tuple]:
+        """The next nodes on a cheapest route from ``where`` to position q of server t, ``left`` away."""
+        if where[0] == "server":
+            return self._next_in_server(where[1], where[2], t, q, left)
+        if where[0] == "leaf":
+            return self._next_from_leaf(where[1], t, q, left)
+        return self._next_from_spine(t, q, left)
+
+    def _next_in_server(self, s: int, p: int, t: int, q: int, left: float) -> list[tuple]:
+        row = self.inside if s == t else self.between(s, t)
+        names = self.names[s]
+        options = [(names[p2], ("server", s, p2), row[p2][q]) for p2, cost in self.template_out[p]
+                   if cost + row[p2][q] == left]
+        k = self.port_index.get(p)
+        if k is not None:  # a port: its leaf too
+            leaf = self.leaf_of[s][k]
+            rest = self.leaf_distance(leaf, t, q)
+            if self.c_port + rest == left:
+                options.append((leaf, ("leaf", leaf), rest))
+        return options
+
+    def _next_from_leaf(self, leaf, t: int, q: int, left: float) -> list[tuple]:
+        # Down to the destination server's ports on this leaf, or up to every spine; never into a third
+        # server (module docstring).
+        options = []
+        for k in self.ports_on[t].get(leaf, ()):
+            port = self.ports[k]
+            rest = self.inside[port][q]
+            if self.c_port + rest == left:
+                options.append((self.names[t][port], ("server", t, port), rest))
+        rest = self.c_spine + self.c_port + self.best_port[q]
+        if self.spines and self.c_spine + rest == left:
+            options.extend((spine, ("spine",), rest) for spine in self.spines)
+        return options
+
+    def _next_from_spine(self, t: int, q: int, left: float) -> list[tuple]:
+        # Only the leaves the destination server hangs off can be a step closer (module docstring).
+        options = []
+        for leaf in dict.fromkeys(self.leaf_of[t]):
+            rest = self.leaf_distance(leaf, t, q)
+            if self.c_spine + rest == left:
+                options.append((leaf, ("leaf", leaf), rest))
+        return options
 
 
 def _template_key(G, name, server: int, gpu_offset: int):
