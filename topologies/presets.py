@@ -56,7 +56,8 @@ SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
   kvcache-ai/Mooncake PR #3484), which runs 1 MiB in 27.8 us, 4 MiB in 53.2 us and 16 MiB in 121.3 us:
   these two values put every size from 256 KiB to 1 GiB within 10% of that log (the A100 figure
   would put 1 MiB at +167%). NVLS on (NVSwitch gen 3 has multicast), efficiency 0.85 (tuning.cc
-  nvlsEfficiency, Hopper).
+  nvlsEfficiency, Hopper); 5 KiB per NVLS chunk (``simulator.collectives.nvls_chunks``: NCCL's NVLS
+  chunks are 16-64 KiB below 1 GiB on a server, and Azure's published ND H100 v5 table follows them).
 - Blackwell (B200, GB200): Hopper's start-up (an assumption: no published small-size B200 log was
   found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell).
 
@@ -99,7 +100,7 @@ GENERATION_SIM = {
     "turing": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},  # NCCL's tables give compute capability 7.5 Volta's row
     "ampere": {**DEFAULT_SIM, "collective_nccl_arch": "ampere"},
     "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85,
-               "collective_nccl_arch": "hopper"},
+               "collective_nvls_chunk_overhead_bytes": 5 << 10, "collective_nccl_arch": "hopper"},
     "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74,
                   "collective_nccl_arch": "blackwell"},
 }

@@ -32,6 +32,7 @@ import simpy
 
 from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.choose import candidates, nccl_algorithms, settle
+from simulator.collectives.nvls_chunks import nvls_chunk_factor
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose, rail_vias, ring_orders
 from simulator.collectives.protocols import front_s, wire_factor
@@ -214,7 +215,8 @@ class _Group:
         hop_in = float(np.max(latency[routes.inside], initial=0.0))
         hop_out = float(np.max(latency[~routes.inside], initial=0.0))
         networked = bool(np.any(routes.hops[~routes.inside][:, self._network_classes] > 0))
-        wire_per_byte = wire_factor(protocol, self.kind)
+        wire_per_byte = wire_factor(protocol, self.kind) * nvls_chunk_factor(algorithm, nbytes, params,
+                                                                            self.n // self.n_nodes)
         floor = params.ring_step_floor_s(self.kind, algorithm, protocol, networked)
         total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
         channel_floor = tree_floor_s(self.kind, algorithm, protocol, nbytes, self.pattern, wire_per_byte,

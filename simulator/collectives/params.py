@@ -21,6 +21,8 @@ collective_nvls                    false                    the GPUs share an NV
                                                             NVLS: Hopper and later NVSwitch systems)
 collective_nvls_efficiency         0.85                     NCCL's NVLS efficiency (tuning.cc: Hopper
                                                             0.85, Blackwell 0.74)
+collective_nvls_chunk_overhead_bytes 0                      per NVLS chunk, a fixed cost worth this many
+                                                            bytes (``nvls_chunks``; Hopper presets 5 KiB)
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
@@ -109,6 +111,8 @@ class CollectiveParams:
     """Whether the servers' GPUs share an NVLink SHARP switch (NCCL's NVLS all_reduce is then enabled)."""
     nvls_efficiency: float = 0.85
     """NCCL's NVLS efficiency: the fraction of the link rate NVLS traffic moves at (tuning.cc)."""
+    nvls_chunk_overhead_bytes: int = 0
+    """Per chunk of an NVLS all_reduce, a fixed cost worth this many bytes at its rate (``nvls_chunks``)."""
     pipeline_chunks: int = 8
     """Number of chunks a pipelined stream is cut into (at most pipeline_chunk_max_bytes each)."""
     pipeline_chunk_max_bytes: int = 512 << 10
@@ -130,7 +134,7 @@ class CollectiveParams:
             raise InputError(
                 f"CollectiveParams.channel_bandwidth_GBps must be a number > 0, got {self.channel_bandwidth_GBps!r}"
             )
-        for name in ("startup_bytes", "pipeline_chunk_max_bytes"):
+        for name in ("startup_bytes", "pipeline_chunk_max_bytes", "nvls_chunk_overhead_bytes"):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
                 raise InputError(f"CollectiveParams.{name} must be an integer >= 0, got {value!r}")
@@ -218,4 +222,4 @@ class CollectiveParams:
 SIM_KEYS = {f.name: f"collective_{f.name}" for f in fields(CollectiveParams)}
 """Field name -> the ``sim`` key that sets it."""
 
-_INT_FIELDS = {"startup_bytes", "pipeline_chunks", "pipeline_chunk_max_bytes"}
+_INT_FIELDS = {"startup_bytes", "pipeline_chunks", "pipeline_chunk_max_bytes", "nvls_chunk_overhead_bytes"}
