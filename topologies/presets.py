@@ -59,7 +59,8 @@ SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
   nvlsEfficiency, Hopper); 5 KiB per NVLS chunk (``simulator.collectives.nvls_chunks``: NCCL's NVLS
   chunks are 16-64 KiB below 1 GiB on a server, and Azure's published ND H100 v5 table follows them).
 - Blackwell (B200, GB200): Hopper's start-up (an assumption: no published small-size B200 log was
-  found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell).
+  found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell); no NVLS chunk cost (no
+  published single-server B200 NVLS table by size was found to read one from).
 
 Example::
 
