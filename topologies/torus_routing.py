@@ -36,6 +36,20 @@ def _torus_links(dims: tuple[int, ...]) -> set[tuple[str, str]]:
     return links
 
 
+def _closer(offset: int, n: int) -> tuple[int, ...]:
+    """The steps (+1, -1) round a ring of ``n`` that bring a coordinate ``offset`` short of its target
+    one closer: the shorter way, or both where the two ways are as long (one link when n == 2)."""
+    forward = offset % n
+    backward = n - forward
+    if forward == 0:
+        return ()
+    if forward < backward:
+        return (1,)
+    if forward > backward:
+        return (-1,)
+    return (1,) if n == 2 else (1, -1)
+
+
 class TorusRouter(Router):
     """``Router`` whose routes between two GPUs of a torus come from their coordinates (module docstring)."""
 
@@ -81,9 +95,7 @@ class TorusRouter(Router):
         while here != there:
             options = []  # (name, coordinates) of the neighbours one step closer
             for k, n in enumerate(dims):
-                gap = (there[k] - here[k]) % n
-                steps = [1] if 0 < gap < n - gap else [-1] if gap > n - gap else [1, -1] if gap else []
-                for step in steps if n > 2 else steps[:1]:
+                for step in _closer(there[k] - here[k], n):
                     moved = here[:k] + ((here[k] + step) % n,) + here[k + 1:]
                     options.append((f"gpu{sum(c * s for c, s in zip(moved, strides))}", moved))
             if len(options) > 1:

@@ -13,8 +13,8 @@ chunk at the NVLS rate: an NVLS collective's wire bytes grow by (chunk + overhea
 presets take 5 KiB, read off Azure's published ND H100 v5 all_reduce table (8 GPUs, NVLS, NCCL 2.18.5;
 Azure/AI-benchmarking-guide): it brings the model from 9.7% to 3.9% geomean error from 8 MiB (largest
 -8.5%, at 16 MiB, where it was -16.9% at 32 MiB), and on the ND H200 v5 table it was not fitted on
-(NCCL 2.20.5) from 7.9% to 2.4% (largest -6.2%). The deficit the tables show follows the chunk: about 17% at 32 KiB chunks, 9-14% at 64 KiB,
-2-4% at 128 KiB. Only single-server NVLS (``nvls``) pays it: the NVLS tree across servers is held to
+(NCCL 2.20.5) from 7.9% to 2.4% (largest -6.2%). The deficit the tables show follows the chunk: about
+17% at 32 KiB chunks, 9-14% at 64 KiB, 2-4% at 128 KiB. Only single-server NVLS (``nvls``) pays it: the NVLS tree across servers is held to
 NCCL's per-channel cap, and the one published two-server log (Nebius, H100) is off in a way a chunk
 cost does not explain (README, "Fidelity against every published log").
 """
@@ -26,13 +26,13 @@ __all__ = ["NVLS_CHUNK_BYTES", "nvls_channels", "nvls_chunk_bytes", "nvls_chunk_
 NVLS_CHUNK_BYTES = 128 * 1024
 """NCCL's default NVLS chunk (``NCCL_NVLS_CHUNKSIZE``)."""
 
-_CHANNELS = {"hopper": 16}
-"""NVLS channels by GPU generation (``NVLS_NCHANNELS_SM90``); Blackwell runs 24 in one NVLink domain."""
+_CHANNELS = {"hopper": 16, "blackwell": 24}
+"""NVLS channels in one NVLink domain by GPU generation (``NVLS_NCHANNELS_SM90``, ``NVLS_NCHANNELS_SM100_NVL``)."""
 
 
 def nvls_channels(arch: str) -> int:
-    """NCCL's NVLS channels on one server of ``arch`` (``CollectiveParams.nccl_arch``): 16 Hopper, 24 Blackwell."""
-    return 24 if arch == "blackwell" else _CHANNELS.get(arch, 16)
+    """NCCL's NVLS channels on one server of ``arch`` (``CollectiveParams.nccl_arch``; Hopper's for others)."""
+    return _CHANNELS.get(arch, 16)
 
 
 def nvls_chunk_bytes(nbytes: float, channels: int, heads: int, largest: int = NVLS_CHUNK_BYTES) -> int:
