@@ -40,6 +40,7 @@ import sys
 from pathlib import Path
 
 from simulator.progress import Progress
+from topologies import gpu_nodes, load_topology
 
 __all__ = ["SHAPES", "QUICK_SHAPES", "tpsim", "gemm_rows", "main"]
 
@@ -78,8 +79,7 @@ def gemm_rows(record: dict, peak_tflops: float | None) -> list[str]:
 
 
 def _peaks(preset: str) -> dict:
-    from topologies import gpu_nodes, load_topology
-
+    """The preset's GPU peak TFLOP/s by dtype."""
     G = load_topology(preset)
     return G.nodes[gpu_nodes(G)[0]]["device"]["peak_tflops"]
 
