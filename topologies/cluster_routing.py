@@ -289,22 +289,10 @@ class ClusterRouter(Router):
         layout = _layout(G)
         return None if layout is None else cls(G, layout)
 
-    def path(self, src, dst) -> tuple[tuple[str, str], ...]:
-        """The directed edges of the route from ``src`` to ``dst``, as ``Router.path`` gives them."""
-        key = (src, dst)
-        cached = self._paths.get(key)
-        if cached is not None:
-            return cached
+    def _computed_nodes(self, src, dst) -> tuple | None:
+        """The route's nodes from the cluster's tables where both ends are server nodes, else None."""
         where = self._layout.where
-        try:
-            source, target = where.get(src), where.get(dst)
-        except TypeError:
-            source = target = None
-        nodes = None
-        if source is not None and target is not None and src != dst:
-            nodes = self._layout.route(src, dst, source, target)
-        if nodes is None:
-            return super().path(src, dst)
-        route = tuple(zip(nodes[:-1], nodes[1:]))
-        self._paths[key] = route
-        return route
+        source, target = where.get(src), where.get(dst)
+        if source is None or target is None:
+            return None
+        return self._layout.route(src, dst, source, target)  # None where dst is unreachable: the search says so

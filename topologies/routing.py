@@ -184,6 +184,18 @@ class Router:
             self._node(src)
             self._paths[key] = ()
             return ()
+        nodes = self._computed_nodes(src, dst) or self._searched_nodes(src, dst)
+        route = tuple(zip(nodes[:-1], nodes[1:]))
+        self._paths[key] = route
+        return route
+
+    def _computed_nodes(self, src, dst) -> tuple | None:
+        """The route's nodes found without a search, or None to search: routers that know a graph's
+        shape (``cluster_routing``, ``torus_routing``) override this, with the same rules."""
+        return None
+
+    def _searched_nodes(self, src, dst) -> list:
+        """The route's nodes by the search: from ``src``, ``pick`` among the next nodes on cheapest routes."""
         nexts = self._successors(src, dst)
         names = self._names
         node, target = self._index[src], self._index[dst]
@@ -192,9 +204,7 @@ class Router:
             options = nexts[node]
             node = options[0] if len(options) == 1 else options[pick(src, dst, names[node], len(options))]
             nodes.append(names[node])
-        route = tuple(zip(nodes[:-1], nodes[1:]))
-        self._paths[key] = route
-        return route
+        return nodes
 
     def nodes(self, src: str, dst: str) -> tuple[str, ...]:
         """The nodes along the route, ``src`` first and ``dst`` last."""
