@@ -193,7 +193,8 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
             item = (RUN, run_total, run_first, len(program))
             items.append(share(item, item))
         all_items.append(items)
-        all_durations.append(shared_durations.setdefault(key := tuple(durations), key))
+        rank_durations = tuple(durations)
+        all_durations.append(shared_durations.setdefault(rank_durations, rank_durations))
     return Plan(schedule, list(gpus), all_items, all_durations, instances)
 
 
