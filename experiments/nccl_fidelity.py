@@ -11,7 +11,8 @@ itself:
   ``--calibration``; its smallest log has none and shows "-";
 - a cluster with two runs of one test (the two H200 logs): fitted on the other run;
 - a cluster with one run per test (SuperBench's five 8-GPU logs): fitted on the other four tests, the
-  held-out test's bytes factor staying 1 (``--no-kind-factors``).
+  held-out test's bytes factor staying 1 (``--no-kind-factors``);
+- a cluster with one run (Nebius H100, Lambda and Google Cloud B200, two servers each): none, "-".
 
 Sizes below and from 1 MiB are summarised apart, per log and over all logs: the geometric-mean error
 ``exp(mean |ln(predicted / measured)|) - 1`` (a symmetric measure: 2x too slow and 2x too fast are
@@ -20,7 +21,8 @@ Then the issue's targets, each met or not: from 1 MiB, geomean <= 10% and no poi
 presets, <= 5% geomean calibrated; below 1 MiB, geomean <= 25% with the presets; and every point from
 1 MiB over 25% with the presets, per log (size and error), which the README explains point by point.
 The preset is picked from the log's device and rank count (A100-SXM4-40GB -> dgx-a100, H100 -> dgx-h100,
-H200 -> dgx-h200; ranks / 8 servers).
+H200 -> dgx-h200, B200 -> dgx-b200; ranks / 8 servers); logs copied from web pages list no device, and
+``UNLISTED_DEVICES`` names it from the folder's README.
 
 Every number comes from ``tpsim collective --compare LOG --json`` and ``tpsim calibrate
 --from-nccl-tests ... --profile P --json`` run in this process (profiles in a temporary folder). Fixed
@@ -50,7 +52,9 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "nccl-tests"
 MIB = 1 << 20
 FIT_MIN = "1MiB"
 """The calibrations' fit floor: ``tpsim calibrate``'s own default for nccl-tests logs (``--fit-min-bytes``)."""
-PRESETS = (("A100-SXM4-40GB", "dgx-a100"), ("H100", "dgx-h100"), ("H200", "dgx-h200"))
+PRESETS = (("A100-SXM4-40GB", "dgx-a100"), ("H100", "dgx-h100"), ("H200", "dgx-h200"), ("B200", "dgx-b200"))
+UNLISTED_DEVICES = {"nebius-h100": "H100", "lambda-b200": "B200", "gcp-a4-b200": "B200"}
+"""The GPU of the clusters whose logs list no devices (copied from web pages; each folder's README names it)."""
 QUICK = ("azure-ndv4-a100/all_reduce_perf_16gpu.log", "superbench-a100/nccl_allreduce.log",
          "gcp-a3ultra-h200/all_gather_perf_16gpu_gcp.log")
 TARGETS = ("from 1 MiB, presets: geomean <= 10%", "from 1 MiB, presets: every point <= 25%",
@@ -79,7 +83,8 @@ def load_logs(quick: bool) -> list[Log]:
         if quick and f"{path.parent.name}/{path.name}" not in QUICK:
             continue
         parsed = parse_nccl_tests(str(path))
-        family = next(preset for device, preset in PRESETS if device in (parsed.device or ""))
+        device = parsed.device or UNLISTED_DEVICES[path.parent.name]
+        family = next(preset for name, preset in PRESETS if name in device)
         servers = -(-parsed.n_ranks // 8)
         logs.append(Log(path, path.parent.name, parsed.op, parsed.n_ranks,
                         family if servers == 1 else f"{family}:{servers}"))
@@ -121,7 +126,8 @@ def calibrated(log: Log, logs: list[Log], folder: str, fit_min: str) -> tuple[di
     """The compare rows with a profile fitted on ``training_set``; (None, why) where there is none."""
     train, extra, how = training_set(log, logs)
     if not train:
-        return None, "no smaller run"
+        alone = all(other.cluster != log.cluster or other.path == log.path for other in logs)
+        return None, "no other run" if alone else "no smaller run"
     profile = str(Path(folder) / f"{log.cluster}-{log.path.stem}.yaml")
     family = log.topology.partition(":")[0]
     _tpsim(["calibrate", "--from-nccl-tests", *[str(t.path) for t in train], "--topology", family, "--no-holdout",

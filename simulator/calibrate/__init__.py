@@ -14,6 +14,7 @@ module               what it holds
 ===================  ==============================================================================
 ``samples``          the measured records: one collective or one gemm, with its time
 ``nccl_lines``       one line of nccl-tests output: launcher tags, NCCL's own lines, the test it names
+``nccl_ranks``       the rank count of a log that lists none, read off its busbw / algbw
 ``nccl_tests``       parsing nccl-tests output (all_reduce_perf, all_gather_perf, ...)
 ``from_nccl_tests``  nccl-tests logs as collective samples
 ``enqueue_floor``    the host's floor under an nccl-tests time (one thread enqueues on its nGpus)

@@ -16,6 +16,9 @@ line apart:
   also ``allreduce``/``reducescatter`` as SuperBench names its logs).
 - ``rank_line``: ``# Rank 3 Group 0 Pid 1234 on node-1 device 3 [0x4d] NVIDIA A100-SXM4-40GB`` as
   (rank, host, device name); older versions print no ``Group``.
+- ``unmarked_comment``: one of nccl-tests' own ``#`` lines printed without its ``#`` (the header, the
+  units line, ``Avg bus bandwidth``...), as logs copied from web pages and notebooks often show them: the
+  line with the ``#`` put back, so that it reads as nccl-tests printed it.
 
 Example::
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["split_prefix", "is_noise", "is_stderr", "op_named", "op_in_file_name", "rank_line"]
+__all__ = ["split_prefix", "is_noise", "is_stderr", "op_named", "op_in_file_name", "rank_line", "unmarked_comment"]
 
 _PREFIXES = (
     re.compile(r"\([^()]*\)\s"),  # Ray / SkyPilot: "(head, rank=0, pid=3808) ", "(worker1, rank=1, ...) "
@@ -46,6 +49,11 @@ _OP = re.compile(r"(?<![A-Za-z])(all_reduce|all_gather|reduce_scatter|broadcast|
 _OP_FILE = re.compile(r"(?<![A-Za-z])(all_?reduce|all_?gather|reduce_?scatter|broadcast|reduce)(?![A-Za-z])")
 _RANK = re.compile(r"#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
                    r"\[[^\]]*\]\s+(.*\S)\s*$")
+# How each of nccl-tests' own "#" lines begins (src/common.cu): the run header, the device list, the
+# table's two header lines, the out-of-place/in-place banner, the trailer and the newer versions' banners.
+_OWN_LINES = re.compile(r"(?:nThread\s+\d+\s+nGpus|Using devices|Rank\s+\d+\s+(?:Group|Pid)\s|size\s+count\s+type\s|"
+                        r"\(B\)\s+\(elements\)|out-of-place\s+in-place|Out of bounds values|Avg bus bandwidth|"
+                        r"nccl-tests version|Collective test starting|Errors with asterisks)")
 _CANONICAL = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter"}
 
 
@@ -92,3 +100,13 @@ def rank_line(text: str) -> tuple[int, str, str] | None:
     # Interleaved output can split a line with another process's tag ("node-[1,0]<stdout>:00000C").
     match = _RANK.match(_PREFIXES[1].sub("", text).strip())
     return (int(match.group(1)), match.group(2), match.group(3)) if match else None
+
+
+def unmarked_comment(text: str) -> str | None:
+    """``text`` with its "#" put back where it is one of nccl-tests' own "#" lines printed without it
+    (``size count type ... time algbw busbw``, ``Avg bus bandwidth : 137.2``), else None.
+
+        >>> unmarked_comment("Avg bus bandwidth    : 137.179"), unmarked_comment("1048576  262144  float")
+        ('# Avg bus bandwidth    : 137.179', None)
+    """
+    return "# " + text if _OWN_LINES.match(text) else None

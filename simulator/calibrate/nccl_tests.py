@@ -16,7 +16,9 @@ values printed as ``N/A`` become None, and so do they where the header has no in
 ``[1,0]<stdout>:``, srun's ``0:``, SkyPilot's ``(head, rank=0, pid=N)``) are taken off; lines tagged
 ``<stderr>``, NCCL's own lines (``NCCL INFO``, ``NCCL WARN``, ``NCCL version 2.x.y+cuda``) and blank lines
 are skipped anywhere; before the first table header anything goes (the job's command line, ssh warnings),
-and so it does after a table's ``# Avg bus bandwidth`` trailer until the next header. Within a table,
+and so it does after a table's ``# Avg bus bandwidth`` trailer until the next header. nccl-tests' own
+``#`` lines are also read where the ``#`` is missing (``nccl_lines.unmarked_comment``): logs copied from
+web pages often lose it. Within a table,
 lines from another process (other launcher tags) are skipped: nccl-tests prints from one rank. Any other
 line there that is not a row raises InputError naming file and line, as does a log with no table.
 
@@ -24,7 +26,9 @@ line there that is not a row raises InputError naming file and line, as does a l
 versions, or the job's command line (``mpirun ... ./build/all_reduce_perf -b 8 -e 8G``); then from the file
 name (``all_reduce_perf_8gpu.log``, also ``nccl_allgather.log``). A log naming two tests is refused.
 ``NcclTestsLog.hosts`` and ``device`` come from the ``# Rank ... on HOST device ... NAME`` lines,
-``gpus_per_thread`` from the ``# nThread 1 nGpus 8 ...`` header (the largest where runs differ).
+``gpus_per_thread`` from the ``# nThread 1 nGpus 8 ...`` header (the largest where runs differ). The
+rank count is the ``# Rank`` lines'; where a log lists none, the one its busbw / algbw pins down
+(``nccl_ranks``), else the header's nGpus.
 
 Values are checked as they are read, each failure one InputError naming the file, the line and the
 value as printed: sizes and counts are integers >= 0, times finite and > 0 (the out-of-place one is
@@ -56,7 +60,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from simulator.calibrate.nccl_lines import is_noise, is_stderr, op_in_file_name, op_named, rank_line, split_prefix
+from simulator.calibrate.nccl_lines import (is_noise, is_stderr, op_in_file_name, op_named, rank_line, split_prefix,
+                                            unmarked_comment)
+from simulator.calibrate.nccl_ranks import ranks_from_bandwidths
 from simulator.errors import InputError
 from simulator.files import read_text
 
@@ -261,6 +267,7 @@ def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
         op = op_named(stripped)
         if op and not _ROW_START.match(stripped):
             named.setdefault(op, number)
+        stripped = unmarked_comment(stripped) or stripped
         if stripped.startswith("#"):
             table = _comment(stripped, where, number, runs, table, tags)
             continue
@@ -279,6 +286,8 @@ def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
         raise InputError(f"{name}: no nccl-tests rows found (expected a '# size count type ...' header and rows)")
     ranks = _ranks(name, runs)  # first: runs on other rank counts also disagree row by row
     op, op_source = _operation(name, named)
+    if not any(run["listed"] for run in runs):  # no "# Rank" lines: busbw / algbw names the job's ranks
+        ranks = ranks_from_bandwidths(op, ((row.algbw_GBps, row.busbw_GBps) for row in rows)) or ranks
     merged = merge_repeats(((row.size_bytes, row.type, row.redop, row.root), row) for row in rows)
     listed = runs[0]["hosts"] if runs else []
     per_thread = max((run["n_gpus"] for run in runs if run["n_gpus"]), default=1)

@@ -15,6 +15,7 @@ import pytest
 
 from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
 from simulator.calibrate.nccl_lines import op_in_file_name, split_prefix
+from simulator.calibrate.nccl_ranks import ranks_from_bandwidths
 from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.cli import main
 from simulator.errors import InputError
@@ -46,6 +47,10 @@ LOGS = [
      24724.0),
     ("gcp-a3ultra-h200", "all_gather_perf_16gpu_gcp.log", "all_gather", 16, 2, "NVIDIA H200", 24, 1024, 8 << 30,
      24739.0),
+    # Copied from web pages: no "# Rank" lines (16 ranks read off busbw / algbw), nccl-tests' lines without "#".
+    ("nebius-h100", "all_reduce_perf_16gpu.log", "all_reduce", 16, None, None, 31, 8, 8 << 30, 34448.4),
+    ("lambda-b200", "all_reduce_perf_16gpu.log", "all_reduce", 16, None, None, 29, 8, 2 << 30, 5784.75),
+    ("gcp-a4-b200", "all_reduce_perf_16gpu.log", "all_reduce", 16, None, None, 11, 8 << 20, 8 << 30, 23563.0),
 ]
 
 
@@ -55,7 +60,7 @@ def test_every_published_log_parses(folder, name, op, ranks, servers, device, ro
     log = parse_nccl_tests(str(DATA / folder / name))
     assert (log.op, log.n_ranks, log.n_servers, log.device) == (op, ranks, servers, device)
     assert len(log.rows) == rows and log.rows[0].size_bytes == first and log.rows[-1].size_bytes == last
-    assert log.rows[-1].time_us == last_us and len(log.hosts) == ranks
+    assert log.rows[-1].time_us == last_us and len(log.hosts) == (ranks if servers else 0)
     assert (DATA / folder / "README.md").is_file()
 
 
@@ -172,3 +177,37 @@ def test_a_log_that_names_no_test_asks_for_op(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "job-77.out: cannot tell which test this is" in err and "give --op" in err
     assert main(["collective", "--compare", str(path), "--topology", "dgx-a100", "--op", "all_reduce"]) == 0
+
+
+def test_nccl_tests_own_lines_without_their_hash(tmp_path):
+    """Logs copied from web pages lose the "#" of nccl-tests' own lines (header, units, trailer, banners):
+    read as if it were there; a line that is none of them inside the table is still refused."""
+    bare = [line.lstrip("#").strip() if line.startswith("#") else line for line in REAL]
+    lines = ["nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602",
+             "Collective test starting: all_reduce_perf", *bare, "Out of bounds values : 0 OK",
+             "Avg bus bandwidth    : 71.4"]
+    log = _parse(tmp_path, lines, "copied.txt")
+    assert _times(log) == _times(parse_nccl_tests("x.log", "\n".join(REAL)))
+    assert (log.op, log.op_source, log.n_ranks, log.device) == ("all_reduce", "line 2", 8, "A100-SXM4-40GB")
+    with pytest.raises(InputError, match=rf"line {HEADER + 2}: expected an nccl-tests row .* got .Segmentation"):
+        _parse(tmp_path, [*bare[:HEADER + 1], "Segmentation fault", *bare[HEADER + 1:]])
+
+
+def test_a_log_without_rank_lines_has_the_ranks_its_bandwidths_name(tmp_path):
+    """No "# Rank" lines and a multi-process run's "nGpus 1": busbw / algbw names the 16 ranks."""
+    log = parse_nccl_tests(str(DATA / "gcp-a4-b200" / "all_reduce_perf_16gpu.log"))
+    assert (log.n_ranks, log.gpus_per_thread, log.op_source) == (16, 1, "file name")
+    kept = [line for line in REAL if "Rank" not in line]
+    assert _parse(tmp_path, kept).n_ranks == 8  # single process, nGpus 8: both say 8
+
+
+@pytest.mark.parametrize("op, pairs, ranks", [
+    ("all_reduce", [(371.23, 696.06), (361.26, 677.35)], 16),
+    ("all_gather", [(201.11, 188.54), (150.00, 140.62)], 16),
+    ("all_reduce", [(12.34, 24.06)], None),  # 2(n-1)/n x 12.34 is within rounding of 24.06 for n = 39 and 40
+    ("broadcast", [(180.0, 180.0)], None),  # factor 1: says nothing
+    ("all_reduce", [(0.5, 0.94)], None),  # too few digits
+    ("all_reduce", [(100.0, 150.0), (100.0, 175.0)], None),  # rows that disagree
+])
+def test_ranks_from_bandwidths(op, pairs, ranks):
+    assert ranks_from_bandwidths(op, pairs) == ranks
