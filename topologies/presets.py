@@ -95,7 +95,8 @@ __all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
            "RTX5000_4GPU_SERVER"]
 
 DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
-_HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
+_HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0,
+                   "collective_nvls_tree_fill_loops": 1.5}
 GENERATION_SIM = {
     "volta": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},
     "turing": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},  # NCCL's tables give compute capability 7.5 Volta's row

@@ -33,6 +33,7 @@ import simpy
 from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.choose import candidates, nccl_algorithms, settle
 from simulator.collectives.nvls_chunks import nvls_chunk_factor
+from simulator.collectives.nvls_tree_fill import nvls_tree_fill_s
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose, rail_vias, ring_orders
 from simulator.collectives.protocols import front_s, wire_factor
@@ -221,12 +222,13 @@ class _Group:
         total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
         channel_floor = tree_floor_s(self.kind, algorithm, protocol, nbytes, self.pattern, wire_per_byte,
                                      params.nccl_arch)
+        total += nvls_tree_fill_s(self.kind, algorithm, protocol, nbytes, self.pattern, wire_per_byte, params)
         span = None  # from the first phase's flows' start, as run.plan_time_s counts the channel floor
         for (phase, fill_rows), drain in zip(routes.timing, self.phases[algorithm]):
             chunk = params.chunk_bytes(phase.chunk_bytes * nbytes) if len(fill_rows) else 0.0
             fill = wire_per_byte * float(np.sum(1.0 / bandwidth_per_route[fill_rows])) if len(fill_rows) else 0.0
             scaled = phase.__class__(phase.flows, phase.steps, phase.inter_steps, phase.fill_hops, chunk)
-            delay = phase_delay_s(scaled, hop_in, hop_out, params, fill, networked, floor)
+            delay = phase_delay_s(scaled, hop_in, hop_out, params, fill, networked, floor, algorithm)
             drain_s = drain.drain_s(nbytes * wire_per_byte, latency, bandwidth_per_route, scale)
             if not channel_floor:
                 total += delay

@@ -16,6 +16,7 @@ module              what it holds
 ``nccl_tree``       NCCL's tree all_reduce: chains in servers, a double binary tree across, per channel
 ``nvls_tree``       NCCL's NVLS tree all_reduce: NVLink SHARP in servers, a tree of NIC heads across
 ``nvls_chunks``     NCCL's NVLS chunk sizes and the fixed cost of each: NVLS below its rate under 1 GiB
+``nvls_tree_fill``  NCCL's NVLS tree loops and the pipeline fill they cost: the NVLS tree below 1 GiB
 ``channel_caps``    NCCL's per-channel caps on its trees across servers: a tree's least time
 ``drain``           when a phase's last flow arrives, alone on the network
 ``equivalence``     route signatures: groups that make the same choice of algorithm and protocol

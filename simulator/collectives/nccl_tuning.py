@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["nccl_model_time_us", "choose_protocol", "NCCL_P2P_LL_THRESHOLD_BYTES", "NCCL_NVLS_LATENCY_US"]
+__all__ = ["nccl_model_time_us", "choose_protocol", "NCCL_P2P_LL_THRESHOLD_BYTES", "NCCL_NVLS_LATENCY_US",
+           "NCCL_NVLS_TREE_NET_LATENCY_US"]
 
 _PROTOS = ("ll", "ll128", "simple")
 _BASE_LAT_US = {"ring": (3.6, 10.0, 8.4), "tree": (4.4, 4.4, 0.0)}
@@ -44,7 +45,8 @@ _HW_LAT_US = {
 }
 NCCL_NVLS_LATENCY_US = 25.0
 """NCCL's NVLS latency on NVLink (hwLatencies[NVLINK][NVLS][Simple]; its base latency is 0)."""
-_NVLS_TREE_NET_LATENCY_US = 20.9  # hwLatencies[NET][NVLS_TREE][Simple]
+NCCL_NVLS_TREE_NET_LATENCY_US = 20.9
+"""NCCL's latency of one network step of its NVLS tree (hwLatencies[NET][NVLS_TREE][Simple])."""
 
 # treeCorrectionFactor[protocol][log2(bytes / 64)]: NCCL's own correction of its tree's bandwidth for
 # medium sizes ("Trees are not perfectly sticking to the model for medium sizes").
@@ -90,7 +92,7 @@ def _latency_us(kind: str, family: str, p: int, n: int, n_nodes: int) -> float:
     if family == "nvls":
         return NCCL_NVLS_LATENCY_US
     if family == "nvls_tree":
-        return NCCL_NVLS_LATENCY_US + 2 * math.floor(math.log2(max(1, n_nodes))) * _NVLS_TREE_NET_LATENCY_US
+        return NCCL_NVLS_LATENCY_US + 2 * math.floor(math.log2(max(1, n_nodes))) * NCCL_NVLS_TREE_NET_LATENCY_US
     lat = _BASE_LAT_US[family][p]
     intra = _HW_LAT_US[("nvlink", family)][p]
     per_node = max(1, n // max(1, n_nodes))

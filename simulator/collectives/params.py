@@ -23,6 +23,9 @@ collective_nvls_efficiency         0.85                     NCCL's NVLS efficien
                                                             0.85, Blackwell 0.74)
 collective_nvls_chunk_overhead_bytes 0                      per NVLS chunk, a fixed cost worth this many
                                                             bytes (``nvls_chunks``; Hopper presets 5 KiB)
+collective_nvls_tree_fill_loops    0                        loops of the NVLS tree's pipeline fill
+                                                            (``nvls_tree_fill``; Hopper presets 2,
+                                                            Blackwell 1.5)
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
@@ -61,7 +64,10 @@ within -8..+13% (one 2 KiB row on 32 GPUs, measured at twice its neighbours, asi
 all_gather on 2 servers (ring LL, one network step, 28 us) within -10%, where 1.4 us gave -40..-65% on
 both (``tpsim collective --compare LOG`` on each log of ``tests/data/nccl-tests``). The LL128/Simple
 surcharges of NCCL's table are left to the start-up term above, which the A100 logs fit (their
-intercept does not grow with the number of ranks as NCCL's table would have it).
+intercept does not grow with the number of ranks as NCCL's table would have it). NCCL's NVLS tree pays
+NCCL's own figure for its network step instead where that is larger (tuning.cc, hwLatencies[NET]
+[NVLS_TREE], 20.9 us): the two-server H100 and B200 logs of ``tests/data/nccl-tests/dstack-docs`` sit
+about 20 us above the model's NVLS tree at 1-2 MiB with 10 us, and within -3..+1% (H100) with 20.9.
 
 Network overhead of rings across servers: NCCL's tuning model (tuning.cc, ``getNetOverhead`` and the
 ring latency, "Inter-node rings still have to launch nsteps * net overhead") charges every step of an
@@ -83,6 +89,7 @@ import math
 from dataclasses import dataclass, fields
 
 from simulator.collectives.channel_caps import NCCL_ARCHS
+from simulator.collectives.nccl_tuning import NCCL_NVLS_TREE_NET_LATENCY_US
 from simulator.collectives.patterns import KINDS
 from simulator.errors import InputError
 
@@ -113,6 +120,8 @@ class CollectiveParams:
     """NCCL's NVLS efficiency: the fraction of the link rate NVLS traffic moves at (tuning.cc)."""
     nvls_chunk_overhead_bytes: int = 0
     """Per chunk of an NVLS all_reduce, a fixed cost worth this many bytes at its rate (``nvls_chunks``)."""
+    nvls_tree_fill_loops: float = 0.0
+    """Loops of NCCL's NVLS tree the pipeline fill costs, at its per-channel cap (``nvls_tree_fill``)."""
     pipeline_chunks: int = 8
     """Number of chunks a pipelined stream is cut into (at most pipeline_chunk_max_bytes each)."""
     pipeline_chunk_max_bytes: int = 512 << 10
@@ -126,7 +135,8 @@ class CollectiveParams:
     (module doc); a kind not listed has factor 1. A tuple, so that parameters stay hashable."""
 
     def __post_init__(self) -> None:
-        for name in ("base_latency_us", "step_latency_us", "inter_step_latency_us", "net_overhead_us"):
+        for name in ("base_latency_us", "step_latency_us", "inter_step_latency_us", "net_overhead_us",
+                     "nvls_tree_fill_loops"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0):
                 raise InputError(f"CollectiveParams.{name} must be a number >= 0, got {value!r}")
@@ -174,6 +184,13 @@ class CollectiveParams:
     def inter_step_latency_s(self) -> float:
         """``inter_step_latency_us`` in seconds."""
         return self.inter_step_latency_us * 1e-6
+
+    def inter_step_latency_for_s(self, algorithm: str) -> float:
+        """Latency of one step between servers for ``algorithm``, seconds: ``inter_step_latency_us``, and for
+        NCCL's NVLS tree no less than NCCL's own figure for its network step (20.9 us, module doc)."""
+        if algorithm == "nvls_tree":
+            return max(self.inter_step_latency_us, NCCL_NVLS_TREE_NET_LATENCY_US) * 1e-6
+        return self.inter_step_latency_s
 
     def ring_step_floor_s(self, kind: str, algorithm: str, protocol: str, networked: bool) -> float:
         """Least time of a step inside a server for ``algorithm`` (NCCL's net overhead, module doc): for an

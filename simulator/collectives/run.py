@@ -12,7 +12,8 @@ per-channel cap of a tree across servers, ``channel_caps``) and the time the cho
 ``plan_time_s``: the front (base latency, protocol latency, start-up) + per phase (``phase_delay_s``:
 its steps inside servers at the slowest intra-server route's latency, its steps between servers at the
 slowest inter-server route's plus NCCL's network step latency, the pipeline fill hop by hop at each
-hop's rate) + the flows' drain, the flows taking no less than the plan's floor. For a homogeneous group
+hop's rate; NCCL's NVLS tree also its loops' fill, ``nvls_tree_fill``) + the flows' drain, the flows
+taking no less than the plan's floor. For a homogeneous group
 (GPUs on one NVSwitch) it is ``closed_form``'s table exactly.
 """
 
@@ -27,6 +28,7 @@ from simulator.collectives.choose import candidates, settle
 from simulator.collectives.drain import phase_drain_s
 from simulator.collectives.equivalence import networked_links, route_signature
 from simulator.collectives.nvls_chunks import nvls_chunk_factor
+from simulator.collectives.nvls_tree_fill import nvls_tree_fill_s
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, rail_vias, ring_orders
 from simulator.collectives.protocols import front_s, wire_factor
@@ -208,19 +210,20 @@ def plan_time_s(net, plan: CollectivePlan) -> float:
 
 
 def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: CollectiveParams,
-                  fill_s_per_byte: float, networked: bool = True, step_floor_s: float = 0.0) -> float:
+                  fill_s_per_byte: float, networked: bool = True, step_floor_s: float = 0.0,
+                  algorithm: str = "") -> float:
     """The delay in front of a phase's flows: its steps' latencies less the one route latency its drain
     carries, plus the pipeline fill.
 
     A step inside a server costs ``hop_in_s`` (the largest route latency of the used pairs inside a
     server) plus the step latency, one between servers ``hop_out_s`` plus the step latency and, where
-    the route crosses the network (``networked``), the inter-server step latency (NCCL: intra and inter
-    latency per step, tuning.cc); the fill is the wire bytes of one chunk times ``fill_s_per_byte``, the
+    the route crosses the network (``networked``), the inter-server step latency of ``algorithm``
+    (``CollectiveParams.inter_step_latency_for_s``; NCCL: intra and inter latency per step, tuning.cc); the fill is the wire bytes of one chunk times ``fill_s_per_byte``, the
     sum of 1 / rate over the fill hops (each hop at its own rate). A step inside a server costs at least
     ``step_floor_s`` (``CollectiveParams.ring_step_floor_s``: NCCL's net overhead of rings across servers).
     """
     step = params.step_latency_s
-    extra = params.inter_step_latency_s if networked else 0.0
+    extra = params.inter_step_latency_for_s(algorithm) if networked else 0.0
     inside = phase.steps - phase.inter_steps
     own = hop_out_s if phase.inter_steps else hop_in_s  # the drain carries one route latency itself
     return (inside * max(hop_in_s + step, step_floor_s) + phase.inter_steps * (hop_out_s + step + extra)
@@ -243,9 +246,11 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
         if ph.fill_hops:
             fill = wire * _cached(cache, ("fill", members, ph.fill_hops), _fill_rates, route, members, ph.fill_hops,
                                   shape.vias)
-        delays.append(phase_delay_s(ph, hop_in, hop_out, params, fill, networked, floor))
+        delays.append(phase_delay_s(ph, hop_in, hop_out, params, fill, networked, floor, algorithm))
     front = front_s(kind, protocol, nbytes, params, n, algorithm)
     floor_s = tree_floor_s(kind, algorithm, protocol, nbytes, pattern, wire, params.nccl_arch)
+    if delays:
+        delays[0] += nvls_tree_fill_s(kind, algorithm, protocol, nbytes, pattern, wire, params)
     return CollectivePlan(kind, algorithm, protocol, members, nbytes, max(hop_in, hop_out) + params.step_latency_s,
                           bandwidth, wire, shape.rings, front, tuple(delays), shape.flows, shape.groups, floor_s)
 

@@ -115,12 +115,15 @@ def test_the_chosen_candidate_is_within_10_percent_of_the_fastest_simulated_one(
                 assert chosen == pytest.approx(times[(plan.algorithm, plan.protocol)], rel=1e-9)
                 contended = chosen > plan.contention_free_s * (1 + 1e-9)
                 worst.append((chosen / fastest, kind, n, nbytes, plan.algorithm, plan.protocol, contended))
-    ratio, *where = max(worst)
+    # NCCL's NVLS tree runs where NCCL's model ranks it first, as NCCL does (choose.settle; measured in
+    # test_nvls_tree_fill.py): the one exception, held to the published logs instead.
+    ratio, *where = max(w for w in worst if w[4] != "nvls_tree")
     assert ratio <= 1 + CHOICE_TOLERANCE, where
     # Beyond LL128's own wire overhead (module choose), the choice is the fastest, except where the
     # chosen plan's flows contend, which the contention-free time it was chosen by cannot see (64 H100
     # ranks, 256 MiB: the tree's 1617 us contention-free are 1736 us simulated, the ring's 1659 us).
-    assert all(r <= 1 + 1e-9 or p == "ll128" or contended for r, _, _, _, _, p, contended in worst)
+    assert all(r <= 1 + 1e-9 or p == "ll128" or contended or a == "nvls_tree"
+               for r, _, _, _, a, p, contended in worst)
 
 
 def _sweep(preset: str, kind: str, n: int) -> list[dict]:
