@@ -7,6 +7,14 @@ the samples cannot tell apart (one rank count cannot separate per-hop latency fr
 sizes all above the start-up regime cannot place its end) and is too weak to move a knob the data
 determine: a factor e away from base costs as much as one bucket off by 0.1%.
 
+Then every knob the fit moved but the buckets do not pin (a factor 1.5 one way or the other costs them
+less than ``RELEASE_RMS``) goes back to its base value where that stays within ``RELEASE_RMS`` of the
+fit's rms log error (cheapest first), so that a profile carries the preset's value
+for what its logs could not tell (``carry`` names those undetermined) rather than wherever the solver
+stopped: a two-server H100 log that NCCL's NVLS tree runs at its per-channel cap says nothing about the
+NICs, yet least squares moved their rate from 47 to 33 GB/s, which would make every ring on a larger
+cluster 30% too slow.
+
 Solver: ``scipy.optimize.least_squares`` (trust-region reflective, bounds in log space), finite
 differences (the model has kinks where the algorithm, protocol or start-up regime changes), from
 several starts (the end of the start-up regime has local minima: where every sample lies on one
@@ -26,12 +34,18 @@ import numpy as np
 from simulator.calibrate.knobs import Knob, set_kind_factor
 from simulator.collectives.params import CollectiveParams
 
-__all__ = ["fit_knobs", "PRIOR_WEIGHT", "STARTUP_STARTS"]
+__all__ = ["fit_knobs", "PRIOR_WEIGHT", "RELEASE_FACTOR", "RELEASE_RMS", "STARTUP_STARTS"]
 
 log = logging.getLogger(__name__)
 
 PRIOR_WEIGHT = 1e-3
 """Weight of the pull towards base values (see the module docstring)."""
+
+RELEASE_RMS = 0.005
+RELEASE_FACTOR = 1.5
+"""A fitted knob that a factor of ``RELEASE_FACTOR`` up or down moves by no more than ``RELEASE_RMS`` in rms
+log error (0.5%) is not determined by the data, and goes back to its base value where that costs no more
+(``_release_undetermined``)."""
 
 STARTUP_STARTS = 5
 """Starting values of collective_startup_bytes besides the base value: this many, log-spaced from the
@@ -94,6 +108,40 @@ def fit_knobs(evaluator, knobs: list[Knob], measured_s: np.ndarray, sim: dict) -
         log.debug("start %s: cost %.6g after %d evaluations", np.exp(x0), result.cost, result.nfev)
         if best is None or result.cost < best.cost:
             best = result
-    values = [float(v) for v in np.exp(best.x)]
-    rms = float(np.sqrt(np.mean(best.fun[: len(measured_s)] ** 2)))
-    return values, rms
+    x = _release_undetermined(best.x, x_base, lambda trial: _rms(residuals(trial)[: len(measured_s)]))
+    values = [float(v) for v in np.exp(x)]
+    return values, _rms(residuals(x)[: len(measured_s)])
+
+
+def _rms(errors: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(errors ** 2)))
+
+
+def _release_undetermined(x: np.ndarray, x_base: np.ndarray, rms_at) -> np.ndarray:
+    """``x`` with the knobs the data do not determine set back to their base values (module doc).
+
+    Least squares leaves a knob the buckets do not pin wherever its last steps took it (a NIC rate
+    fitted on a log whose every size is held by a cap the NIC does not set: the data say only that the
+    NICs are no slower than that); carried to a larger cluster, such a value decides times the log never
+    measured. A knob is determined where moving it a factor ``RELEASE_FACTOR`` either way from its fitted
+    value raises the rms log error by more than ``RELEASE_RMS``; one that is not goes back to its base
+    value where that keeps the rms within ``RELEASE_RMS`` of the fit's (cheapest first), and ``carry``
+    names it undetermined.
+    """
+    fitted_rms = rms_at(x)
+
+    def moved_by(i: int, value: float) -> np.ndarray:
+        trial = x.copy()
+        trial[i] = value
+        return trial
+
+    step = math.log(RELEASE_FACTOR)
+    loose = [i for i in range(len(x)) if x[i] != x_base[i]
+             and min(rms_at(moved_by(i, x[i] + step)), rms_at(moved_by(i, x[i] - step))) <= fitted_rms + RELEASE_RMS]
+    cost = {i: rms_at(moved_by(i, x_base[i])) for i in loose}
+    for i in sorted(loose, key=cost.get):
+        trial = x.copy()
+        trial[i] = x_base[i]
+        if rms_at(trial) <= fitted_rms + RELEASE_RMS:
+            x = trial
+    return x

@@ -95,12 +95,15 @@ def fitted(tmp_path_factory):
 
 
 def test_the_joint_fit_tells_nvswitch_from_infiniband(fitted):
-    """NVSwitch near the preset's 230 GB/s (239.5 when this was written), InfiniBand determined and below
-    HDR's 25 GB/s (15.8 GB/s per NIC), the start-up within its physical bounds."""
+    """NVSwitch near the preset's 230 GB/s (224.3 when this was written), InfiniBand determined and below
+    HDR's 25 GB/s (16.2 GB/s per NIC), the start-up within its physical bounds. The hop latencies, which
+    sizes from 1 MiB hardly feel, go back to the preset's (lsq's release; the fit had left them at 0.14 and
+    0.41 us, and the base latency at 6.95 us, wherever the solver stopped) and are named undetermined."""
     from simulator.calibrate.knobs import STARTUP_MAX_BYTES
 
     profile = read_profile(str(fitted / "profile.yaml"))
-    assert not {"ib.bandwidth_GBps", "ib.latency_us", "nvswitch.bandwidth_GBps"} & set(profile.undetermined)
+    assert not {"ib.bandwidth_GBps", "nvswitch.bandwidth_GBps"} & set(profile.undetermined)
+    assert {"ib.latency_us", "nic.latency_us", "collective_base_latency_us"} <= set(profile.undetermined)
     assert 200 < profile.links["nvswitch"]["bandwidth_GBps"] < 260
     assert 13 < profile.links["ib"]["bandwidth_GBps"] < 19
     assert profile.sim["collective_startup_bytes"] <= STARTUP_MAX_BYTES
