@@ -57,10 +57,13 @@ SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
   these two values put every size from 256 KiB to 1 GiB within 10% of that log (the A100 figure
   would put 1 MiB at +167%). NVLS on (NVSwitch gen 3 has multicast), efficiency 0.85 (tuning.cc
   nvlsEfficiency, Hopper); 5 KiB per NVLS chunk (``simulator.collectives.nvls_chunks``: NCCL's NVLS
-  chunks are 16-64 KiB below 1 GiB on a server, and Azure's published ND H100 v5 table follows them).
+  chunks are 16-64 KiB below 1 GiB on a server, and Azure's published ND H100 v5 table follows them);
+  across servers NCCL's NVLS tree pays a pipeline fill of 1.5 of its loops
+  (``simulator.collectives.nvls_tree_fill``, read off Nebius' two-server H100 log and Lambda's B200 one).
 - Blackwell (B200, GB200): Hopper's start-up (an assumption: no published small-size B200 log was
-  found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell); no NVLS chunk cost (no
-  published single-server B200 NVLS table by size was found to read one from).
+  found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell); the NVLS tree's fill as
+  Hopper's; no NVLS chunk cost (no published single-server B200 NVLS table by size was found to read
+  one from).
 
 Example::
 
@@ -95,16 +98,17 @@ __all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
            "RTX5000_4GPU_SERVER"]
 
 DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
-_HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0,
-                   "collective_nvls_tree_fill_loops": 1.5}
+_HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
+_NVLS_TREE_FILL = {"collective_nvls_tree_fill_loops": 1.5}
 GENERATION_SIM = {
     "volta": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},
     "turing": {**DEFAULT_SIM, "collective_nccl_arch": "volta"},  # NCCL's tables give compute capability 7.5 Volta's row
     "ampere": {**DEFAULT_SIM, "collective_nccl_arch": "ampere"},
-    "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.85,
-               "collective_nvls_chunk_overhead_bytes": 5 << 10, "collective_nccl_arch": "hopper"},
-    "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, "collective_nvls": True, "collective_nvls_efficiency": 0.74,
-                  "collective_nccl_arch": "blackwell"},
+    "hopper": {**DEFAULT_SIM, **_HOPPER_STARTUP, **_NVLS_TREE_FILL, "collective_nvls": True,
+               "collective_nvls_efficiency": 0.85, "collective_nvls_chunk_overhead_bytes": 5 << 10,
+               "collective_nccl_arch": "hopper"},
+    "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, **_NVLS_TREE_FILL, "collective_nvls": True,
+                  "collective_nvls_efficiency": 0.74, "collective_nccl_arch": "blackwell"},
 }
 """The ``sim`` of a preset by GPU generation (module doc)."""
 # Loopback placeholders: gloo on a small CPU host; calibration (a later issue) measures the real values.

@@ -42,10 +42,11 @@ PRIOR_WEIGHT = 1e-3
 """Weight of the pull towards base values (see the module docstring)."""
 
 RELEASE_RMS = 0.005
+"""The rms log error (0.5%) within which a knob the data do not pin goes back to its base value."""
+
 RELEASE_FACTOR = 1.5
-"""A fitted knob that a factor of ``RELEASE_FACTOR`` up or down moves by no more than ``RELEASE_RMS`` in rms
-log error (0.5%) is not determined by the data, and goes back to its base value where that costs no more
-(``_release_undetermined``)."""
+"""A fitted knob that this factor up or down moves by no more than ``RELEASE_RMS`` in rms log error is not
+determined by the data (``_release_undetermined``)."""
 
 STARTUP_STARTS = 5
 """Starting values of collective_startup_bytes besides the base value: this many, log-spaced from the
@@ -108,7 +109,8 @@ def fit_knobs(evaluator, knobs: list[Knob], measured_s: np.ndarray, sim: dict) -
         log.debug("start %s: cost %.6g after %d evaluations", np.exp(x0), result.cost, result.nfev)
         if best is None or result.cost < best.cost:
             best = result
-    x = _release_undetermined(best.x, x_base, lambda trial: _rms(residuals(trial)[: len(measured_s)]))
+    x = _release_undetermined(best.x, x_base, (lower, upper),
+                              lambda trial: _rms(residuals(trial)[: len(measured_s)]))
     values = [float(v) for v in np.exp(x)]
     return values, _rms(residuals(x)[: len(measured_s)])
 
@@ -117,16 +119,16 @@ def _rms(errors: np.ndarray) -> float:
     return float(np.sqrt(np.mean(errors ** 2)))
 
 
-def _release_undetermined(x: np.ndarray, x_base: np.ndarray, rms_at) -> np.ndarray:
+def _release_undetermined(x: np.ndarray, x_base: np.ndarray, bounds, rms_at) -> np.ndarray:
     """``x`` with the knobs the data do not determine set back to their base values (module doc).
 
     Least squares leaves a knob the buckets do not pin wherever its last steps took it (a NIC rate
     fitted on a log whose every size is held by a cap the NIC does not set: the data say only that the
     NICs are no slower than that); carried to a larger cluster, such a value decides times the log never
     measured. A knob is determined where moving it a factor ``RELEASE_FACTOR`` either way from its fitted
-    value raises the rms log error by more than ``RELEASE_RMS``; one that is not goes back to its base
-    value where that keeps the rms within ``RELEASE_RMS`` of the fit's (cheapest first), and ``carry``
-    names it undetermined.
+    value (within the knob's ``bounds``, log space) raises the rms log error by more than ``RELEASE_RMS``;
+    one that is not goes back to its base value where that keeps the rms within ``RELEASE_RMS`` of the
+    fit's (cheapest first), and ``carry`` names it undetermined.
     """
     fitted_rms = rms_at(x)
 
@@ -135,9 +137,14 @@ def _release_undetermined(x: np.ndarray, x_base: np.ndarray, rms_at) -> np.ndarr
         trial[i] = value
         return trial
 
+    lower, upper = bounds
     step = math.log(RELEASE_FACTOR)
-    loose = [i for i in range(len(x)) if x[i] != x_base[i]
-             and min(rms_at(moved_by(i, x[i] + step)), rms_at(moved_by(i, x[i] - step))) <= fitted_rms + RELEASE_RMS]
+
+    def pinned(i: int) -> bool:
+        up, down = min(x[i] + step, upper[i]), max(x[i] - step, lower[i])
+        return min(rms_at(moved_by(i, up)), rms_at(moved_by(i, down))) > fitted_rms + RELEASE_RMS
+
+    loose = [i for i in range(len(x)) if x[i] != x_base[i] and not pinned(i)]
     cost = {i: rms_at(moved_by(i, x_base[i])) for i in loose}
     for i in sorted(loose, key=cost.get):
         trial = x.copy()

@@ -134,7 +134,7 @@ def settle(times: dict) -> tuple[str, str]:
 
     The exception: NCCL's NVLS tree runs wherever NCCL's model puts it first, however fast the
     simulated tree or ring. That is what NCCL runs, and what published runs measure: on two H100 and
-    two B200 servers (``tests/data/nccl-tests/dstack-docs``) the measured time jumps where NCCL's model
+    two B200 servers (``tests/data/nccl-tests``: nebius-h100, lambda-b200) the measured time jumps where NCCL's model
     switches to the NVLS tree (512 KiB) and from there follows the simulated NVLS tree (within -3..+19%
     on H100 at 1-8 MiB), while the simulated tree, up to 30% faster at 1-16 MiB, was 18-42% too fast.
     """

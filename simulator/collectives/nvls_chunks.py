@@ -14,9 +14,10 @@ presets take 5 KiB, read off Azure's published ND H100 v5 all_reduce table (8 GP
 Azure/AI-benchmarking-guide): it brings the model from 9.7% to 3.9% geomean error from 8 MiB (largest
 -8.5%, at 16 MiB, where it was -16.9% at 32 MiB), and on the ND H200 v5 table it was not fitted on
 (NCCL 2.20.5) from 7.9% to 2.4% (largest -6.2%). The deficit the tables show follows the chunk: about
-17% at 32 KiB chunks, 9-14% at 64 KiB, 2-4% at 128 KiB. Only single-server NVLS (``nvls``) pays it: the NVLS tree across servers is held to
-NCCL's per-channel cap, and the one published two-server log (Nebius, H100) is off in a way a chunk
-cost does not explain (README, "Fidelity against every published log").
+17% at 32 KiB chunks, 9-14% at 64 KiB, 2-4% at 128 KiB. Only single-server NVLS (``nvls``) pays it:
+the NVLS tree across servers cuts its own chunks and pays for them differently, a pipeline fill of its
+loops (``nvls_tree_fill``): the published two-server logs miss time that grows with the chunk, not with
+the number of chunks (README, "Fidelity against every published log").
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ collective_nvls_efficiency         0.85                     NCCL's NVLS efficien
 collective_nvls_chunk_overhead_bytes 0                      per NVLS chunk, a fixed cost worth this many
                                                             bytes (``nvls_chunks``; Hopper presets 5 KiB)
 collective_nvls_tree_fill_loops    0                        loops of the NVLS tree's pipeline fill
-                                                            (``nvls_tree_fill``; Hopper presets 2,
-                                                            Blackwell 1.5)
+                                                            (``nvls_tree_fill``; Hopper and Blackwell
+                                                            presets 1.5)
 collective_pipeline_chunks         8                        chunks a pipelined stream is cut into
 collective_pipeline_chunk_max_bytes 524288 (512 KiB)        largest pipeline chunk
 collective_protocol                "auto"                   "auto", "simple", "ll128" or "ll"
@@ -66,7 +66,8 @@ both (``tpsim collective --compare LOG`` on each log of ``tests/data/nccl-tests`
 surcharges of NCCL's table are left to the start-up term above, which the A100 logs fit (their
 intercept does not grow with the number of ranks as NCCL's table would have it). NCCL's NVLS tree pays
 NCCL's own figure for its network step instead where that is larger (tuning.cc, hwLatencies[NET]
-[NVLS_TREE], 20.9 us): the two-server H100 and B200 logs of ``tests/data/nccl-tests/dstack-docs`` sit
+[NVLS_TREE], 20.9 us): the two-server H100 and B200 logs of ``tests/data/nccl-tests`` (nebius-h100,
+lambda-b200, gcp-a4-b200) sit
 about 20 us above the model's NVLS tree at 1-2 MiB with 10 us, and within -3..+1% (H100) with 20.9.
 
 Network overhead of rings across servers: NCCL's tuning model (tuning.cc, ``getNetOverhead`` and the

@@ -218,8 +218,9 @@ def phase_delay_s(phase: Phase, hop_in_s: float, hop_out_s: float, params: Colle
     A step inside a server costs ``hop_in_s`` (the largest route latency of the used pairs inside a
     server) plus the step latency, one between servers ``hop_out_s`` plus the step latency and, where
     the route crosses the network (``networked``), the inter-server step latency of ``algorithm``
-    (``CollectiveParams.inter_step_latency_for_s``; NCCL: intra and inter latency per step, tuning.cc); the fill is the wire bytes of one chunk times ``fill_s_per_byte``, the
-    sum of 1 / rate over the fill hops (each hop at its own rate). A step inside a server costs at least
+    (``CollectiveParams.inter_step_latency_for_s``; NCCL: intra and inter latency per step, tuning.cc);
+    the fill is the wire bytes of one chunk times ``fill_s_per_byte``, the sum of 1 / rate over the fill
+    hops (each hop at its own rate). A step inside a server costs at least
     ``step_floor_s`` (``CollectiveParams.ring_step_floor_s``: NCCL's net overhead of rings across servers).
     """
     step = params.step_latency_s

@@ -25,7 +25,8 @@ def test_only_knobs_the_data_do_not_pin_go_back_to_base():
     def rms_at(x):
         return 0.03 + abs(x[0] - 0.4) + max(0.0, -0.35 - x[1]) + 0.0 * x[2] + 0.1 * abs(x[3] - 0.02)
 
-    released = _release_undetermined(fitted.copy(), base, rms_at)
+    bounds = (np.full(4, -5.0), np.full(4, 5.0))
+    released = _release_undetermined(fitted.copy(), base, bounds, rms_at)
     assert list(released) == [0.4, 0.0, 0.0, 0.02]
     assert rms_at(released) <= rms_at(fitted) + RELEASE_RMS
 
