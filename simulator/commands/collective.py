@@ -107,6 +107,9 @@ def collective_command(args: argparse.Namespace) -> int:
         args.group_size = args.group_size or log.n_ranks
         if log.op and args.op != log.op:
             raise InputError(f"--op {args.op}: {args.compare} is a {log.op} log")
+        if args.group_size is None:
+            raise InputError(f"{args.compare}: cannot tell how many ranks ran it (no '# Rank' lines, and its "
+                             f"busbw / algbw do not pin the count); give --group-size")
         measured = {row.size_bytes: row.time_us * 1e-6 for row in log.rows}
     if args.op is None or args.group_size is None:
         raise InputError("give --op and --group-size (or --compare LOG, which names both)")

@@ -211,3 +211,15 @@ def test_a_log_without_rank_lines_has_the_ranks_its_bandwidths_name(tmp_path):
 ])
 def test_ranks_from_bandwidths(op, pairs, ranks):
     assert ranks_from_bandwidths(op, pairs) == ranks
+
+
+def test_a_log_whose_ranks_cannot_be_told_asks_for_group_size(tmp_path, capsys):
+    """A broadcast log without "# Rank" lines: busbw = algbw says nothing about the rank count."""
+    kept = [line for line in (DATA / "superbench-a100" / "nccl_broadcast.log").read_text().splitlines()
+            if "Rank" not in line and "nThread" not in line]
+    path = tmp_path / "nccl_broadcast.log"
+    path.write_text("\n".join(kept) + "\n")
+    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "cannot tell how many ranks ran it" in err and "give --group-size" in err
+    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100", "--group-size", "8"]) == 0
