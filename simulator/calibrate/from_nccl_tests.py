@@ -38,7 +38,8 @@ def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
                              f"line naming it); name the file after it (all_reduce_perf..., all_gather_perf..., ...) "
                              f"as nccl-tests' binaries are")
         if not log.n_ranks:
-            raise InputError(f"{name}: the log lists no ranks (no '# Rank' lines and no nGpus in its header)")
+            raise InputError(f"{name}: cannot tell how many ranks ran it (no '# Rank' lines, no nGpus in its header, "
+                             f"and its busbw / algbw do not pin the count); keep nccl-tests' '# Rank ...' lines in it")
         entries.extend(((log.op, log.n_ranks, row.size_bytes, row.type, row.redop, row.root), (row, name))
                        for row in log.rows)
     if not entries:

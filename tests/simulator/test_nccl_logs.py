@@ -223,3 +223,5 @@ def test_a_log_whose_ranks_cannot_be_told_asks_for_group_size(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "cannot tell how many ranks ran it" in err and "give --group-size" in err
     assert main(["collective", "--compare", str(path), "--topology", "dgx-a100", "--group-size", "8"]) == 0
+    with pytest.raises(InputError, match=r"nccl_broadcast.log: cannot tell how many ranks ran it .* '# Rank \.\.\.'"):
+        samples_from_nccl_tests([path])
