@@ -29,6 +29,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -131,6 +132,7 @@ def _checkout(rev: str) -> Path:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     except (OSError, subprocess.CalledProcessError) as error:
+        shutil.rmtree(where, ignore_errors=True)  # the empty directory mkdtemp made, or git's half of one
         detail = getattr(error, "stderr", "") or str(error)
         print(f"bench_scale: cannot check out --baseline {rev}: {detail.strip().splitlines()[-1]}; "
               "give a commit of this repository or --baseline none", file=sys.stderr)

@@ -53,9 +53,11 @@ def test_bad_arguments_get_one_line(argv, message, capsys):
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_an_unknown_baseline_is_refused_with_one_line(tmp_path, capsys):
+def test_an_unknown_baseline_is_refused_with_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench_scale.tempfile, "tempdir", str(tmp_path))  # where the checkout would have gone
     with pytest.raises(SystemExit) as exit_:
         bench_scale.main(["--quick", "--case", "1d 64", "--baseline", "no-such-rev", "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "cannot check out --baseline no-such-rev" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "x").exists()
+    assert not list(tmp_path.glob("tpsim-baseline-*"))  # nothing left behind
