@@ -20,7 +20,9 @@ heads (local rank c of every server) exchange their part S/k up and down both tr
 and direction, so a NIC carries S/k each way on two servers (half a ring's 2 (n-1)/n S/k: NCCL's
 tuning model doubles the NVLS tree's network bandwidth on two servers for this reason), the flows taking
 no less than NCCL's per-channel NVLS tree cap allows (``channel_caps``). The pipeline fills along the
-deepest head's path up to the root server and back down (rail 0).
+deepest head's path up to the root server and back down (rail 0), one chunk per hop; on top of that
+NCCL's loops of chunks cost a fill of their own (``nvls_tree_fill``), and each network step NCCL's
+20.9 us (``CollectiveParams.inter_step_latency_for_s``).
 
 Example, servers [0, 0, 1, 1] (k = 2): NVLS flows 0->1, 1->0, 2->3, 3->2 of S (1 + 1/2) / e each;
 rail 0 joins heads 0 and 2, rail 1 heads 1 and 3, each pair both ways with S/4 per tree.
