@@ -131,24 +131,24 @@ def _release_undetermined(x: np.ndarray, x_base: np.ndarray, bounds, rms_at) -> 
     fit's (cheapest first), and ``carry`` names it undetermined.
     """
     fitted_rms = rms_at(x)
-
-    def moved_by(i: int, value: float) -> np.ndarray:
-        trial = x.copy()
-        trial[i] = value
-        return trial
-
     lower, upper = bounds
     step = math.log(RELEASE_FACTOR)
 
     def pinned(i: int) -> bool:
         up, down = min(x[i] + step, upper[i]), max(x[i] - step, lower[i])
-        return min(rms_at(moved_by(i, up)), rms_at(moved_by(i, down))) > fitted_rms + RELEASE_RMS
+        return min(rms_at(_with(x, i, up)), rms_at(_with(x, i, down))) > fitted_rms + RELEASE_RMS
 
     loose = [i for i in range(len(x)) if x[i] != x_base[i] and not pinned(i)]
-    cost = {i: rms_at(moved_by(i, x_base[i])) for i in loose}
+    cost = {i: rms_at(_with(x, i, x_base[i])) for i in loose}
     for i in sorted(loose, key=cost.get):
-        trial = x.copy()
-        trial[i] = x_base[i]
+        trial = _with(x, i, x_base[i])  # on top of the knobs released before it
         if rms_at(trial) <= fitted_rms + RELEASE_RMS:
             x = trial
     return x
+
+
+def _with(x: np.ndarray, i: int, value: float) -> np.ndarray:
+    """A copy of ``x`` with knob ``i`` at ``value``."""
+    trial = x.copy()
+    trial[i] = value
+    return trial
