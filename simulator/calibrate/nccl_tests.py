@@ -24,11 +24,13 @@ line there that is not a row raises InputError naming file and line, as does a l
 
 **The test** is read from the log first: the ``# Collective test starting: all_gather_perf`` line of newer
 versions, or the job's command line (``mpirun ... ./build/all_reduce_perf -b 8 -e 8G``); then from the file
-name (``all_reduce_perf_8gpu.log``, also ``nccl_allgather.log``). A log naming two tests is refused.
+name (``all_reduce_perf_8gpu.log``, also ``nccl_allgather.log``); else from the table's own columns
+(``nccl_columns``: redop, root and what the count column counts). A log naming two tests is refused.
 ``NcclTestsLog.hosts`` and ``device`` come from the ``# Rank ... on HOST device ... NAME`` lines,
 ``gpus_per_thread`` from the ``# nThread 1 nGpus 8 ...`` header (the largest where runs differ). The
-rank count is the ``# Rank`` lines'; where a log lists none, the one its busbw / algbw pins down
-(``nccl_ranks``), else the header's nGpus.
+rank count is the ``# Rank`` lines'; where a log lists none, the one its count column gives (all_gather
+and reduce_scatter print one rank's share) or its busbw / algbw pins down (``nccl_ranks``), else the
+header's nGpus.
 
 Values are checked as they are read, each failure one InputError naming the file, the line and the
 value as printed: sizes and counts are integers >= 0, times finite and > 0 (the out-of-place one is
@@ -62,6 +64,7 @@ from dataclasses import dataclass, field
 
 from simulator.calibrate.nccl_lines import (is_noise, is_stderr, op_in_file_name, op_named, rank_line, split_prefix,
                                             unmarked_comment)
+from simulator.calibrate.nccl_columns import op_from_columns
 from simulator.calibrate.nccl_ranks import ranks_from_bandwidths
 from simulator.errors import InputError
 from simulator.files import read_text
@@ -106,7 +109,8 @@ class NcclTestsLog:
     n_ranks: int | None
     rows: tuple[NcclTestsRow, ...]
     op_source: str = ""
-    """Where ``op`` was read: "line N" (the log's command or "Collective test starting" line), "file name"."""
+    """Where ``op`` was read: "line N" (the log's command or "Collective test starting" line), "file name", or
+    "columns: ..." (the table's own layout, ``nccl_columns``)."""
     hosts: tuple[str, ...] = ()
     """The host of each rank, from the first run's "# Rank ... on HOST" lines (empty where it lists none)."""
     device: str | None = None
@@ -286,8 +290,12 @@ def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
         raise InputError(f"{name}: no nccl-tests rows found (expected a '# size count type ...' header and rows)")
     ranks = _ranks(name, runs)  # first: runs on other rank counts also disagree row by row
     op, op_source = _operation(name, named)
-    if not any(run["listed"] for run in runs):  # no "# Rank" lines: busbw / algbw names the job's ranks
-        ranks = ranks_from_bandwidths(op, ((row.algbw_GBps, row.busbw_GBps) for row in rows)) or ranks
+    columns = op_from_columns((row.size_bytes, row.count, row.type, row.redop, row.root) for row in rows)
+    if op is None and columns:
+        op, op_source = columns[0], columns[2]
+    if not any(run["listed"] for run in runs):  # no "# Rank" lines: the count column or busbw / algbw says
+        share = columns[1] if columns and columns[0] == op else None
+        ranks = share or ranks_from_bandwidths(op, ((row.algbw_GBps, row.busbw_GBps) for row in rows)) or ranks
     merged = merge_repeats(((row.size_bytes, row.type, row.redop, row.root), row) for row in rows)
     listed = runs[0]["hosts"] if runs else []
     per_thread = max((run["n_gpus"] for run in runs if run["n_gpus"]), default=1)

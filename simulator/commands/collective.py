@@ -102,11 +102,12 @@ def collective_command(args: argparse.Namespace) -> int:
         log = parse_nccl_tests(args.compare)
         if args.op is None and log.op is None:
             raise InputError(f"{args.compare}: cannot tell which test this is (no command line or 'Collective test "
-                             f"starting' line naming it, nor the file name); give --op")
+                             f"starting' line naming it, no name in the file name, and its columns fit none of "
+                             f"{', '.join(OPS)}); give --op")
         args.op = args.op or log.op
         args.group_size = args.group_size or log.n_ranks
         if log.op and args.op != log.op:
-            raise InputError(f"--op {args.op}: {args.compare} is a {log.op} log")
+            raise InputError(f"--op {args.op}: {args.compare} is a log of {log.op} (read from its {log.op_source})")
         if args.group_size is None:
             raise InputError(f"{args.compare}: cannot tell how many ranks ran it (no '# Rank' lines, and its "
                              f"busbw / algbw do not pin the count); give --group-size")
@@ -151,7 +152,7 @@ def collective_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(results if args.sweep or measured else results[0], indent=2))
     elif measured:
-        print(_compare_table(results, args.compare))
+        print(_compare_table(results, args.compare, log.op_source if args.op == log.op else ""))
     elif args.sweep:
         print(_table(results, members))
     else:
@@ -180,11 +181,14 @@ def _table(results: list[dict], members: list) -> str:
     return "\n".join(lines)
 
 
-def _compare_table(results: list[dict], log_path: str) -> str:
-    """Measured (out-of-place) vs simulated time per size."""
+def _compare_table(results: list[dict], log_path: str, op_source: str = "") -> str:
+    """Measured (out-of-place) vs simulated time per size; where the test was read off the table's own
+    columns (nothing in the log named it), a line says how."""
     first = results[0]
     floor_us = first["host_floor_s"] * 1e6
+    read_off = [f"# the test, read off the table's {op_source}"] if op_source.startswith("columns") else []
     lines = [f"# {first['op']} on {first['ranks']} ranks of {first['topology']} vs {os.path.basename(log_path)}",
+             *read_off,
              f"# predicted: the simulated time, or where it is shorter the host's enqueue floor of {floor_us:.1f} us "
              f"(the log's nGpus x {ENQUEUE_S_PER_GPU * 1e6:.1f} us, marked *)",
              f"#{'size':>12} {'measured':>10} {'predicted':>10} {'error':>7}  algorithm/protocol",

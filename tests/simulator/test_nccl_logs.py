@@ -170,13 +170,15 @@ def test_compare_reads_the_three_forms_of_the_issue(capsys):
         assert capsys.readouterr().err == ""
 
 
-def test_a_log_that_names_no_test_asks_for_op(tmp_path, capsys):
+def test_a_log_that_names_no_test_is_read_by_its_columns_and_a_contrary_op_refused(tmp_path, capsys):
     path = tmp_path / "job-77.out"
     path.write_text((DATA / "azure-ndv4-a100" / "all_reduce_perf_8gpu.log").read_text())
-    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100"]) == 2
+    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100"]) == 0
+    assert "read off the table's columns: redop sum, no root" in capsys.readouterr().out
+    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100", "--op", "all_gather"]) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "job-77.out: cannot tell which test this is" in err and "give --op" in err
-    assert main(["collective", "--compare", str(path), "--topology", "dgx-a100", "--op", "all_reduce"]) == 0
+    assert err == (f"tpsim collective: error: --op all_gather: {path} is a log of all_reduce (read from its "
+                   "columns: redop sum, no root, count = size (all_reduce's layout))\n")
 
 
 def test_nccl_tests_own_lines_without_their_hash(tmp_path):
