@@ -28,10 +28,12 @@ import logging
 import os
 
 from simulator.calibrate import holdout as split
+from simulator.calibrate.device_check import device_note
 from simulator.calibrate.evaluator import ALL_REDUCE_ALGORITHMS
 from simulator.calibrate.fit import calibrate
 from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
 from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
+from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.errors import InputError
 from simulator.progress import Progress
 from simulator.sizes import parse_size
@@ -121,6 +123,12 @@ def _samples(args):
     return collectives, gemms, f"note: fitted the {form} rows of {args.from_bench} (--bench-form {args.bench_form})."
 
 
+def _device_notes(args, base) -> list[str]:
+    """A note for each nccl-tests log that ran on another GPU kind than ``base`` models (``device_check``)."""
+    return [note for path in args.from_nccl_tests or ()
+            if (note := device_note(os.path.basename(path), parse_nccl_tests(path).device, base))]
+
+
 def _check_output(path: str) -> None:
     if not path.lower().endswith((".yaml", ".yml", ".json")):
         raise InputError(f"-o {path}: the calibrated topology is a .yaml, .yml or .json file "
@@ -175,7 +183,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1))
         return 0
     print("\n".join(result.report_lines()))
-    for note in (form_note, grown_note):
+    for note in (form_note, grown_note, *_device_notes(args, base)):
         if note:
             print(note)
     print(f"wrote {args.output} ({result.graph.graph['name']}); simulate with --topology {args.output}")

@@ -23,6 +23,7 @@ import sys
 
 import simpy
 
+from simulator.calibrate.device_check import device_note
 from simulator.calibrate.enqueue_floor import ENQUEUE_S_PER_GPU, enqueue_floor_s, measured_time_s
 from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
@@ -139,6 +140,8 @@ def collective_command(args: argparse.Namespace) -> int:
             "time_s": t, "algbw_GBps": algbw_GBps(size, t), "busbw_GBps": busbw_GBps(args.op, n, size, t),
             "analytic_time_s": predict_collective_s(net, args.op, members, size, root, args.algo, params),
         })
+    if measured:
+        note = "\n".join(filter(None, (note, device_note(os.path.basename(args.compare), log.device, G))))
     if note:
         sys.stderr.write(note + "\n")
     if measured:

@@ -86,7 +86,9 @@ def _write(path: Path, text: str) -> str:
     (lambda d: ["--from-nccl-tests", _write(d / "all_reduce_perf_8gpu.log", "hello world\n")],
      "all_reduce_perf_8gpu.log line 1: expected an nccl-tests header"),
     (lambda d: ["--from-nccl-tests", str(d / "missing_perf.log")], "nccl-tests log .*missing_perf.log not found"),
-    (lambda d: ["--from-nccl-tests", _write(d / "mylog.txt", (FIXTURES / "broadcast_perf_4gpu.log").read_text())],
+    # Rows as sendrecv prints them (no reduction, no root, the whole buffer): none of the five tests.
+    (lambda d: ["--from-nccl-tests", _write(d / "mylog.txt", (FIXTURES / "broadcast_perf_4gpu.log").read_text()
+                                            .replace("none       0 ", "none      -1 "))],
      "mylog.txt: cannot tell which test"),
     (lambda d: ["--from-bench", _write(d / "b.json", '{"format": "tpsim-run", "version": 1}')], "not a bench record"),
     (lambda d: ["--from-bench", _write(d / "b.json", '{"format": "tpsim-bench", "version": 99, "rows": []}')],
