@@ -57,12 +57,14 @@ Further published clusters (gathered 2026-12-07): healthy HDR-class fabrics reac
 (NVIDIA's DGX A100 24; Oracle BM.GPU4.8 "above 185 GB/s" over 8 x 2 x 100 Gb/s, >23.1; GCP A3 Mega's
 8 x 200 Gb/s GPUDirect-TCPXO all_gather on 2 servers 188.5 GB/s busbw, 23.6); on 8 x NDR, Together AI's
 B200 cluster's forced-ring all_reduce at 16 GiB gives 43.1 GB/s per NIC on 2 servers, falling to 40.3 on
-8, 38.3 on 16 and 36.4 on 46 (86% down to 73% of peak; their together-nccl-tests scaling report); an
-H100 cluster with 4 x 400 Gb/s RoCE 47.5 (NVIDIA/nccl#1368). Clusters their own threads call slow or
+8, 38.3 on 16 and 36.4 on 46 (86% down to 73% of peak; their together-nccl-tests scaling report); an H100
+user's reduce_scatter busbw 360 on 4 servers falling to 320 on 16 and 260 on 128 (NVIDIA/nccl#1229, size
+and NICs not stated; the model's ring gives 374, 367 and 318 at 8 GiB, its decline only the per-step
+latencies); an H100 cluster with 4 x 400 Gb/s RoCE 47.5 (NVIDIA/nccl#1368). Clusters their own threads call slow or
 misconfigured sit at 7-15 GB/s per 100-200 Gb/s NIC (AWS p4dn EFA, NVIDIA/nccl#527; NVIDIA/nccl#812;
 NVIDIA/nccl-tests#319), and the Azure ND A100 v4 logs in tests/data/nccl-tests at 16 (64%).
 So the defaults are a well-tuned InfiniBand cluster of a few servers; a real one may be 5-15% slower
-across servers, up to 25% at 16-50 servers, and a RoCE or misconfigured one 25-40% slower (``tpsim
+across servers, up to 25% at 16-128 servers, and a RoCE or misconfigured one 25-40% slower (``tpsim
 calibrate`` measures yours).
 
 Per-hop latencies are stated assumptions, chosen to be of the published order of magnitude:
