@@ -13,10 +13,10 @@ dgx-h100    8     NVSwitch, 370 (450) GB/s     8x NDR 47 (50) GB/s  32-port leav
 dgx-h200    8     NVSwitch, 370 (450) GB/s     8x NDR 47 (50) GB/s  32-port leaves
 dgx-a100-   8     as dgx-a100, A100 80GB       8x HDR 24 (25) GB/s  20-port leaves
   80gb
-dgx-b200    8     NVSwitch (NVLink5), 722      8x NDR 47 (50) GB/s  32-port leaves
+dgx-b200    8     NVSwitch (NVLink5), 679      8x NDR 47 (50) GB/s  32-port leaves
                   (900) GB/s
 gb200-nvl72 72    one NVLink5 domain of 72,    72x NDR 47 (50)      32-port leaves
-                  722 (900) GB/s per GPU       GB/s, one per GPU
+                  679 (900) GB/s per GPU       GB/s, one per GPU
 a100-4gpu   4     NVLink3 mesh, 4 links/pair,  4x HDR 24 (25) GB/s  20-port leaves
                   76.7 (100) GB/s per pair
 pcie-8gpu   8     PCIe Gen4 tree, 4 switches,  4x HDR, one per      20-port leaves
@@ -61,7 +61,9 @@ SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
   across servers NCCL's NVLS tree pays a pipeline fill of 1.5 of its loops
   (``simulator.collectives.nvls_tree_fill``, read off Nebius' two-server H100 log and Lambda's B200 one).
 - Blackwell (B200, GB200): Hopper's start-up (an assumption: no published small-size B200 log was
-  found); NVLS on, efficiency 0.74 (tuning.cc nvlsEfficiency, Blackwell); the NVLS tree's fill as
+  found); NVLS on, efficiency 0.80, read off Together AI's 8 x B200 server, whose forced NVLS all_reduce
+  reached 840.8 GB/s busbw at 16 GiB (NCCL 2.29.7) over the 679 NVLink5 rate its ring sets
+  (``topologies.rates``; NCCL's tuning constant, 0.74, would give 781 there); the NVLS tree's fill as
   Hopper's; no NVLS chunk cost (no published single-server B200 NVLS table by size was found to read
   one from).
 
@@ -108,7 +110,7 @@ GENERATION_SIM = {
                "collective_nvls_efficiency": 0.85, "collective_nvls_chunk_overhead_bytes": 5 << 10,
                "collective_nccl_arch": "hopper"},
     "blackwell": {**DEFAULT_SIM, **_HOPPER_STARTUP, **_NVLS_TREE_FILL, "collective_nvls": True,
-                  "collective_nvls_efficiency": 0.74, "collective_nccl_arch": "blackwell"},
+                  "collective_nvls_efficiency": 0.80, "collective_nccl_arch": "blackwell"},
 }
 """The ``sim`` of a preset by GPU generation (module doc)."""
 # Loopback placeholders: gloo on a small CPU host; calibration (a later issue) measures the real values.
@@ -151,11 +153,12 @@ _SOURCES = {
     "(80 GB HBM2e, 2,039 GB/s); NVLink3 230 (300 peak) GB/s, 8x ConnectX-6 HDR 24 (25 peak) GB/s.",
     "dgx-b200": "DGX B200 (NVIDIA DGX B200 datasheet and user guide): 8x B200 (180 GB HBM3e, 8 TB/s), 2 NVSwitch "
     "chips (one switch node here), 18 NVLink5 links = 1.8 TB/s per GPU both ways, 900 GB/s peak per direction, "
-    "modelled at 722 GB/s (NCCL's 18 x 40.1 per-link figure; no published nccl-tests result found); 8x "
+    "modelled at 679 GB/s (a published B200 server's ring all_reduce busbw, Together AI; NCCL's own figure is "
+    "18 x 40.1 = 722); 8x "
     "ConnectX-7 400 Gb/s compute NICs (ConnectX-8 in later systems) = 50 GB/s peak, modelled at 47 GB/s.",
     "gb200-nvl72": "GB200 NVL72 (NVIDIA GB200 NVL72 datasheet): one rack of 72 Blackwell GPUs (36 Grace CPUs) in one "
     "NVLink5 domain (18 NVLink switch chips in 9 trays, one switch node here), 1.8 TB/s per GPU both ways = 900 GB/s "
-    "peak per direction, modelled at 722 GB/s as dgx-b200; 186 GB HBM3e per GPU at 8 TB/s; one 400 Gb/s "
+    "peak per direction, modelled at 679 GB/s as dgx-b200; 186 GB HBM3e per GPU at 8 TB/s; one 400 Gb/s "
     "ConnectX-7 NIC per GPU (4 per compute tray) for the scale-out fabric, 47 (50 peak) GB/s. NAME:N is N racks.",
     "a100-4gpu": "4x A100-SXM4-40GB fully connected by NVLink3, 4 links per pair = 100 GB/s peak per direction "
     "(an HGX A100 4-GPU board), modelled at 4 x 19.17 = 76.7 GB/s (the 230/300 NCCL fraction of DGX A100 applied "

@@ -25,9 +25,11 @@ NVLink4, per GPU   370          450         NCCL maintainer (S. Jeaugey, NVIDIA/
                                             NCCL's figure 18 x 20.6 = 371 (SM90_NVLINK_BW). NVLink
                                             SHARP reaches busbw ~480 on 8 GPUs (same source; 476 in
                                             NVIDIA/nccl-tests#290), modelled by NVLS (collectives)
-NVLink5, per GPU   722          900         no published nccl-tests figure found; NCCL's own figure
-  (B200, 18)                                18 x 40.1 = 722 (topo.h SM100_NVLINK_BW), which for A100
-                                            and H100 is within 4% of the measured rates above
+NVLink5, per GPU   679          900         Together AI's 8 x B200 server (NCCL 2.29.7, their
+  (B200, 18)                                together-nccl-tests scaling report): forced-ring all_reduce
+                                            busbw 679.0 GB/s at 16 GiB (all_gather 673.6); NCCL's own
+                                            figure 18 x 40.1 = 722 (topo.h SM100_NVLINK_BW) is 6% above
+                                            it (for A100 and H100 it is within 4% of the measured rates)
 PCIe Gen4 x16      25           31.5        assumption: ~80% of the raw rate after TLP/DLLP overhead,
                                             typical of CUDA bandwidthTest on Gen4 x16
 PCIe Gen5 x16      50           63          the same 80% assumption
@@ -122,7 +124,7 @@ NCCL_A100_NVLINK_EFFICIENCY = 230.0 / 300.0
 NVLINK3_LINK = LinkSpec("nvlink", 25.0 * NCCL_A100_NVLINK_EFFICIENCY, NVLINK_HOP_US, peak_bandwidth_GBps=25.0)
 NVSWITCH_A100 = LinkSpec("nvswitch", 230.0, NVLINK_HOP_US, peak_bandwidth_GBps=300.0, n_links=12)
 NVSWITCH_H100 = LinkSpec("nvswitch", 370.0, NVLINK_HOP_US, peak_bandwidth_GBps=450.0, n_links=18)
-NVSWITCH_B200 = LinkSpec("nvswitch", 722.0, NVLINK_HOP_US, peak_bandwidth_GBps=900.0, n_links=18)
+NVSWITCH_B200 = LinkSpec("nvswitch", 679.0, NVLINK_HOP_US, peak_bandwidth_GBps=900.0, n_links=18)
 # NVLink2 (V100): 25 GB/s per link per direction, at the A100's NCCL fraction.
 NVLINK2_LINK = LinkSpec("nvlink", 25.0 * NCCL_A100_NVLINK_EFFICIENCY, NVLINK_HOP_US, peak_bandwidth_GBps=25.0)
 # 6 NVLink2 links per GPU at the A100 fraction: 150 x 230/300 = 115.

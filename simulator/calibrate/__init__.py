@@ -15,8 +15,10 @@ module               what it holds
 ``samples``          the measured records: one collective or one gemm, with its time
 ``nccl_lines``       one line of nccl-tests output: launcher tags, NCCL's own lines, the test it names
 ``nccl_ranks``       the rank count of a log that lists none, read off its busbw / algbw
+``nccl_columns``     the test a table is, read off its columns where nothing names it
 ``nccl_tests``       parsing nccl-tests output (all_reduce_perf, all_gather_perf, ...)
 ``from_nccl_tests``  nccl-tests logs as collective samples
+``device_check``     a note where a log ran on another GPU family than the topology's
 ``enqueue_floor``    the host's floor under an nccl-tests time (one thread enqueues on its nGpus)
 ``from_bench``       a ``tpsim bench`` record as samples
 ``knobs``            what is fitted, its bounds, and how a value lands on the graph

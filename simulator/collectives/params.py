@@ -19,8 +19,8 @@ collective_startup_bytes           1048576 (1 MiB)          bytes of the pipelin
 collective_channel_bandwidth_GBps  20.0                     rate of one NCCL channel during start-up
 collective_nvls                    false                    the GPUs share an NVLink SHARP switch (NCCL's
                                                             NVLS: Hopper and later NVSwitch systems)
-collective_nvls_efficiency         0.85                     NCCL's NVLS efficiency (tuning.cc: Hopper
-                                                            0.85, Blackwell 0.74)
+collective_nvls_efficiency         0.85                     NVLS efficiency (NCCL's tuning.cc: Hopper
+                                                            0.85; Blackwell presets 0.80, measured)
 collective_nvls_chunk_overhead_bytes 0                      per NVLS chunk, a fixed cost worth this many
                                                             bytes (``nvls_chunks``; Hopper presets 5 KiB)
 collective_nvls_tree_fill_loops    0                        loops of the NVLS tree's pipeline fill

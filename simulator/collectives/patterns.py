@@ -25,7 +25,8 @@ and the input for reduce_scatter.
 - nvls (all_reduce on an NVLink SHARP switch; NCCL's NVLS, src/device/all_reduce.h ``runNvls``): the
   switch reduces (multimem.ld_reduce: every GPU's whole buffer is read, shard by shard) and multicasts
   (multimem.st: every GPU receives the whole result), so each GPU's link carries S (1 + 1/n) each way,
-  at NCCL's NVLS efficiency (tuning.cc ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74). Modelled as one
+  at an NVLS efficiency (tuning.cc ``nvlsEfficiency``: Hopper 0.85, Blackwell 0.74; the Blackwell presets
+  use 0.80, read off a published B200 server, ``topologies.presets``). Modelled as one
   flow per GPU to the next of S (1 + 1/n) / efficiency bytes, which loads every GPU's uplink and downlink
   by exactly that; one step.
 - nvls_tree (all_reduce across servers of NVLink SHARP switches; NCCL's NVLS_TREE, ``nvls_tree``): NVLS

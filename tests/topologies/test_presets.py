@@ -43,7 +43,7 @@ def rates(G, kind):
      ("dgx-h100", "H100-SXM5-80GB", (370.0, 450.0), (47.0, 50.0)),
      ("dgx-h200", "H200-SXM-141GB", (370.0, 450.0), (47.0, 50.0)),
      ("dgx-a100-80gb", "A100-SXM4-80GB", (230.0, 300.0), (24.0, 25.0)),
-     ("dgx-b200", "B200-180GB", (722.0, 900.0), (47.0, 50.0))],
+     ("dgx-b200", "B200-180GB", (679.0, 900.0), (47.0, 50.0))],
 )
 def test_dgx_rates_effective_and_peak(name, device, nvswitch, ib):
     G = build_preset(f"{name}:2")
@@ -78,7 +78,7 @@ def test_gb200_nvl72_is_one_nvlink_domain_of_72_with_a_nic_each():
     G = load_topology("gb200-nvl72:2")
     gpus = gpu_nodes(G)
     assert len(gpus) == 144 and {G.nodes[g]["server"] for g in gpus} == {0, 1}
-    assert rates(G, "nvswitch") == {(722.0, 900.0)}
+    assert rates(G, "nvswitch") == {(679.0, 900.0)}
     assert Counter(k for _, k in G.nodes(data="kind"))["nic"] == 144 and Counter(
         k for _, k in G.nodes(data="kind"))["nvswitch"] == 2
 
