@@ -35,8 +35,8 @@ def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
         log = parse_nccl_tests(path)
         if log.op is None:
             raise InputError(f"{name}: cannot tell which test this is (no command line or 'Collective test starting' "
-                             f"line naming it, and its columns fit none of the five tests); name the file after it (all_reduce_perf..., all_gather_perf..., ...) "
-                             f"as nccl-tests' binaries are")
+                             f"line naming it, and its columns fit none of the five tests); name the file after "
+                             f"it (all_reduce_perf..., all_gather_perf..., ...) as nccl-tests' binaries are")
         if not log.n_ranks:
             raise InputError(f"{name}: cannot tell how many ranks ran it (no '# Rank' lines, no nGpus in its header, "
                              f"and its busbw / algbw do not pin the count); keep nccl-tests' '# Rank ...' lines in it")

@@ -48,9 +48,9 @@ def op_from_columns(rows) -> tuple[str, int | None, str] | None:
     reduction = f"redop {'/'.join(sorted({row[3] for row in rows}))}" if reducing else "redop none"
     root = "a root" if rooted else "no root"
     if share == 1:
-        op = _WHOLE_BUFFER.get((reducing, rooted))
-        return op and (op, None, f"columns: {reduction}, {root}, count = size ({op}'s layout)")
-    if rooted:
+        op = _WHOLE_BUFFER.get((reducing, rooted))  # None: sendrecv's layout (no reduction, no root)
+        return None if op is None else (op, None, f"columns: {reduction}, {root}, count = size ({op}'s layout)")
+    if rooted:  # gather's or scatter's layout
         return None
     op = _SHARED_BUFFER[reducing]
     also = "" if reducing else "; alltoall's too"

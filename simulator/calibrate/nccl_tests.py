@@ -62,9 +62,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from simulator.calibrate.nccl_columns import op_from_columns
 from simulator.calibrate.nccl_lines import (is_noise, is_stderr, op_in_file_name, op_named, rank_line, split_prefix,
                                             unmarked_comment)
-from simulator.calibrate.nccl_columns import op_from_columns
 from simulator.calibrate.nccl_ranks import ranks_from_bandwidths
 from simulator.errors import InputError
 from simulator.files import read_text
