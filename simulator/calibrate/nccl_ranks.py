@@ -15,10 +15,12 @@ about 100 ranks); otherwise the log does not say.
 
 from __future__ import annotations
 
+from simulator.collectives.closed_form import busbw_factor
+
 __all__ = ["ranks_from_bandwidths"]
 
-_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-           "reduce_scatter": lambda n: (n - 1) / n}
+_NAMING_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+"""The tests whose busbw / algbw depends on n (``busbw_factor``); broadcast's and reduce's is 1."""
 _ROUNDING_GBPS = 0.015
 """Largest |factor x algbw - busbw| two values printed to 0.01 GB/s allow (each off by up to 0.005)."""
 _LEAST_ALGBW_GBPS = 1.0
@@ -27,9 +29,8 @@ _LEAST_ALGBW_GBPS = 1.0
 
 def ranks_from_bandwidths(op: str | None, pairs) -> int | None:
     """The rank count the (algbw, busbw) ``pairs`` of an ``op`` log pin down (module doc), or None."""
-    factor = _FACTOR.get(op or "")
     usable = [(a, b) for a, b in pairs if a is not None and b is not None and a >= _LEAST_ALGBW_GBPS]
-    if factor is None or not usable:
+    if op not in _NAMING_OPS or not usable:
         return None
     algbw, busbw = max(usable)
     ratio = busbw / algbw
@@ -41,6 +42,6 @@ def ranks_from_bandwidths(op: str | None, pairs) -> int | None:
         return None
 
     def fits(m: int) -> bool:
-        return m >= 2 and all(abs(factor(m) * a - b) <= _ROUNDING_GBPS for a, b in usable)
+        return m >= 2 and all(abs(busbw_factor(op, m) * a - b) <= _ROUNDING_GBPS for a, b in usable)
 
     return n if fits(n) and not fits(n - 1) and not fits(n + 1) else None
