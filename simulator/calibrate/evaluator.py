@@ -32,11 +32,10 @@ import simpy
 
 from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.choose import candidates, nccl_algorithms, settle
-from simulator.collectives.nvls_chunks import nvls_chunk_factor
 from simulator.collectives.nvls_tree_fill import nvls_tree_fill_s
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, decompose, rail_vias, ring_orders
-from simulator.collectives.protocols import front_s, wire_factor
+from simulator.collectives.protocols import front_s, plan_wire_factor
 from simulator.collectives.run import phase_delay_s, plan_collective, server_pattern
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
@@ -216,8 +215,7 @@ class _Group:
         hop_in = float(np.max(latency[routes.inside], initial=0.0))
         hop_out = float(np.max(latency[~routes.inside], initial=0.0))
         networked = bool(np.any(routes.hops[~routes.inside][:, self._network_classes] > 0))
-        wire_per_byte = wire_factor(protocol, self.kind) * nvls_chunk_factor(algorithm, nbytes, params,
-                                                                            self.n // self.n_nodes)
+        wire_per_byte = plan_wire_factor(self.kind, algorithm, protocol, nbytes, params, self.n // self.n_nodes)
         floor = params.ring_step_floor_s(self.kind, algorithm, protocol, networked)
         total = front_s(self.kind, protocol, nbytes, params, self.n, algorithm)
         channel_floor = tree_floor_s(self.kind, algorithm, protocol, nbytes, self.pattern, wire_per_byte,

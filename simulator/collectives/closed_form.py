@@ -50,9 +50,8 @@ import math
 from dataclasses import dataclass
 
 from simulator.collectives.drain import phase_drain_s
-from simulator.collectives.nvls_chunks import nvls_chunk_factor
 from simulator.collectives.params import CollectiveParams
-from simulator.collectives.protocols import front_s, wire_factor
+from simulator.collectives.protocols import front_s, plan_wire_factor
 from simulator.collectives.run import plan_collective, plan_time_s
 from simulator.errors import InputError
 
@@ -117,7 +116,7 @@ def collective_time_s(kind: str, algorithm: str, n: int, nbytes: float, alpha_s:
         return params.base_latency_s
     S, B, a = float(nbytes), float(bandwidth_Bps), float(alpha_s)
     inj = B if injection_Bps is None else float(injection_Bps)
-    W = wire_factor(protocol, kind) * nvls_chunk_factor(algorithm, S, params, n)  # nvls: one server, n heads
+    W = plan_wire_factor(kind, algorithm, protocol, S, params, n)  # a homogeneous group: one server
 
     def over_rings(x: float) -> float:  # x bytes per rank over R rings
         return x / B if rings == 1 else x * max(1.0 / (rings * B), 1.0 / inj)

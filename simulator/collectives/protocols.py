@@ -7,7 +7,8 @@ What a protocol changes here:
   the others (8-byte lines carry 4 data bytes and a flag, and LL runs fewer threads), LL128 at 0.92
   (120 of every 128 bytes are data), Simple at 1; the A100 logs' slopes from 256 KiB to 1 MiB agree
   with LL's 1/4 (current NCCL's model says 1/2). The model sends ``payload / rate_fraction`` bytes, so
-  a protocol's overhead also loads shared links.
+  a protocol's overhead also loads shared links. ``plan_wire_factor`` is what a collective's plan
+  sends: that, times NCCL's per-chunk cost of single-server NVLS (``nvls_chunks``).
 - Start-up delay (``startup_s``): every protocol pays the pipeline start-up of
   ``simulator.collectives.params`` (the first slice carried by one channel: LL too splits its data over
   channels; exempting LL made it 30-50% too fast from 256 KiB to 2 MiB against the A100 logs in
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 from simulator.collectives.nccl_tuning import (NCCL_NVLS_LATENCY_US, NCCL_P2P_LL_THRESHOLD_BYTES, choose_protocol,
                                                nccl_model_time_us)
+from simulator.collectives.nvls_chunks import nvls_chunk_factor
 
-__all__ = ["wire_factor", "startup_s", "front_s", "protocol_latency_s", "choose_protocol", "nccl_model_time_us",
-           "NCCL_P2P_LL_THRESHOLD_BYTES", "NCCL_NVLS_LATENCY_US"]
+__all__ = ["wire_factor", "plan_wire_factor", "startup_s", "front_s", "protocol_latency_s", "choose_protocol",
+           "nccl_model_time_us", "NCCL_P2P_LL_THRESHOLD_BYTES", "NCCL_NVLS_LATENCY_US"]
 
 _PROTOS = ("ll", "ll128", "simple")
 
@@ -42,6 +44,12 @@ def _rate_fraction(protocol: str, kind: str) -> float:
 def wire_factor(protocol: str, kind: str) -> float:
     """Bytes on the wire per payload byte for ``protocol`` in a collective of ``kind``."""
     return 1.0 / _rate_fraction(protocol, kind)
+
+
+def plan_wire_factor(kind: str, algorithm: str, protocol: str, nbytes: float, params, gpus_per_server: int) -> float:
+    """Wire bytes per payload byte of a collective's plan: ``wire_factor`` times NCCL's per-chunk cost where
+    the plan is single-server NVLS on ``gpus_per_server`` heads (``nvls_chunks.nvls_chunk_factor``)."""
+    return wire_factor(protocol, kind) * nvls_chunk_factor(algorithm, nbytes, params, gpus_per_server)
 
 
 # NCCL's current base latencies of a ring (tuning.cc, ncclTunerConstantsDefaults.baseLatencies, Ring row):

@@ -27,11 +27,10 @@ from simulator.collectives.channel_caps import tree_floor_s
 from simulator.collectives.choose import candidates, settle
 from simulator.collectives.drain import phase_drain_s
 from simulator.collectives.equivalence import networked_links, route_signature
-from simulator.collectives.nvls_chunks import nvls_chunk_factor
 from simulator.collectives.nvls_tree_fill import nvls_tree_fill_s
 from simulator.collectives.params import CollectiveParams
 from simulator.collectives.patterns import ALGORITHMS, KINDS, Phase, decompose, rail_vias, ring_orders
-from simulator.collectives.protocols import front_s, wire_factor
+from simulator.collectives.protocols import front_s, plan_wire_factor
 from simulator.errors import InputError
 from simulator.network.flow_groups import same_flows
 
@@ -235,7 +234,7 @@ def _build(net, kind, members, nbytes, root, algorithm, protocol, params, patter
     """One candidate: the timed flows of ``algorithm`` with ``protocol``."""
     cache, route, n = net.cache, net.route, len(members)
     shape = _shape_of(cache, kind, algorithm, n, nbytes, root, params, pattern)
-    wire = wire_factor(protocol, kind) * nvls_chunk_factor(algorithm, nbytes, params, n // (max(pattern) + 1))
+    wire = plan_wire_factor(kind, algorithm, protocol, nbytes, params, n // (max(pattern) + 1))
     geometry = _cached(cache, ("hops", members, shape.pairs, pattern), _geometry, net, members, shape.pairs, pattern)
     hop_in, hop_out, bandwidth, networked = geometry
     if bandwidth is None:
