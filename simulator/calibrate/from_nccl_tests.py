@@ -16,17 +16,23 @@ from __future__ import annotations
 
 import os
 
-from simulator.calibrate.nccl_tests import merge_repeats, parse_nccl_tests
+from simulator.calibrate.nccl_tests import NcclTestsLog, merge_repeats, parse_nccl_tests
 from simulator.calibrate.samples import CollectiveSample
 from simulator.errors import InputError
 
-__all__ = ["samples_from_nccl_tests"]
+__all__ = ["samples_from_nccl_tests", "read_nccl_logs", "samples_from_logs"]
 
 
 def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
     """Samples of every row of every log in ``paths``; InputError names a file that is missing or unfit,
     or two logs whose rows of one test, rank count and size conflict."""
-    entries = []
+    return samples_from_logs(read_nccl_logs(paths))
+
+
+def read_nccl_logs(paths) -> list[tuple[str, NcclTestsLog]]:
+    """Each log in ``paths`` parsed, with its file name; InputError names a file that is missing, or one
+    whose test or rank count cannot be told."""
+    logs = []
     for path in paths:
         path = str(path)
         name = os.path.basename(path)
@@ -40,8 +46,15 @@ def samples_from_nccl_tests(paths) -> list[CollectiveSample]:
         if not log.n_ranks:
             raise InputError(f"{name}: cannot tell how many ranks ran it (no '# Rank' lines, no nGpus in its header, "
                              f"and its busbw / algbw do not pin the count); keep nccl-tests' '# Rank ...' lines in it")
-        entries.extend(((log.op, log.n_ranks, row.size_bytes, row.type, row.redop, row.root), (row, name))
-                       for row in log.rows)
+        logs.append((name, log))
+    return logs
+
+
+def samples_from_logs(logs: list[tuple[str, NcclTestsLog]]) -> list[CollectiveSample]:
+    """Samples of every row of the ``read_nccl_logs`` logs; InputError where there are none, or where two
+    logs' rows of one test, rank count and size conflict."""
+    entries = [((log.op, log.n_ranks, row.size_bytes, row.type, row.redop, row.root), (row, name))
+               for name, log in logs for row in log.rows]
     if not entries:
         raise InputError("no nccl-tests logs given")
     sources = {id(row): name for _, (row, name) in entries}

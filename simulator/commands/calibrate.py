@@ -32,8 +32,7 @@ from simulator.calibrate.device_check import device_note
 from simulator.calibrate.evaluator import ALL_REDUCE_ALGORITHMS
 from simulator.calibrate.fit import calibrate
 from simulator.calibrate.from_bench import bench_form, load_bench, samples_from_bench
-from simulator.calibrate.from_nccl_tests import samples_from_nccl_tests
-from simulator.calibrate.nccl_tests import parse_nccl_tests
+from simulator.calibrate.from_nccl_tests import read_nccl_logs, samples_from_logs
 from simulator.errors import InputError
 from simulator.progress import Progress
 from simulator.sizes import parse_size
@@ -116,17 +115,20 @@ def _holdout(args, samples, fit_min: int):
 
 
 def _samples(args):
+    """Collective and gemm samples, the note on a bench record's form (or None), and the nccl-tests logs
+    read (name, parsed log), for ``_device_notes``."""
     if args.from_nccl_tests:
-        return samples_from_nccl_tests(args.from_nccl_tests), [], None
+        logs = read_nccl_logs(args.from_nccl_tests)
+        return samples_from_logs(logs), [], None, logs
     form = bench_form(load_bench(args.from_bench), args.bench_form, args.from_bench)
     collectives, gemms = samples_from_bench(args.from_bench, form)
-    return collectives, gemms, f"note: fitted the {form} rows of {args.from_bench} (--bench-form {args.bench_form})."
+    note = f"note: fitted the {form} rows of {args.from_bench} (--bench-form {args.bench_form})."
+    return collectives, gemms, note, []
 
 
-def _device_notes(args, base) -> list[str]:
+def _device_notes(logs, base) -> list[str]:
     """A note for each nccl-tests log that ran on another GPU kind than ``base`` models (``device_check``)."""
-    return [note for path in args.from_nccl_tests or ()
-            if (note := device_note(os.path.basename(path), parse_nccl_tests(path).device, base))]
+    return [note for name, log in logs if (note := device_note(name, log.device, base))]
 
 
 def _check_output(path: str) -> None:
@@ -163,7 +165,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     _check_output(args.output)
     if args.profile:
         _check_output(args.profile)
-    collectives, gemms, form_note = _samples(args)
+    collectives, gemms, form_note, logs = _samples(args)
     base, grown_note = _base(args, collectives)
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
     fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
@@ -183,7 +185,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1))
         return 0
     print("\n".join(result.report_lines()))
-    for note in (form_note, grown_note, *_device_notes(args, base)):
+    for note in (form_note, grown_note, *_device_notes(logs, base)):
         if note:
             print(note)
     print(f"wrote {args.output} ({result.graph.graph['name']}); simulate with --topology {args.output}")
