@@ -22,6 +22,8 @@ sub-package        what it holds
 ``calibrate``      fitting a topology to measurements (bench records, nccl-tests logs)
 ``training``       whole-model training plans: tensor x data arrangements, buckets, the
                    data-parallel reduction, the time of one training step
+``pipeline``       pipeline parallelism: GPipe, 1F1B and interleaved orders as data, their replay,
+                   validation, closed forms and stage x time grid
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
@@ -45,5 +47,5 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 """
 
 __all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
-           "gcpause", "ir", "limits", "memory", "network", "predict", "predict_plot", "progress", "simpy_internals",
+           "gcpause", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

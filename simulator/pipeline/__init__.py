@@ -1,0 +1,15 @@
+"""Pipeline parallelism: schedules as data, their replay and validation, closed forms, and printout.
+
+==================  ================================================================================
+module              what it holds
+==================  ================================================================================
+``order``           ``pipeline_order``: each pipeline rank's (micro-batch, stage, F|B) actions for
+                    GPipe, 1F1B and interleaved 1F1B; the size checks
+``timeline``        ``replay``: start and end of every action given their times; the validator
+                    (every send meets its receive, no deadlock); bubble and activations in flight
+``closed_forms``    the published bubble, step time and activations-in-flight formulas
+``printout``        the stage x time grid with micro-batch numbers
+==================  ================================================================================
+"""
+
+__all__ = ["closed_forms", "order", "printout", "timeline"]
