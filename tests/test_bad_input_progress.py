@@ -136,13 +136,18 @@ def test_with_the_real_probe_an_impossible_timeout_is_refused(capsys, tmp_path, 
 
 
 def test_a_long_but_possible_run_says_so_first_and_runs(capsys, monkeypatch):
-    _fixed(monkeypatch)  # at 0.5 GFLOP/s bfloat16 takes about 39 s; in fact this host is far faster
-    status = main(["run", *one_d(2, *gemm(1024), "--dtype", "bfloat16", "--iters", "1", "--warmup", "0"),
-                   "--timeout", "120"])
+    # A fixed rate of 0.001 GFLOP/s makes a 256^3 float32 gemm (forward and both gradients) look like 50 s (past the note's 5 s) while the
+    # real run takes milliseconds, so nothing here depends on how fast or loaded this host is. The floor that
+    # decides whether to probe at all is lowered with it, or so small a run would never be probed.
+    monkeypatch.setattr(executor.estimate, "FLOOR_GFLOPS", 0.001)
+    monkeypatch.setattr(executor.estimate, "probe_rates", lambda dtypes: {d: 0.001 for d in dtypes})
+    monkeypatch.setattr(executor.estimate, "cores", lambda: CORES)
+    status = main(["run", *one_d(2, *gemm(256), "--dtype", "float32", "--iters", "1", "--warmup", "0"),
+                   "--timeout", "3600"])
     out, err = capsys.readouterr()
     assert status == 0 and "correct" in out
-    assert err.splitlines() == ["tpsim run: the arithmetic alone takes about 6.4 s here (1 iteration x 3.22 GFLOP on "
-                                "the busiest of 2 ranks at 0.5 GFLOP/s (bfloat16)); --timeout 120"]
+    assert err.splitlines() == ["tpsim run: the arithmetic alone takes about 50 s here (1 iteration x 0.0503 GFLOP "
+                                "on the busiest of 2 ranks at 0.001 GFLOP/s (float32)); --timeout 3600"]
 
 
 def test_a_quick_run_is_not_probed(capsys, monkeypatch):

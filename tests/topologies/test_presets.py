@@ -115,10 +115,10 @@ def test_bad_preset_specs(spec, match):
 
 
 def test_big_clusters_build_in_seconds():
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time, which a loaded host does not stretch
     G = load_topology("dgx-h100:512")
     assert len(gpu_nodes(G)) == 4096
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 def test_cluster_form_with_a_changed_fabric():

@@ -118,14 +118,14 @@ def test_unknown_and_unreachable_nodes():
 
 def test_big_cluster_routes_quickly():
     G = load_topology("dgx-h100:512")
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time, which a loaded host does not stretch
     router = Router(G)
     gpus = gpu_nodes(G)
     rng = random.Random(0)
     for _ in range(300):
         src, dst = rng.sample(gpus, 2)
         check_route(G, router.path(src, dst), src, dst)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 @pytest.mark.parametrize("build", [lambda: ring(2), lambda: ring(3), lambda: nx.DiGraph(ring(2).edges(data=True))])
