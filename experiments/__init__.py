@@ -15,6 +15,7 @@ module                     what it holds
 ``bench_plan``             the whole-model training plan's speed on 1,024 GPUs (`predict --global-batch`)
 ``quiet_host``             waiting for an idle host, and telling a disturbed run
 ``published``              published figure vs prediction: the rows, CSV and PNG of every paper reproduction
+``outputs``                where a run writes by default: experiments/out/, or a temporary folder under --quick
 ``block_time``             one transformer block's simulated time under one arrangement, and its command
 ``step_time``              one arrangement's whole training step of a published model, and its command
 ``paper_code``             a schedule as a paper's own code ran it (Tesseract without the depth all-reduce)
@@ -30,5 +31,5 @@ Their results and the lab notes behind them are in experiments/README.md.
 
 __all__ = ["bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time", "calibration_holdout",
            "cpu_loop", "gpu_check",
-           "nccl_fidelity", "nccl_realism", "paper_25d_claim", "paper_code", "published", "quiet_host",
+           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "published", "quiet_host",
            "repro_3d", "repro_megatron", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

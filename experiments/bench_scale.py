@@ -19,7 +19,8 @@ summa25d at 16,384 under 300 s and 2 GB; ``predict --gpus 1024`` under 30 s, ``-
 120 s. ``--timeout`` (default 1,200 s) stops a run; it is reported as such, not as a time.
 
 Writes ``experiments/out/bench_scale.csv`` (one row per case and code) and prints the table.
-``--quick`` runs the same commands at 64 GPUs (a smoke test; no targets).
+``--quick`` runs the same commands at 64 GPUs (a smoke test; no targets) and writes to a temporary folder
+unless ``--out`` is given (``experiments.outputs``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from experiments.outputs import default_folder
 
 __all__ = ["BASELINE", "Case", "cases", "measure", "main"]
 
@@ -175,8 +178,11 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the previous code to time alongside (default {BASELINE}); none: skip it")
     parser.add_argument("--timeout", type=float, default=1200.0, metavar="S", help="per run (default 1200)")
     parser.add_argument("--quick", action="store_true", help="the same commands at 64 GPUs (smoke test)")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"CSV to write (default {OUT.relative_to(ROOT)})")
+    parser.add_argument("--out", type=Path, help=f"CSV to write (default {OUT.relative_to(ROOT)}; --quick: a "
+                                                 f"temporary folder, never over the committed full run)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = Path(default_folder("bench_scale", True)) / OUT.name if args.quick else OUT
     chosen = cases(args.quick)
     if args.list:
         for case in chosen:

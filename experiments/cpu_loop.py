@@ -20,6 +20,8 @@ fixed (gemm M = K = N = 1024, float32, forward + backward) and so is everything 
 machine's timing varies.
 
     python -m experiments.cpu_loop [--loops 3] [--runs 5] [--out experiments/out/cpu_loop] [--quick]
+
+``--quick`` writes to a temporary folder unless ``--out`` is given (``experiments.outputs``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 
+from experiments.outputs import OUT, default_folder
 from experiments.quiet_host import ForeignLoad, wait_until_quiet
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.ir.ops import Gemm
@@ -166,11 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-foreign-cores", type=float, default=0.15,
                         help="measure again when others kept more cores busy than this")
     parser.add_argument("--retries", type=int, default=8, help="measurements again when disturbed")
-    parser.add_argument("--out", default=os.path.join("experiments", "out", "cpu_loop"))
+    parser.add_argument("--out", help="folder to write (default experiments/out/cpu_loop; --quick: a temporary folder)")
     parser.add_argument("--quick", action="store_true", help="one loop, 2 runs, 2 iterations (a smoke run)")
     settings = parser.parse_args(argv)
     if settings.quick:
         settings.loops, settings.runs, settings.iters, settings.bench_iters = 1, 2, 2, 3
+    if settings.out is None:
+        settings.out = default_folder("cpu_loop", True) if settings.quick else os.path.join(OUT, "cpu_loop")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     os.makedirs(settings.out, exist_ok=True)
     rows = []

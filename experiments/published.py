@@ -26,6 +26,7 @@ import os
 import textwrap
 from dataclasses import asdict, dataclass, field, fields
 
+from experiments.outputs import OUT, default_folder
 from simulator.cli import main as tpsim
 
 __all__ = ["Comparison", "tpsim_json", "write_csv", "write_png", "script_arguments", "within", "report"]
@@ -124,16 +125,21 @@ def write_png(rows: list[Comparison], path: str, title: str) -> None:
 
 def script_arguments(description: str, name: str, argv: list[str] | None = None,
                      extra: list[tuple[str, str]] = ()) -> argparse.Namespace:
-    """The flags every reproduction takes: --quick, --csv FILE, --png FILE (defaults experiments/out/NAME.*);
-    ``extra`` adds a script's own on/off flags as (flag, help), e.g. ``--paper-code``."""
+    """The flags every reproduction takes: --quick, --csv FILE, --png FILE (defaults experiments/out/NAME.*, or
+    under --quick a temporary folder: ``experiments.outputs``); ``extra`` adds a script's own on/off flags as
+    (flag, help), e.g. ``--paper-code``."""
     parser = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=description)
     parser.add_argument("--quick", action="store_true",
                         help="a reduced form that finishes in under a minute (the CI smoke test)")
-    parser.add_argument("--csv", default=os.path.join("experiments", "out", f"{name}.csv"), metavar="FILE")
-    parser.add_argument("--png", default=os.path.join("experiments", "out", f"{name}.png"), metavar="FILE")
+    parser.add_argument("--csv", metavar="FILE", help=f"default {OUT}/{name}.csv (--quick: a temporary folder)")
+    parser.add_argument("--png", metavar="FILE", help=f"default {OUT}/{name}.png (--quick: a temporary folder)")
     for flag, help_text in extra:
         parser.add_argument(flag, action="store_true", help=help_text)
     args = parser.parse_args(argv)
+    if args.csv is None or args.png is None:
+        folder = default_folder(name, args.quick)
+        args.csv = args.csv or os.path.join(folder, f"{name}.csv")
+        args.png = args.png or os.path.join(folder, f"{name}.png")
     for path in (args.csv, args.png):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     return args
