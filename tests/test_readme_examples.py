@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.readme_examples import examples, label, normalise, pages, run_example
+from tests.readme_examples import examples, label, main, normalise, pages, refresh, run_example
 
 PAGES = {label(path): path.read_text() for path in pages()}
 CHECKED = [(name, *example) for name, text in PAGES.items() for example in examples(text)[0]]
@@ -95,3 +95,33 @@ def test_the_history_check_is_precise():
             "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20"]
     for line in kept:
         assert not dated_or_hashed(line), line
+
+
+def test_update_rewrites_drifted_outputs_and_nothing_else(tmp_path):
+    """`--update` puts what a command prints under a drifted example, and leaves marked and matching ones."""
+    command = "tpsim collective --op all_reduce --group-size 8 --bytes 16MiB --topology dgx-a100"
+    status, printed = run_example(command, tmp_path)
+    assert status == 0
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n```\n$ {command}\nan old figure\nand another\n```\n\ntext\n\n"
+                    f"<!-- not checked: measured -->\n```\n$ {command}\nstale on purpose\n```\n\n"
+                    f"```\n$ {command}\n{printed.rstrip()}   \n```\n")
+    ran, drifted, failed = refresh(page, write=True)
+    assert (ran, len(drifted), failed) == (2, 1, [])
+    assert drifted[0].startswith(f"{page}:4: ")
+    text = page.read_text()
+    assert "an old figure" not in text and "and another" not in text
+    assert text.count(printed.rstrip()) == 2 and "stale on purpose" in text
+    assert text.endswith(f"{printed.rstrip()}   \n```\n")  # a matching example is left byte for byte
+    assert examples(text)[0][0] == (4, command, printed.rstrip())
+
+
+def test_update_command_reports_drift_without_writing(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    original = "```\n$ tpsim collective --op all_reduce --group-size 2 --bytes 1MiB --topology dgx-a100\nwrong\n```\n"
+    page.write_text(original)
+    assert main([str(page)]) == 1
+    assert page.read_text() == original
+    assert "1 examples run, 1 drifted, 0 failed" in capsys.readouterr().out
+    assert main(["--update", str(page)]) == 0
+    assert main([str(page)]) == 0 and "wrong" not in page.read_text()
