@@ -19,7 +19,7 @@ Sizes below and from 1 MiB are summarised apart, per log and over all logs: the 
 both 100%) and the largest error in the same measure, ``exp(max |ln(predicted / measured)|) - 1``.
 Then the issue's targets, each met or not: from 1 MiB, geomean <= 10% and no point over 25% with the
 presets, <= 5% geomean calibrated; below 1 MiB, geomean <= 25% with the presets; and every point from
-1 MiB over 25% with the presets, per log (size and error), which the README explains point by point.
+1 MiB over 25% with the presets, per log (size and error), which docs/fidelity.md explains point by point.
 The preset is picked from the log's device and rank count (A100-SXM4-40GB -> dgx-a100, H100 -> dgx-h100,
 H200 -> dgx-h200, B200 -> dgx-b200; ranks / 8 servers); logs copied from web pages list no device, and
 ``UNLISTED_DEVICES`` names it from the folder's README.

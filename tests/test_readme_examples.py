@@ -1,119 +1,74 @@
-"""README.md's `$ tpsim` examples, run and compared with the text: a drifted example fails.
+"""The `$ tpsim` examples of README.md and docs/*.md, run and compared with the text: a drifted example fails.
 
-Every fenced block of README.md holding lines that start with ``$ tpsim`` is a set of examples: each
-``$ tpsim ...`` line (continued by a trailing backslash) is a command, and the lines up to the next
-``$`` line or the end of the block are what it prints on stdout. Each command runs in-process through
-``simulator.cli.main`` with stdout captured, in a temporary folder where ``tests`` leads to the
-repository's ``tests`` (so ``tests/data/...`` paths work and written files land in the temporary
-folder), and must exit 0 and print exactly the text shown (trailing whitespace aside).
-
-A block whose timings or shortening make it unreproducible is preceded by an HTML comment
-``<!-- not checked: REASON -->`` (blank lines between are allowed) and is skipped. Adding an example
-to the README adds a test.
+How examples are found, run and marked ``not checked`` is ``tests/readme_examples.py``'s docstring;
+`python -m tests.readme_examples --update` refreshes them after a deliberate change of printed numbers.
+Adding an example to a page adds a test. The pages also stay user-facing: README.md under 450 lines,
+and no dates, commit hashes or tpsim issue numbers in README.md or docs/ (history is CHANGELOG.md's,
+lab notes experiments/README.md's).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import shlex
-from pathlib import Path
 
 import pytest
 
-from simulator.cli import main
+from tests.readme_examples import REPO, examples, label, main, normalise, pages, refresh, run_example
 
-REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
-NOT_CHECKED = re.compile(r"<!--\s*not checked:[^>]*-->")
-
-
-def blocks(text: str) -> list[tuple[int, list[str], bool]]:
-    """Fenced blocks: (first line number, lines, marked not checked)."""
-    lines = text.split("\n")
-    found, i = [], 0
-    while i < len(lines):
-        if lines[i].startswith("```"):
-            j = i + 1
-            while not lines[j].startswith("```"):
-                j += 1
-            k = i - 1
-            while k >= 0 and not lines[k].strip():
-                k -= 1
-            found.append((i + 2, lines[i + 1:j], k >= 0 and bool(NOT_CHECKED.fullmatch(lines[k].strip()))))
-            i = j + 1
-        else:
-            i += 1
-    return found
+PAGES = {label(path): path.read_text() for path in pages()}
+CHECKED = [(name, *example) for name, text in PAGES.items() for example in examples(text)[0]]
+SKIPPED = [(name, *example) for name, text in PAGES.items() for example in examples(text)[1]]
 
 
-def examples(text: str) -> tuple[list[tuple[int, str, str]], list[tuple[int, str]]]:
-    """(checked, skipped): checked as (line number, command, expected stdout); skipped as (line, command)."""
-    checked, skipped = [], []
-    for start, lines, marked in blocks(text):
-        i = 0
-        while i < len(lines):
-            if not lines[i].startswith("$ tpsim"):
-                i += 1
-                continue
-            line_no, command = start + i, lines[i][2:]
-            while command.endswith("\\"):
-                i += 1
-                command = command[:-1] + " " + lines[i].strip()
-            i += 1
-            output = []
-            while i < len(lines) and not lines[i].startswith("$ "):
-                output.append(lines[i])
-                i += 1
-            while output and not output[-1].strip():
-                output.pop()
-            if marked:
-                skipped.append((line_no, command))
-            else:
-                checked.append((line_no, command, "\n".join(output)))
-    return checked, skipped
-
-
-CHECKED, SKIPPED = examples(README.read_text())
-
-
-_ROUND_OFF = re.compile(r"\b(?:\d\.\d\de-(?:1[5-9]|[2-9]\d)|0\.00e\+00)\b")
-"""A `tpsim verify` error at float64 round-off: which of these a run prints depends on the numpy and BLAS
-build (numpy 2.4 summed a [2,2,2] block's dX to 1.51e-16 where the README's run gave 2.26e-16), so the
-example only holds it to being round-off."""
-
-
-def _normalise(text: str) -> str:
-    text = _ROUND_OFF.sub("<round-off>", text)
-    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
-
-
-@pytest.mark.parametrize("line_no, command, expected", CHECKED, ids=[f"README:{n}" for n, _, _ in CHECKED])
-def test_readme_example_prints_what_the_readme_shows(line_no, command, expected, tmp_path, monkeypatch):
-    (tmp_path / "tests").symlink_to(REPO / "tests")
-    monkeypatch.chdir(tmp_path)
-    argv = shlex.split(command)
-    assert argv[0] == "tpsim"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        status = main(argv[1:])
-    assert status in (0, None), f"README line {line_no}: `{command}` exited with {status}"
-    assert _normalise(printed.getvalue()) == _normalise(expected), f"README line {line_no}: `{command}` drifted"
+@pytest.mark.parametrize("page, line_no, command, expected", CHECKED, ids=[f"{p}:{n}" for p, n, _, _ in CHECKED])
+def test_example_prints_what_the_page_shows(page, line_no, command, expected, tmp_path):
+    status, printed = run_example(command, tmp_path)
+    assert status == 0, f"{page} line {line_no}: `{command}` exited with {status}"
+    assert normalise(printed) == normalise(expected), (
+        f"{page} line {line_no}: `{command}` drifted (python -m tests.readme_examples --update {page})")
 
 
 def test_the_readme_checks_the_main_examples():
-    """The deterministic jobs the README promises are among the checked examples, and the rest are marked."""
-    commands = [command.split()[1] for _, command, _ in CHECKED]
-    for job in ("predict", "schedule", "verify", "collective", "topology"):
-        assert job in commands, f"no checked `tpsim {job}` example in README.md"
-    assert any("--show" in command for _, command, _ in CHECKED)
+    """The deterministic jobs the README promises are among its checked examples, and the rest are marked."""
+    readme = [command.split()[1] for page, _, command, _ in CHECKED if page == "README.md"]
+    for job in ("predict", "verify", "collective", "topology"):
+        assert job in readme, f"no checked `tpsim {job}` example in README.md"
+    assert any("--global-batch" in command for page, _, command, _ in CHECKED if page == "README.md")
+    assert any("--show" in command for _, _, command, _ in CHECKED)
+    assert "schedule" in [command.split()[1] for _, _, command, _ in CHECKED]
     # Measured or machine-dependent output; predict's 1,024-GPU plan, too long for a test (25 s) and
-    # shortened in the README (a 64-GPU whole-model plan is checked); collective runs that need a broken
-    # or calibrated file made beforehand, or whose long tables are shortened (one collective is checked).
+    # shortened (a 64-GPU whole-model plan is checked); collective runs that need a broken or
+    # calibrated file made beforehand, or whose long tables are shortened (others are checked).
     skippable = {"simulate", "run", "bench", "calibrate", "compare", "predict", "collective"}
-    assert {command.split()[1] for _, command in SKIPPED} <= skippable
-    assert sum(command.split()[1] == "predict" for _, command in SKIPPED) <= 1
+    assert {command.split()[1] for _, _, command in SKIPPED} <= skippable
+    assert sum(command.split()[1] == "predict" for _, _, command in SKIPPED) <= 1
+
+
+def test_every_docs_page_is_checked_and_linked():
+    """docs/ is parsed (its pages are in PAGES) and the README's reference list links each page."""
+    docs = [name for name in PAGES if name.startswith("docs/")]
+    assert "docs/README.md" in docs and len(docs) >= 10
+    for name in docs:
+        if name != "docs/README.md":
+            assert f"({name})" in PAGES["README.md"], f"README.md does not link {name}"
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+"""A relative Markdown link's target, without its anchor."""
+BEING_WRITTEN = {"docs/pipeline.md", "docs/models.md", "docs/compute.md"}
+"""Pages the reference list links while other branches write them; a merge brings them."""
+
+
+def test_relative_links_lead_to_files():
+    for name, text in PAGES.items():
+        base = (REPO / name).parent
+        for target in LINK.findall(text):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path = (base / target).resolve()
+            if path.relative_to(REPO).as_posix() in BEING_WRITTEN:
+                continue
+            assert path.exists(), f"{name} links {target}, which does not exist"
 
 
 def test_parser_sees_marks_continuations_and_outputs():
@@ -122,3 +77,69 @@ def test_parser_sees_marks_continuations_and_outputs():
     checked, skipped = examples(text)
     assert checked == [(2, "tpsim a  --b 1", "out 1"), (6, "tpsim c", "out 2  ")]
     assert skipped == [(13, "tpsim d")]
+
+
+README_MAX_LINES = 450
+DATE = re.compile(r"\b20\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])\b")
+"""A calendar date as the lab notes wrote them (2026-12-07)."""
+COMMIT = re.compile(r"\bcommits?\s+`?(?=[0-9a-f]*[0-9])(?:[0-9a-f]{40}|[0-9a-f]{7,12})\b")
+"""A commit hash where the text says it is one: "commit" then 7-12 or 40 hex digits, at least one a digit."""
+OWN_ISSUE = re.compile(r"\b[Ii]ssue \d+")
+"""tpsim's own issue numbers ("issue 17"); public ones are written owner/repo#N or nccl#N and stay."""
+
+
+def dated_or_hashed(text: str) -> list[str]:
+    """The lines of a page that carry a date, a commit hash or a tpsim issue number."""
+    return [line.strip() for line in text.split("\n")
+            if DATE.search(line) or COMMIT.search(line) or OWN_ISSUE.search(line)]
+
+
+def test_pages_are_user_facing():
+    lines = PAGES["README.md"].count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move reference text to docs/ (at most {README_MAX_LINES})"
+    for name, text in PAGES.items():
+        assert not dated_or_hashed(text), f"{name}: history belongs in CHANGELOG.md: {dated_or_hashed(text)[:3]}"
+
+
+def test_the_history_check_is_precise():
+    """It catches what the lab notes wrote, and leaves NCCL's output and public references alone."""
+    caught = ["measured on 2026-12-07", "commit 6698e53; no licence", "commit `d6fb1ec`",
+              "at commit 0123456789abcdef0123456789abcdef01234567", "issue 17's item 6", "(Issue 14 item 1)"]
+    for line in caught:
+        assert dated_or_hashed(line), line
+    kept = ["NCCL INFO comm 0x55d1c0a3e2b0 rank 0 nranks 8 cudaDev 0 busId 1b000 commId 0x8f2c5a1d7e3b9c04",
+            "(NVIDIA/nccl#1455) measured", "NVIDIA/nccl-tests#212", "kvcache-ai/Mooncake PR #3484",
+            "commit to the plan", "the commit of each log is in its README", "2026-13-45", "size 2026-12",
+            "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20"]
+    for line in kept:
+        assert not dated_or_hashed(line), line
+
+
+def test_update_rewrites_drifted_outputs_and_nothing_else(tmp_path):
+    """`--update` puts what a command prints under a drifted example, and leaves marked and matching ones."""
+    command = "tpsim collective --op all_reduce --group-size 8 --bytes 16MiB --topology dgx-a100"
+    status, printed = run_example(command, tmp_path)
+    assert status == 0
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n```\n$ {command}\nan old figure\nand another\n```\n\ntext\n\n"
+                    f"<!-- not checked: measured -->\n```\n$ {command}\nstale on purpose\n```\n\n"
+                    f"```\n$ {command}\n{printed.rstrip()}   \n```\n")
+    ran, drifted, failed = refresh(page, write=True)
+    assert (ran, len(drifted), failed) == (2, 1, [])
+    assert drifted[0].startswith(f"{page}:4: ")
+    text = page.read_text()
+    assert "an old figure" not in text and "and another" not in text
+    assert text.count(printed.rstrip()) == 2 and "stale on purpose" in text
+    assert text.endswith(f"{printed.rstrip()}   \n```\n")  # a matching example is left byte for byte
+    assert examples(text)[0][0] == (4, command, printed.rstrip())
+
+
+def test_update_command_reports_drift_without_writing(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    original = "```\n$ tpsim collective --op all_reduce --group-size 2 --bytes 1MiB --topology dgx-a100\nwrong\n```\n"
+    page.write_text(original)
+    assert main([str(page)]) == 1
+    assert page.read_text() == original
+    assert "1 examples run, 1 drifted, 0 failed" in capsys.readouterr().out
+    assert main(["--update", str(page)]) == 0
+    assert main([str(page)]) == 0 and "wrong" not in page.read_text()

@@ -144,7 +144,7 @@ _SOURCES = {
     "scalable unit (20 servers, 8 rail leaves).",
     "dgx-h100": "DGX H100 (NVIDIA DGX H100 user guide; DGX BasePOD reference architecture): 8x H100-SXM5-80GB, "
     "4 NVSwitch chips (one switch node here), 18 NVLink4 links = 450 GB/s peak per direction, modelled at "
-    "370 GB/s (NCCL ring all_reduce busbw on 8 H100s; NVLink SHARP's ~480 not modelled); 8x ConnectX-7 NDR "
+    "370 GB/s (NCCL ring all_reduce busbw on 8 H100s; NVLink SHARP's ~480 is NVLS, modelled in the collectives); 8x ConnectX-7 NDR "
     "400 Gb/s = 50 GB/s peak, modelled at 47 GB/s (NCCL 46-48 per NDR NIC). Leaves of 32 ports, as in a DGX "
     "H100 SuperPOD scalable unit (32 servers, QM9700 64-port switches at 1:1).",
     "dgx-h200": "DGX H200 (NVIDIA DGX BasePOD reference architecture): the DGX H100 design with H200-SXM-141GB "

@@ -17,7 +17,7 @@ Azure/AI-benchmarking-guide): it brings the model from 9.7% to 3.9% geomean erro
 17% at 32 KiB chunks, 9-14% at 64 KiB, 2-4% at 128 KiB. Only single-server NVLS (``nvls``) pays it:
 the NVLS tree across servers cuts its own chunks and pays for them differently, a pipeline fill of its
 loops (``nvls_tree_fill``): the published two-server logs miss time that grows with the chunk, not with
-the number of chunks (README, "Fidelity against every published log").
+the number of chunks (docs/fidelity.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The whole CPU loop, tiny: tpsim bench -> calibrate -> run -> compare completes and reports a finite error.
 
 No accuracy is asserted: timings on a shared 2-core machine are not a test's business (the accuracy
-over repeated runs is ``experiments/cpu_loop.py``'s, and the README's).
+over repeated runs is ``experiments/cpu_loop.py``'s, and docs/calibrate.md's).
 """
 
 from __future__ import annotations

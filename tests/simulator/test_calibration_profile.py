@@ -85,7 +85,7 @@ def _run(capsys, argv):
 def fitted(tmp_path_factory):
     """calibrate jointly on the real 8-GPU (1 server) and 16-GPU (2 servers) logs, the base given without
     its size, every all_reduce as the ring NCCL ran (--algo ring), from 1 MiB (the default): the 8-GPU log
-    pins NVSwitch, the 16-GPU log InfiniBand (README, "Calibration that carries")."""
+    pins NVSwitch, the 16-GPU log InfiniBand (docs/calibrate.md, "Calibration that carries")."""
     folder = tmp_path_factory.mktemp("fit")
     argv = ["calibrate", "--from-nccl-tests", str(LOGS / "all_reduce_perf_8gpu.log"),
             str(LOGS / "all_reduce_perf_16gpu.log"), "--topology", "dgx-a100", "--algo", "ring",

@@ -72,7 +72,7 @@ def test_presets_name_their_generation():
 
 def test_a_forced_tree_on_two_b200_servers_runs_at_the_rate_together_ai_measured():
     # Together AI's 2-server B200 nccl-tests all_reduce with NCCL_ALGO=Tree: 335.2 GB/s busbw at 8 GiB
-    # (README, "Collectives as NCCL runs them"); the links alone would give it twice the ring's network share.
+    # (docs/collectives.md); the links alone would give it twice the ring's network share.
     nbytes = 8 << 30
     t, plan, net, members = run_all_reduce("dgx-b200:2", 16, nbytes, "double_binary_tree")
     assert plan.floor_s > 0

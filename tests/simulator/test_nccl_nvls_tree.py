@@ -114,7 +114,7 @@ def test_forcing_it_on_one_server_is_one_clear_error():
                                                  ("dgx-h100:2", (467.5,), 0.03)])
 def test_two_servers_meet_the_published_default_all_reduce_busbw(spec, measured, rel):
     # Published nccl-tests all_reduce, NCCL's default algorithm, 2 servers x 8 GPUs, large sizes: B200 on
-    # GCP A4, Lambda and Together AI; H100 on Nebius (quoted in README, "Collectives as NCCL runs them").
+    # GCP A4, Lambda and Together AI; H100 on Nebius (quoted in docs/collectives.md).
     nbytes = 8 << 30
     t, plan, _, _ = run_all_reduce(spec, 16, nbytes)
     assert plan.algorithm == "nvls_tree"
