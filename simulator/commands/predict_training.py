@@ -41,7 +41,8 @@ from topologies import gpu_nodes
 __all__ = ["add_training_plan_arguments", "training_plan_command", "CSV_FIELDS"]
 
 CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp", "micro_batch", "micro_batches",
-              "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "compute_s", "tp_comm_s",
+              "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s",
+              "tp_comm_s",
               "dp_comm_s", "optimizer_s", "peak_bytes", "fits", "status", "reason")
 
 
