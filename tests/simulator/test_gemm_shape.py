@@ -87,3 +87,4 @@ def test_a_calibrated_cap_overrides_the_published_one_and_a_device_without_one_f
 def test_a_bad_achievable_figure_in_a_device_is_named(key, value, match):
     with pytest.raises(TopologyError, match=match):
         check_device({**A100, key: value}, "GPU gpu0")
+
