@@ -21,9 +21,10 @@ The peaks (dense TFLOP/s per dtype, memory bandwidth and size) are the datasheet
     Streaming multiprocessors: what a GEMM's tiles are spread over, so a GEMM of few tiles or a last
     partial wave leaves SMs idle (NVIDIA, "Matrix Multiplication Background User's Guide", wave
     quantization). A100: 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper); H100 SXM5 and
-    H200: 132 (NVIDIA H100 Tensor Core GPU Architecture whitepaper); B200 and GB200: 148 (NVIDIA
-    Blackwell architecture technical brief: 2 dies of 74 enabled SMs, an assumption where it only
-    gives the full die's 80); V100: 80; Quadro RTX 5000: 48 (datasheet).
+    H200: 132 (NVIDIA H100 Tensor Core GPU Architecture whitepaper); B200 and GB200: 148, an assumption
+    (NVIDIA's datasheets give no SM count; 148 is the count commonly reported for the B200); V100: 80;
+    Quadro RTX 5000: 48 (datasheet). V100 and Quadro RTX 5000 carry no ``sms`` here (no achievable
+    matmul figure either), so they keep the CPU-style thin-matrix factor.
 
 ==================  ====================  ===================  =================  ==========================
 device              MAMF bf16 (fp8)       at M x N x K         achievable GB/s    source of the MAMF
