@@ -2,22 +2,29 @@
 
 A gemm of shape (m, k, n) takes ``2mkn / (peak[dtype] * efficiency)`` seconds, with
 
-    efficiency = min(cap * dim / (dim + half_efficiency_dim),  intensity * mem_bandwidth / peak)
+    efficiency = min(cap * shape(m, k, n),  intensity * achievable memory bandwidth / peak)
 
-- ``cap``: the best fraction of peak a large GEMM reaches (``G.graph["sim"]["gemm_efficiency"]``, else
-  ``ComputeConfig.gemm_efficiency`` = 0.7 as in the presets): cuBLAS reaches about 85-90% of the A100's
-  312 TFLOP/s bf16 and about 70-75% of the H100 SXM's 989 on large square GEMMs.
-- ``dim / (dim + half_efficiency_dim)`` with ``dim = min(m, k, n)``: a saturating penalty for thin
-  matrices, which fill few tensor-core tiles and waves (NVIDIA, "Matrix Multiplication Background
-  User's Guide": tile and wave quantization). It is 1/2 at ``dim = half_efficiency_dim``.
-- ``intensity * mem_bandwidth / peak``: the roofline's memory roof (Williams, Waterman, Patterson,
-  CACM 2009), with arithmetic intensity ``2mkn / (dtype bytes * (mk + kn + mn))`` FLOP per byte (each
-  operand read once, the result written once). A gemm under it is memory bound and takes exactly the
-  time to stream its operands at ``mem_bandwidth_GBps``.
+- ``cap``: the fraction of the dtype's dense peak a large, well-shaped GEMM reaches. By default it
+  comes from the device's published maximum achievable matmul throughput (``gemm_tflops``, with the
+  shape ``gemm_shape`` it was measured at; ``topologies.compute_rates`` has the figures and their
+  sources), normalised so that this shape reaches exactly that throughput:
+  ``cap = gemm_tflops / peak / shape(gemm_shape)``. ``G.graph["sim"]["gemm_efficiency"]`` (set by
+  ``tpsim calibrate``, or by hand) overrides it; a device with no achievable figure for the dtype
+  uses ``FALLBACK_GEMM_EFFICIENCY`` = 0.7.
+- ``shape``: on a GPU (a device listing its SM count ``sms``), ``simulator.gemm_shape.shape_factor``:
+  tile and wave quantization over the SMs with the tile sizes cuBLAS chooses among, split-K for
+  GEMMs too small to fill the SMs, and the depth factor ``k / (k + half_efficiency_dim)`` of each
+  tile's pipeline fill. On a device without ``sms`` (CPU ranks), the saturating thin-matrix factor
+  ``dim / (dim + half_efficiency_dim)`` with ``dim = min(m, k, n)``.
+- ``intensity * bandwidth / peak``: the roofline's memory roof (Williams, Waterman, Patterson, CACM
+  2009), with arithmetic intensity ``2mkn / (dtype bytes * (mk + kn + mn))`` FLOP per byte (each
+  operand read once, the result written once), against the device's *achievable* memory bandwidth
+  (``mem_bandwidth_achievable_GBps``, else the datasheet's ``mem_bandwidth_GBps``; either times
+  ``memory_efficiency``). A gemm under it is memory bound and takes the time to stream its operands.
 
-So the time is ``max(2mkn / (peak * cap * thin), bytes / mem_bandwidth)``, the larger of a compute
-time and a memory time that each grow with every one of m, k, n: a larger gemm never takes less time,
-and the efficiency is non-decreasing in every extent and never above ``cap``.
+So a thin or misaligned GEMM is slower per FLOP than a square one (fewer, emptier tiles and waves),
+a tensor-parallel shard of a large GEMM keeps its efficiency until its tiles stop filling the SMs,
+and a GEMM of small K or N falls onto the memory roof.
 
 Ranks that share a host's cores (CPU ranks, more than cores): a gemm's rate depends on what the other
 ranks do meanwhile. Back-to-back gemms run on every rank at once, at the rate a lock-step gemm phase
@@ -25,13 +32,13 @@ measures; a gemm that directly follows a communication op (or a wait) overlaps o
 communicating (a collective releases its members apart), so it gets more of the cores. Where
 ``gemm_efficiency_after_comm`` is set (``tpsim calibrate`` fits it from ``tpsim bench --form
 interleaved``), such a gemm uses it as its ``cap``; unset (every GPU preset), all gemms use
-``gemm_efficiency``.
+the ordinary cap.
 
 A ``local`` op costs what its function's ``work`` (``simulator.workloads.functions``) says for the
 op's block shapes and parameters: a list of batched products ``(count, m, k, n)`` and the elements
 its memory-bound passes read and write. Its time is
 
-    sum over products of count * gemm_time_s(m, k, n)  +  elements * dtype bytes / (mem_bandwidth * memory_efficiency)
+    sum over products of count * gemm_time_s(m, k, n)  +  elements * dtype bytes / (achievable bandwidth * memory_efficiency)
 
 (a batch of products is timed as that many separate gemms: no credit for a batched kernel filling
 more waves); ``Schedule.flops`` is ``sum 2 * count * m * k * n`` plus the work's elementwise FLOPs and
@@ -73,12 +80,15 @@ when p > 0) and forms dS = P (dP - rowsum(dP P)) (3 passes). The products run ov
 the causal mask's zero half included, as an unfused kernel computes them: the attention products of
 a block of b sequences are ``4 b a s^2 d`` FLOPs forward and ``10 b a s^2 d`` backward.
 
-Example::
+Example (an A100 80GB: 271.2 TFLOP/s achievable on 1024 x 5120 x 10240)::
 
-    >>> model = ComputeModel(ComputeConfig(gemm_efficiency=0.8))
-    >>> a100 = {"name": "A100", "peak_tflops": {"bfloat16": 312.0}, "mem_bandwidth_GBps": 1555.0}
+    >>> from topologies.devices import A100_SXM4_80GB
+    >>> a100 = A100_SXM4_80GB.as_dict()
+    >>> model = ComputeModel()
+    >>> round(2 * 1024 * 5120 * 10240 / model.gemm_time_s(a100, "bfloat16", 1024, 5120, 10240) / 1e12, 1)
+    271.2
     >>> round(model.gemm_time_s(a100, "bfloat16", 8192, 8192, 8192) * 1e3, 3)  # ms
-    4.44
+    3.993
 """
 
 from __future__ import annotations
@@ -86,26 +96,39 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from simulator.errors import InputError
+from simulator.gemm_shape import shape_factor
 from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.functions import Work
 
-__all__ = ["ComputeConfig", "ComputeModel"]
+__all__ = ["ComputeConfig", "ComputeModel", "FALLBACK_GEMM_EFFICIENCY", "achievable_memory_bandwidth"]
+
+FALLBACK_GEMM_EFFICIENCY = 0.7
+"""``cap`` of a device without a published achievable matmul figure for the dtype (an assumption: about
+what cuBLAS reaches of the A100's and H100's peaks on the large shapes of a training step)."""
+
+
+def achievable_memory_bandwidth(device: dict, memory_efficiency: float = 1.0) -> float:
+    """Bytes per second a streaming kernel reaches on ``device``: its achievable rate where listed, else
+    the datasheet rate, times ``memory_efficiency``."""
+    rate = device.get("mem_bandwidth_achievable_GBps", device["mem_bandwidth_GBps"])
+    return float(rate) * 1e9 * memory_efficiency
 
 
 @dataclass(frozen=True)
 class ComputeConfig:
     """Parameters of the compute model; ``from_sim`` reads overrides from ``G.graph["sim"]``."""
 
-    gemm_efficiency: float = 0.7
-    """Fraction of dense peak a large, compute-bound gemm reaches (0 < x <= 1)."""
+    gemm_efficiency: float | None = None
+    """``cap``: fraction of dense peak a large, well-shaped gemm reaches (0 < x <= 1); None: from the
+    device's achievable matmul figure (module doc)."""
     half_efficiency_dim: float = 64.0
-    """Smallest gemm extent, in elements, at which the thin-matrix factor halves the rate (>= 0)."""
+    """Depth (GPU: k; CPU: the smallest extent), in elements, at which the depth factor halves the rate (>= 0)."""
     gemm_efficiency_after_comm: float | None = None
     """``cap`` of a gemm that directly follows a communication op or wait, on a host whose ranks share
     cores (module doc); None: ``gemm_efficiency``."""
     memory_efficiency: float = 1.0
-    """Fraction of peak memory bandwidth elementwise and slice ops reach (0 < x <= 1)."""
+    """Fraction of the device's achievable memory bandwidth elementwise and slice ops reach (0 < x <= 1)."""
     allow_tf32: bool = False
     """Time float32 gemms at the ``tfloat32`` tensor-core rate where the device lists one (PyTorch's
     ``torch.backends.cuda.matmul.allow_tf32``; off by default, as in PyTorch)."""
@@ -113,6 +136,8 @@ class ComputeConfig:
     def __post_init__(self) -> None:
         for name in ("gemm_efficiency", "memory_efficiency"):
             value = getattr(self, name)
+            if name == "gemm_efficiency" and value is None:
+                continue
             if not (isinstance(value, (int, float)) and 0 < value <= 1):
                 raise InputError(f"compute model: {name} must be in (0, 1], got {value!r}")
         after = self.gemm_efficiency_after_comm
@@ -146,16 +171,43 @@ class ComputeModel:
                              f"it lists: {', '.join(rates) or 'none'}")
         return float(rates[dtype]) * 1e12
 
+    def _rate_dtype(self, device: dict, dtype: str) -> str:
+        rates = device.get("peak_tflops", {})
+        return "tfloat32" if dtype == "float32" and self.config.allow_tf32 and "tfloat32" in rates else dtype
+
+    def shape(self, device: dict, m: int, k: int, n: int) -> float:
+        """The shape factor of an (m x k) @ (k x n) gemm on ``device`` (module docstring), in (0, 1]."""
+        h = self.config.half_efficiency_dim
+        sms = device.get("sms")
+        if sms:
+            return shape_factor(m, n, k, int(sms), h)
+        dim = min(m, k, n)
+        return dim / (dim + h) if dim + h > 0 else 1.0
+
+    def cap(self, device: dict, dtype: str, after_comm: bool = False) -> float:
+        """The large-gemm fraction of peak (module docstring): the config's, else the device's achievable
+        figure normalised by its shape, else ``FALLBACK_GEMM_EFFICIENCY``."""
+        if after_comm and self.config.gemm_efficiency_after_comm is not None:
+            return self.config.gemm_efficiency_after_comm
+        if self.config.gemm_efficiency is not None:
+            return self.config.gemm_efficiency
+        key = ("cap", device.get("name"), dtype)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = FALLBACK_GEMM_EFFICIENCY
+            achievable = device.get("gemm_tflops", {}).get(self._rate_dtype(device, dtype))
+            if achievable is not None:
+                m, n, k = device.get("gemm_shape", (8192, 8192, 8192))
+                cached = min(1.0, float(achievable) * 1e12 / self.peak_flops(device, dtype) / self.shape(device, m, k, n))
+            self._cache[key] = cached
+        return cached
+
     def gemm_efficiency(self, device: dict, dtype: str, m: int, k: int, n: int, after_comm: bool = False) -> float:
         """The fraction of peak a gemm of this shape reaches (see the module docstring); ``after_comm``:
         it directly follows a communication op or wait."""
-        dim = min(m, k, n)
-        cap = self.config.gemm_efficiency
-        if after_comm and self.config.gemm_efficiency_after_comm is not None:
-            cap = self.config.gemm_efficiency_after_comm
-        compute_roof = cap * dim / (dim + self.config.half_efficiency_dim)
+        compute_roof = self.cap(device, dtype, after_comm) * self.shape(device, m, k, n)
         intensity = 2.0 * m * k * n / (DTYPE_BYTES[dtype] * (m * k + k * n + m * n))
-        memory_roof = intensity * float(device["mem_bandwidth_GBps"]) * 1e9 / self.peak_flops(device, dtype)
+        memory_roof = intensity * achievable_memory_bandwidth(device) / self.peak_flops(device, dtype)
         return min(compute_roof, memory_roof)
 
     def gemm_time_s(self, device: dict, dtype: str, m: int, k: int, n: int, after_comm: bool = False) -> float:
@@ -170,9 +222,8 @@ class ComputeModel:
         return cached
 
     def memory_time_s(self, device: dict, nbytes: int) -> float:
-        """Seconds to stream ``nbytes`` through device memory."""
-        bandwidth = float(device["mem_bandwidth_GBps"]) * 1e9 * self.config.memory_efficiency
-        return nbytes / bandwidth
+        """Seconds to stream ``nbytes`` through device memory at its achievable bandwidth."""
+        return nbytes / achievable_memory_bandwidth(device, self.config.memory_efficiency)
 
     def op_time_s(self, schedule: Schedule, rank: int, op: Op, device: dict, after_comm: bool = False) -> float:
         """Seconds ``op`` keeps ``rank`` busy computing; 0 for communication and wait ops. ``after_comm``:

@@ -34,10 +34,21 @@ Sources (NVIDIA datasheets; the sparse figures they headline are halved here):
   "GPUs on Frontera: RTX 5000", and the CUDA programming guide's throughput table for compute capability
   7.5). Turing has no bfloat16: FP32's rate, as for Volta.
 
+The compute side beyond the peaks (achievable matmul throughput and the shape it was measured at,
+achievable memory bandwidth, SM count) comes from ``topologies.compute_rates`` by device name, with
+its sources there; ``as_dict`` adds those keys for the devices listed there. ``reserve_GB`` is the
+memory a training framework cannot use (``simulator.memory.device``: 2 GB of CUDA context, library
+workspaces and NCCL buffers plus 5% for the caching allocator's fragmentation), listed per device so
+a planner sees usable = ``memory_GB - reserve_GB``.
+
 Example::
 
     >>> A100_SXM4_40GB.as_dict()["peak_tflops"]["bfloat16"]
     312.0
+    >>> A100_SXM4_80GB.as_dict()["gemm_tflops"]["bfloat16"], A100_SXM4_80GB.as_dict()["sms"]
+    (271.2, 108)
+    >>> A100_SXM4_80GB.reserve_GB
+    6.0
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from topologies.compute_rates import COMPUTE_RATES
 from topologies.kinds import DTYPES
 
 __all__ = [
@@ -98,14 +110,25 @@ class DeviceSpec:
         rates = {dtype: float(rate) for dtype, rate in self.peak_tflops.items()}
         object.__setattr__(self, "peak_tflops", MappingProxyType(rates))
 
+    @property
+    def reserve_GB(self) -> float:
+        """Memory a training framework cannot use: 2 GB plus 5% of ``memory_GB`` (module doc)."""
+        return round(2.0 + 0.05 * self.memory_GB, 3)
+
     def as_dict(self) -> dict:
-        """The plain dict stored on GPU nodes (a fresh copy each call)."""
-        return {
+        """The plain dict stored on GPU nodes (a fresh copy each call), with the achievable rates of
+        ``topologies.compute_rates`` where it lists this device."""
+        out = {
             "name": self.name,
             "peak_tflops": dict(self.peak_tflops),
             "mem_bandwidth_GBps": float(self.mem_bandwidth_GBps),
             "memory_GB": float(self.memory_GB),
         }
+        rates = COMPUTE_RATES.get(self.name)
+        if rates is not None:
+            out.update(gemm_tflops=dict(rates.gemm_tflops), gemm_shape=list(rates.gemm_shape),
+                       mem_bandwidth_achievable_GBps=float(rates.mem_bandwidth_achievable_GBps), sms=rates.sms)
+        return out
 
 
 _A100_RATES = {"float64": 19.5, "float32": 19.5, "tfloat32": 156.0, "bfloat16": 312.0, "float16": 312.0}

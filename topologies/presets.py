@@ -38,8 +38,10 @@ loopback    8     CPU ranks via one host hub,  none                 (suffix is t
 Rates are "model (peak)" per direction; ``topologies.rates`` gives the source of each. Every preset's
 ``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency: tuning.cc's
 Simple ring base latency is 8.4 us; steps between servers add NCCL's network step latency, see
-``simulator.collectives.params``) and ``gemm_efficiency`` = 0.7 (an assumption: large cuBLAS GEMMs
-reach roughly 70-80% of dense tensor-core peak; calibration replaces it). The start-up term, NVLink
+``simulator.collectives.params``). No preset sets ``gemm_efficiency``: the compute model takes each
+GPU's large-GEMM ceiling from its published maximum achievable matmul throughput and its shape
+dependence from its SM count (``topologies.compute_rates``, ``simulator.compute``); GPUs without a
+published figure (V100, Quadro RTX 5000) fall back to 0.7 of peak; calibration replaces either. The start-up term, NVLink
 SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
 ``simulator.collectives.channel_caps``; Turing takes Volta's, as NCCL does) are per GPU generation
 (``GENERATION_SIM``; the hypothetical torus-3d keeps ``DEFAULT_SIM``, no NCCL platform's caps):
@@ -99,7 +101,7 @@ __all__ = ["Preset", "PRESETS", "build_preset", "DEFAULT_SIM", "GENERATION_SIM",
            "DGX_A100_80GB_SERVER", "DGX_B200_SERVER", "GB200_NVL72_RACK", "DGX_2H_SERVER", "V100_4GPU_SERVER",
            "RTX5000_4GPU_SERVER"]
 
-DEFAULT_SIM = {"collective_base_latency_us": 8.0, "gemm_efficiency": 0.7}
+DEFAULT_SIM = {"collective_base_latency_us": 8.0}
 _HOPPER_STARTUP = {"collective_startup_bytes": 4 << 20, "collective_channel_bandwidth_GBps": 210.0}
 _NVLS_TREE_FILL = {"collective_nvls_tree_fill_loops": 1.5}
 GENERATION_SIM = {

@@ -42,6 +42,27 @@ def gpu_nodes(G: nx.DiGraph) -> list[str]:
     return [node for _, node in sorted(gpus, key=lambda item: (item[0] if isinstance(item[0], int) else -1, item[1]))]
 
 
+OPTIONAL_DEVICE_KEYS = ("gemm_tflops", "gemm_shape", "mem_bandwidth_achievable_GBps", "sms")
+"""The compute side a device may add to its peaks (``topologies.compute_rates``)."""
+
+
+def _check_achievable(device: dict, where: str) -> None:
+    name = device["name"]
+    rates = device.get("gemm_tflops", {})
+    if not isinstance(rates, dict) or not all(_is_number(r) and r > 0 for r in rates.values()):
+        raise TopologyError(f"{where}: device {name} gemm_tflops must map dtypes to TFLOP/s > 0, got {rates!r}")
+    shape = device.get("gemm_shape", [1, 1, 1])
+    if not (isinstance(shape, (list, tuple)) and len(shape) == 3
+            and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in shape)):
+        raise TopologyError(f"{where}: device {name} gemm_shape must be [M, N, K] of positive integers, got {shape!r}")
+    bandwidth = device.get("mem_bandwidth_achievable_GBps", 1.0)
+    if not (_is_number(bandwidth) and bandwidth > 0):
+        raise TopologyError(f"{where}: device {name} mem_bandwidth_achievable_GBps must be > 0, got {bandwidth!r}")
+    sms = device.get("sms", 1)
+    if not (isinstance(sms, int) and not isinstance(sms, bool) and sms > 0):
+        raise TopologyError(f"{where}: device {name} sms must be an integer > 0, got {sms!r}")
+
+
 def check_device(device, where: str) -> None:
     """Raise TopologyError unless ``device`` is a valid device dict (name, peak_tflops, memory figures)."""
     if not isinstance(device, dict):
@@ -60,7 +81,8 @@ def check_device(device, where: str) -> None:
     for key in ("mem_bandwidth_GBps", "memory_GB"):
         if not (_is_number(device.get(key)) and device[key] > 0):
             raise TopologyError(f"{where}: device {device['name']} {key} must be > 0, got {device.get(key)!r}")
-    unknown = sorted(set(device) - {"name", "peak_tflops", "mem_bandwidth_GBps", "memory_GB"})
+    _check_achievable(device, where)
+    unknown = sorted(set(device) - {"name", "peak_tflops", "mem_bandwidth_GBps", "memory_GB", *OPTIONAL_DEVICE_KEYS})
     if unknown:
         raise TopologyError(f"{where}: device {device['name']} has unknown key {unknown[0]!r}")
 

@@ -42,7 +42,7 @@ from simulator.calibrate.rows import ErrorRow
 from simulator.calibrate.samples import COLLECTIVE_KINDS, CollectiveSample, GemmSample
 from simulator.collectives import run_collective
 from simulator.collectives.params import CollectiveParams
-from simulator.compute import ComputeConfig
+from simulator.compute import ComputeConfig, ComputeModel
 from simulator.errors import InputError
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size
@@ -187,10 +187,11 @@ def calibrate(base, collectives: list[CollectiveSample], gemms: list[GemmSample]
         config = ComputeConfig.from_sim(G0.graph["sim"])  # before the update: without collectives graph is G0
         graph.graph["sim"].update(gemm.sim)
         parameters.update(gemm.sim)
-        base_parameters.update(gemm_efficiency=config.gemm_efficiency, half_efficiency_dim=config.half_efficiency_dim)
+        # The base cap as the model resolved it (a preset's comes from its device's achievable matmul rate).
+        base_cap = ComputeModel(config).cap(graph.nodes[gpu_nodes(graph)[0]]["device"], gemms[0].dtype)
+        base_parameters.update(gemm_efficiency=base_cap, half_efficiency_dim=config.half_efficiency_dim)
         if "gemm_efficiency_after_comm" in gemm.sim:  # unset in the base: every gemm ran at gemm_efficiency
-            base_parameters["gemm_efficiency_after_comm"] = (config.gemm_efficiency_after_comm
-                                                             or config.gemm_efficiency)
+            base_parameters["gemm_efficiency_after_comm"] = config.gemm_efficiency_after_comm or base_cap
         for dtype, (listed, raised) in gemm.peaks_TFLOPs.items():
             parameters[f"peak_tflops.{dtype}"], base_parameters[f"peak_tflops.{dtype}"] = raised, listed
         _raise_peaks(graph, gemm.peaks_TFLOPs)

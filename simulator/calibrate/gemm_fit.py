@@ -1,7 +1,8 @@
 """The compute fit: ``gemm_efficiency`` and ``half_efficiency_dim`` from measured gemms.
 
-Through ``simulator.compute.ComputeModel`` itself (time = 2mkn / (peak x min(cap x dim / (dim + h),
-memory roof))), on the device of the topology's first GPU: bounded least squares on log time in
+Through ``simulator.compute.ComputeModel`` itself (time = 2mkn / (peak x min(cap x shape(m, k, n; h),
+memory roof)), the shape factor being tile and wave quantization on a GPU and dim / (dim + h) on a CPU
+rank), on the device of the topology's first GPU: bounded least squares on log time in
 log(cap), log(h), with the same weak pull towards the base values as the collective fit
 (``lsq.PRIOR_WEIGHT``), so a single shape fixes cap and leaves h at its base value.
 
@@ -69,8 +70,7 @@ def _implied_cap(device: dict, keys, buckets: dict, base: ComputeConfig, device_
     for key in keys:
         m, k, n, dtype = key[:4]
         peak = float(device["peak_tflops"][device_dtype(device, dtype, base)]) * 1e12
-        dim = min(m, k, n)
-        caps.append(2.0 * m * k * n / buckets[key] / peak * (dim + base.half_efficiency_dim) / dim)
+        caps.append(2.0 * m * k * n / buckets[key] / peak / ComputeModel(base).shape(device, m, k, n))
     return min(max(statistics.median(caps), _CAP_BOUNDS[0]), _CAP_BOUNDS[1])
 
 
@@ -94,10 +94,11 @@ def _raise_listed_peaks(device: dict, buckets: dict, fitted: list[tuple], base: 
         name = _device_dtype(device, dtype, base)
         if name not in device["peak_tflops"]:
             continue  # ComputeModel raises the clear error later
-        # The rate a large gemm would reach by the model's thin-matrix factor (at the base h): what
+        # The rate a large gemm would reach by the model's shape factor (at the base h): what
         # cap = 1 must be able to reproduce.
-        best = max(2.0 * key[0] * key[1] * key[2] / buckets[key] * (min(key[:3]) + base.half_efficiency_dim)
-                   / min(key[:3]) for key in fitted if key[3] == dtype) / 1e12
+        shape = ComputeModel(base).shape
+        best = max(2.0 * key[0] * key[1] * key[2] / buckets[key] / shape(device, *key[:3])
+                   for key in fitted if key[3] == dtype) / 1e12
         listed = float(device["peak_tflops"][name])
         if best > listed:
             device["peak_tflops"][name] = best
@@ -135,13 +136,14 @@ def fit_gemms(G, gemms: list[GemmSample]) -> GemmFit:
 
     # cap and h on the main population (lock-step, else after-comm), with a weak pull to the base values.
     measured = np.log([buckets[key] for key in main])
-    x_base = np.log([base.gemm_efficiency, max(base.half_efficiency_dim, _HALF_DIM_BOUNDS[0])])
+    base_cap = ComputeModel(base).cap(device, main[0][3])  # the preset's: its own, or the device's achievable
+    x_base = np.log([base_cap, max(base.half_efficiency_dim, _HALF_DIM_BOUNDS[0])])
     lower = np.log([_CAP_BOUNDS[0], _HALF_DIM_BOUNDS[0]])
     upper = np.log([_CAP_BOUNDS[1], _HALF_DIM_BOUNDS[1]])
     # (The main population is timed as back-to-back gemms: its own condition, whichever it is.)
     as_main = [(*key[:5], False) for key in main]
     x_start = x_base
-    if _flat(times, base.gemm_efficiency, base.half_efficiency_dim, as_main):
+    if _flat(times, base_cap, base.half_efficiency_dim, as_main):
         # At the base values every gemm sits on the memory roof, where the model does not move with cap
         # or h and the solver would stop where it starts: start from the cap the measured rates imply.
         x_start = np.array([math.log(_implied_cap(device, main, buckets, base, _device_dtype)), x_base[1]])

@@ -22,6 +22,7 @@ import json
 import math
 import sys
 
+from simulator.commands.schedule_args import vocab_of
 from simulator.commands.sim_args import format_time
 from simulator.commands.training_args import add_model_state_arguments
 from simulator.errors import InputError
@@ -34,14 +35,14 @@ from simulator.training.launch import launch_lines
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.step import StepOptions
-from simulator.workloads.models import preset
 from simulator.workloads.workload import Workload
 from topologies import gpu_nodes
 
 __all__ = ["add_training_plan_arguments", "training_plan_command", "CSV_FIELDS"]
 
 CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp", "micro_batch", "micro_batches",
-              "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "compute_s", "tp_comm_s",
+              "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s",
+              "tp_comm_s",
               "dp_comm_s", "optimizer_s", "peak_bytes", "fits", "status", "reason")
 
 
@@ -71,7 +72,7 @@ def _options(args, workload: Workload) -> StepOptions:
         raise InputError(f"--simulate-top {args.simulate_top}: must be >= 0")
     if not (math.isfinite(args.bucket_mb) and args.bucket_mb > 0):
         raise InputError(f"--bucket-mb {args.bucket_mb:g}: a bucket size is a finite number of MB > 0")
-    vocab = preset(args.model).vocab if args.model else None
+    vocab = vocab_of(args)
     return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab, zero=args.zero,
                        optimizer=args.optimizer, recompute=args.recompute, bucket_bytes=args.bucket_mb * 1e6,
                        dtype=args.dtype)
@@ -119,7 +120,8 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
 def _title(args, G, workload, options, device, usable) -> str:
     name = args.model or f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})"
     opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
-    return (f"{name} x {options.layers} layers, global batch {options.global_batch}, {opt}, ZeRO-{options.zero}, "
+    return (f"{name} x {options.layers} layers, vocab {options.vocab:,}, global batch {options.global_batch}, {opt}, "
+            f"ZeRO-{options.zero}, "
             f"recompute {options.recompute}, {options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 

@@ -83,6 +83,10 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
     group.add_argument("--model", metavar="NAME", help="transformer sizes of a published model (`tpsim model list`)")
     group.add_argument("--layers", type=int, metavar="L", help="transformer: identical blocks in the model (default "
                                                                "1, or the model's); time is L x one block")
+    group.add_argument("--vocab", type=int, metavar="V",
+                       help=f"transformer: vocabulary of the tied embedding and LM head, counted in a training "
+                            f"step's time, memory and MFU (default the model's, else GPT-2's {GPT2_VOCAB:,}; "
+                            f"padded to a multiple of 128 x the tensor-parallel size, as Megatron-LM pads it)")
     # Defaults None, filled in by workload_from_args: a value given together with --schedule FILE
     # (which carries its own pass and dtype) must be told apart from a default, and refused.
     group.add_argument("--pass", dest="passes", choices=PASSES, help=f"default: {DEFAULT_PASS}")
@@ -118,6 +122,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
                          "(with --batch --seq --hidden --heads), or give --model NAME")
     if args.layers is not None and args.workload != "transformer":
         raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
+    if getattr(args, "vocab", None) is not None and args.workload != "transformer":
+        raise InputError(f"--vocab is a transformer's vocabulary; --workload {args.workload} has none")
     if layers < 1:
         raise InputError(f"--layers must be >= 1, got {layers}")
     args.layers = layers
@@ -140,6 +146,23 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         return Workload.mlp(args.m, args.hidden)
     return Workload.transformer(args.batch, args.seq, args.hidden, args.heads, args.ffn,
                                 0.0 if args.dropout is None else args.dropout)
+
+
+GPT2_VOCAB = 50257
+"""GPT-2's BPE vocabulary (Radford et al. 2019), Megatron-LM's GPT default: ``--vocab``'s default without ``--model``."""
+
+
+def vocab_of(args: argparse.Namespace) -> int:
+    """The vocabulary of a transformer's embedding and LM head: ``--vocab``, else ``--model``'s, else GPT-2's;
+    InputError for a bad ``--vocab``."""
+    vocab = getattr(args, "vocab", None)
+    if vocab is not None:
+        if vocab < 1:
+            raise InputError(f"--vocab {vocab}: a vocabulary has at least 1 token")
+        check_extent(vocab, f"--vocab {vocab}")
+        return vocab
+    model = getattr(args, "model", None)
+    return preset(model).vocab if model else GPT2_VOCAB
 
 
 def layers_of(args: argparse.Namespace, workload: Workload | dict) -> int:

@@ -35,7 +35,7 @@ import json
 import sys
 import time
 
-from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
+from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args, vocab_of
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          load_graph, parse_overrides)
 from simulator.commands.training_args import add_training_arguments, setup_from_args
@@ -48,7 +48,6 @@ from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
-from simulator.workloads.models import preset
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
@@ -87,9 +86,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _memory(args: argparse.Namespace, schedule):
     """The training memory of a transformer block's fwd+bwd schedule, None for any other (the training flags
-    are checked either way, so a bad one is refused); the vocabulary is ``--model``'s."""
+    are checked either way, so a bad one is refused); the vocabulary is ``--vocab``, else ``--model``'s, else
+    GPT-2's."""
     transformer = schedule.workload.get("name") == "transformer"
-    vocab = preset(args.model).vocab if transformer and args.model else None
+    vocab = vocab_of(args) if transformer else None
     setup = setup_from_args(args, layers_of(args, schedule.workload), vocab)
     if not transformer or schedule.passes != "both":
         return None

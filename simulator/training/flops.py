@@ -10,21 +10,41 @@ FLOPs per step: 24 B s h^2 (1 + s/(6h)) per layer forward, three times that with
 logit layer's 6 B s h V. MFU = those FLOPs / (step time x GPUs x the device's dense peak for the
 dtype): recomputed work and padding count as overhead, not as useful work.
 
+Hardware FLOPs count what the GPUs compute, recomputation included (Korthikanti et al. 2022, section 6,
+"hardware FLOPs utilization"): full recomputation runs every layer's forward twice, which gives Narayanan
+et al. 2021's formula (arXiv 2104.04473, equation 3, the one Megatron-LM logs its TFLOP/s per GPU by with
+``--recompute-activations``),
+
+    96 B L s h^2 (1 + s / (6h) + V / (16 h L)),
+
+and selective recomputation runs the attention core's two products again, 4 B s^2 h per layer.
+
 Example (GPT-3 175B, B = 1536)::
 
     >>> f"{model_flops_per_step(1536, 96, 2048, 12288, 50257):.4e}"
     '3.3860e+18'
+    >>> f"{hardware_flops_per_step(1536, 96, 2048, 12288, 50257, 'full'):.4e}"
+    '4.5108e+18'
 """
 
 from __future__ import annotations
 
-__all__ = ["model_flops_per_step", "mfu"]
+__all__ = ["model_flops_per_step", "hardware_flops_per_step", "mfu"]
 
 
 def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int) -> float:
     """72 B L s h^2 (1 + s/(6h) + V/(12hL)) (module docstring)."""
     B, L, s, h, V = global_batch, layers, seq, hidden, vocab
     return 72.0 * B * L * s * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L))
+
+
+def hardware_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int,
+                            recompute: str = "none") -> float:
+    """Model FLOPs plus what ``recompute`` ("none", "selective", "full") computes again (module docstring)."""
+    B, L, s, h = global_batch, layers, seq, hidden
+    extra = {"none": 0.0, "selective": 4.0 * B * L * s * s * h,
+             "full": 24.0 * B * L * s * h * h * (1.0 + s / (6.0 * h))}[recompute]
+    return model_flops_per_step(B, L, s, h, vocab) + extra
 
 
 def mfu(flops: float, step_s: float, gpus: int, peak_flops: float) -> float:

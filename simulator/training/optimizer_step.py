@@ -1,7 +1,7 @@
 """The optimizer step: one memory-bound pass over the parameters, gradients and optimizer state.
 
 An optimizer update does a handful of FLOPs per parameter and streams every byte of its state through
-the GPU's memory once, so it takes bytes / memory bandwidth (the compute model's ``mem_bandwidth_GBps`` x
+the GPU's memory once, so it takes bytes / memory bandwidth (the device's achievable bandwidth x
 ``memory_efficiency``, as every elementwise op in ``simulator.compute``). Bytes per parameter, mixed
 precision (bf16 parameters and gradients, fp32 master weights; Rajbhandari et al. 2019, ZeRO, arXiv
 1910.02054, section 3.1: 2 + 2 + 12 = 16 bytes per parameter for Adam):
@@ -23,6 +23,8 @@ Example: 1.6e9 parameters per GPU, Adam, on an A100 (1,555 GB/s)::
 
 from __future__ import annotations
 
+from simulator.compute import achievable_memory_bandwidth
+
 from simulator.errors import InputError
 
 __all__ = ["OPTIMIZERS", "STEP_BYTES_PER_PARAM", "optimizer_step_s"]
@@ -36,4 +38,4 @@ def optimizer_step_s(params: float, optimizer: str, device: dict, memory_efficie
     """Seconds for one update of ``params`` parameters on ``device`` (a GPU node's device dict)."""
     if optimizer not in STEP_BYTES_PER_PARAM:
         raise InputError(f"--optimizer {optimizer!r}: valid: {', '.join(OPTIMIZERS)}")
-    return params * STEP_BYTES_PER_PARAM[optimizer] / (float(device["mem_bandwidth_GBps"]) * 1e9 * memory_efficiency)
+    return params * STEP_BYTES_PER_PARAM[optimizer] / achievable_memory_bandwidth(device, memory_efficiency)

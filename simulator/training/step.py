@@ -46,7 +46,7 @@ from simulator.timing.simulation import simulate
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.dp_reduce import bound_stream, simulate_waves
-from simulator.training.flops import mfu, model_flops_per_step
+from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.optimizer_step import optimizer_step_s
@@ -121,12 +121,17 @@ class StepTime:
     flops_per_step: float
     passes: dict = field(default_factory=dict, compare=False)
     """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd"): its ``PassTime``, one micro-batch."""
+    hfu: float = 0.0
+    """Hardware FLOPs utilisation: recomputed work counted (``simulator.training.flops``)."""
+    tflops_per_gpu: float = 0.0
+    """Hardware TFLOP/s per GPU, as Megatron-LM logs it (recomputation counted)."""
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
                 "micro_batches": self.micro_batches, "step_time_s": self.step_s, "compute_s": self.compute_s,
                 "tp_comm_s": self.tp_comm_s, "dp_comm_s": self.dp_comm_s, "optimizer_s": self.optimizer_s,
                 "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
+                "hfu": self.hfu, "tflops_per_gpu": self.tflops_per_gpu,
                 "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
                            for k, p in self.passes.items()}}
 
@@ -210,9 +215,12 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
     step = m * micro.time_s + dp + opt
     flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0)
+    hardware = hardware_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
+                                       options.recompute)
     peak = ComputeModel(config).peak_flops(device, dtype)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
-                    m * micro.comm_s, dp, opt, tokens, mfu(flops, step, a.gpus, peak), flops, t)
+                    m * micro.comm_s, dp, opt, tokens, mfu(flops, step, a.gpus, peak), flops, t,
+                    mfu(hardware, step, a.gpus, peak), hardware / (step * a.gpus) / 1e12)
 

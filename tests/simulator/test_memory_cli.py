@@ -22,7 +22,8 @@ def test_json_memory_is_the_breakdown_of_the_flags(capsys):
                          "--recompute", "selective", "--optimizer", "sgd", "--json")
     assert status == 0
     schedule = build_schedule("1d-sp", Workload.transformer(2, 16, 64, 8, dropout=0.1), "both", "bfloat16", gpus=4)
-    setup = TrainingSetup(optimizer="sgd", zero=1, recompute="selective", dp=4, layers=6)
+    # No --model: the embedding and LM head take GPT-2's vocabulary (--vocab's default).
+    setup = TrainingSetup(optimizer="sgd", zero=1, recompute="selective", dp=4, layers=6, vocab=50257)
     assert json.loads(out)["memory"] == training_memory(schedule, setup).to_dict()
 
 
@@ -86,3 +87,14 @@ def test_bad_training_flag_is_one_line_exit_2(argv, message, capsys):
     assert status == 2, (status, err)
     assert err.count("\n") == 1 and err.startswith("tpsim simulate: error: ") and message in err, err
     assert out == "" and "Traceback" not in err
+
+
+def test_vocab_sizes_the_embedding_of_any_transformer(capsys):
+    def params(*extra) -> int:
+        status, out, _ = run(capsys, "simulate", *BLOCK, "--json", *extra)
+        assert status == 0
+        return json.loads(out)["memory"]["params_bytes"]
+
+    small, default = params("--vocab", "128"), params()
+    # the embedding [V padded to a multiple of 512, 64] split over 4 ranks: (50,688 - 512) / 4 rows of 64 bf16 more
+    assert default - small == (50688 - 512) // 4 * 64 * 2

@@ -105,7 +105,7 @@ def test_csv_rows_follow_the_json(capsys, tmp_path):
     rows = list(csv.DictReader(path.open()))
     assert rows and set(rows[0]) == {"rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp",
                                      "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s",
-                                     "tokens_per_s", "mfu", "compute_s", "tp_comm_s", "dp_comm_s", "optimizer_s",
+                                     "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s", "tp_comm_s", "dp_comm_s", "optimizer_s",
                                      "peak_bytes", "fits", "status", "reason"}
     assert all(int(r["tp"]) * int(r["dp"]) == 16 for r in rows)
 
@@ -126,3 +126,20 @@ def test_launch_lines_name_each_frameworks_configuration():
     assert dp[0].startswith("Megatron-LM: --tensor-model-parallel-size 1 ")
     assert "no published training framework" in launch_lines(
         TrainingArrangement(Arrangement("cannon25d", (4, 4, 2)), 2), 4, 256)[0]
+
+
+def test_every_transformer_gets_an_lm_head_of_gpt2s_vocabulary_unless_told(capsys):
+    from simulator.cli import main
+
+    base = ["predict", "--gpus", "8", "--topology", "dgx-a100", "--workload", "transformer", "--seq", "1024",
+            "--hidden", "1024", "--heads", "16", "--layers", "4", "--global-batch", "8", "--tp-sizes", "8",
+            "--algos", "1d", "--simulate-top", "1", "--json"]
+
+    def step(*extra) -> float:
+        assert main([*base, *extra]) == 0
+        return json.loads(capsys.readouterr().out)[0]["step_time_s"]
+
+    default, gpt2, small = step(), step("--vocab", "50257"), step("--vocab", "128")
+    assert default == gpt2 > small  # the logit GEMM grows with the vocabulary
+    assert main([*base[:-1], "--vocab", "0"]) == 2
+    assert "--vocab 0: a vocabulary has at least 1 token" in capsys.readouterr().err

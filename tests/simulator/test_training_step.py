@@ -114,3 +114,15 @@ def test_sizes_that_do_not_divide_are_not_applicable():
         _step(TrainingArrangement(Arrangement("1d", (4,)), 4), StepOptions(global_batch=12, layers=1))
     with pytest.raises(InputError, match="--zero 4"):
         StepOptions(global_batch=8, zero=4)
+
+
+def test_hardware_flops_count_what_recomputation_runs_again():
+    from simulator.training.flops import hardware_flops_per_step, model_flops_per_step
+
+    B, L, s, h, V = 8, 24, 2048, 2048, 50257
+    model = model_flops_per_step(B, L, s, h, V)
+    assert hardware_flops_per_step(B, L, s, h, V, "none") == model
+    # Narayanan et al. 2021, equation 3: full recomputation's 96 B L s h^2 (1 + s/6h + V/16hL).
+    full = 96 * B * L * s * h * h * (1 + s / (6 * h) + V / (16 * h * L))
+    assert hardware_flops_per_step(B, L, s, h, V, "full") == pytest.approx(full, rel=1e-12)
+    assert hardware_flops_per_step(B, L, s, h, V, "selective") == pytest.approx(model + 4 * B * L * s * s * h)
