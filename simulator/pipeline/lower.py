@@ -40,12 +40,18 @@ from simulator.ir.ops import Local, Op, Recv, Send, Wait
 from simulator.ir.schedule import Schedule, TensorBlock
 from simulator.limits import check_ranks
 from simulator.pipeline.block import BlockPieces
-from simulator.pipeline.names import LayerNames, readdress
+from simulator.pipeline.names import act, base, layer_names, weight
 from simulator.pipeline.order import Action, check_pipeline_sizes, pipeline_order
+from simulator.pipeline.templates import templates
 from simulator.workloads.layers import grad
 from simulator.workloads.workload import Workload
 
-__all__ = ["lower_pipeline", "pipeline_options"]
+__all__ = ["MAX_PIPELINE_OPS", "lower_pipeline", "pipeline_options"]
+
+MAX_PIPELINE_OPS = 5_000_000
+"""The most ops a lowered step may have: every block op runs once per layer and micro-batch, so a
+published model's step (96 layers x 64 micro-batches) would be hundreds of millions of ops, minutes and
+gigabytes to build; 2d [4,4,1] x pp 4, 16 layers, 16 micro-batches is 0.8 million ops, built in 5 s."""
 
 
 def pipeline_options(schedule: Schedule) -> dict | None:
@@ -62,6 +68,11 @@ def lower_pipeline(algorithm: str, workload: Workload, layers: int, pp: int, mic
     check_pipeline_sizes(schedule, pp, micro_batches, virtual_stages, layers)
     block = BlockPieces.of(algorithm, workload, dtype, grid=grid, gpus=gpus, overlap=overlap)
     check_ranks(pp * block.tp, f"--pp {pp} x {block.tp} tensor-parallel ranks")
+    ops = sum(map(len, block.schedule.programs)) * layers * micro_batches
+    if ops > MAX_PIPELINE_OPS:
+        raise InputError(f"a pipelined step of {layers} layers x {micro_batches} micro-batches is {ops:,} ops, more "
+                         f"than {MAX_PIPELINE_OPS:,} (about 6 us and 100 bytes each); use fewer layers or "
+                         f"micro-batches (the step time of a large model is the planner's: tpsim predict)")
     return _Lowering(block, workload, layers, pp, micro_batches, schedule, virtual_stages).build()
 
 
@@ -79,6 +90,10 @@ class _Lowering:
         self.parts: list[list[tuple[int, str]]] = [[] for _ in range(self.world)]
         self.inputs: list[TensorBlock] = []
         self.outputs: list[TensorBlock] = []
+        self.shared: dict = {}
+        self.templates = [{"F": templates(block.schedule, t, block.forward[t], 0),
+                           "B": templates(block.schedule, t, block.backward[t], len(block.forward[t]))}
+                          for t in range(t_count)]
 
     # -- addressing --------------------------------------------------------------------------------
     def rank(self, stage: int, t: int) -> int:
@@ -88,9 +103,9 @@ class _Lowering:
     def stage_layers(self, stage: int) -> range:
         return range(stage * self.per_stage, (stage + 1) * self.per_stage)
 
-    def names(self, mb: int, layer: int, stage: int, t: int) -> LayerNames:
+    def names(self, mb: int, layer: int, stage: int, t: int) -> dict[str, str]:
         first, last = self.stage_layers(stage)[0], self.stage_layers(stage)[-1]
-        return LayerNames(self.block, t, mb, layer, first_in_stage=layer == first, last_in_stage=layer == last)
+        return layer_names(self.block, t, mb, layer, first_in_stage=layer == first, last_in_stage=layer == last)
 
     # -- messages ----------------------------------------------------------------------------------
     def sends(self, a: Action, t: int) -> list[tuple[int, str, str]]:
@@ -99,11 +114,11 @@ class _Lowering:
         if a.kind == "F" and a.stage < self.stages - 1:
             last = self.stage_layers(a.stage)[-1]
             for k, (_, y, _, _) in enumerate(self.block.boundary[t]):
-                out.append((self.rank(a.stage + 1, t), LayerNames.act(y, a.micro_batch, last), f"pp.sx{k}.{a}"))
+                out.append((self.rank(a.stage + 1, t), act(y, a.micro_batch, last), f"pp.sx{k}.{a}"))
         if a.kind == "B" and a.stage > 0:
             first = self.stage_layers(a.stage)[0]
             for k, (_, _, dx, _) in enumerate(self.block.boundary[t]):
-                out.append((self.rank(a.stage - 1, t), LayerNames.act(dx, a.micro_batch, first), f"pp.sg{k}.{a}"))
+                out.append((self.rank(a.stage - 1, t), act(dx, a.micro_batch, first), f"pp.sg{k}.{a}"))
         return out
 
     def recvs(self, a: Action, t: int) -> list[tuple[int, str, str, Action]]:
@@ -114,12 +129,12 @@ class _Lowering:
             first = self.stage_layers(a.stage)[0]
             src = Action("F", a.micro_batch, a.stage - 1)
             for k, (x, _, _, _) in enumerate(self.block.boundary[t]):
-                out.append((self.rank(a.stage - 1, t), LayerNames.act(x, a.micro_batch, first), f"pp.rx{k}.{a}", src))
+                out.append((self.rank(a.stage - 1, t), act(x, a.micro_batch, first), f"pp.rx{k}.{a}", src))
         if a.kind == "B" and a.stage < self.stages - 1:
             last = self.stage_layers(a.stage)[-1]
             src = Action("B", a.micro_batch, a.stage + 1)
             for k, (_, _, _, dy) in enumerate(self.block.boundary[t]):
-                out.append((self.rank(a.stage + 1, t), LayerNames.act(dy, a.micro_batch, last), f"pp.rg{k}.{a}", src))
+                out.append((self.rank(a.stage + 1, t), act(dy, a.micro_batch, last), f"pp.rg{k}.{a}", src))
         return out
 
     def posted_recvs(self, r: int, t: int) -> list[Recv]:
@@ -148,7 +163,7 @@ class _Lowering:
             for t in range(block.tp):
                 g = r * block.tp + t
                 for recv in self.posted_recvs(r, t):
-                    self.declare(g, recv.buf, block.spec(t, LayerNames.base(recv.buf)))
+                    self.declare(g, recv.buf, block.spec(t, base(recv.buf)))
                     self.emit(g, recv, "p2p")
                 accumulated: set[str] = set()
                 pending: list[str] = []
@@ -177,18 +192,17 @@ class _Lowering:
     def run_action(self, g: int, t: int, a: Action, accumulated: set[str]) -> None:
         block, r = self.block, g // self.block.tp
         layers = self.stage_layers(a.stage)
+        declared = block.schedule.buffers[t]
         for layer in (layers if a.kind == "F" else reversed(layers)):
             names = self.names(a.micro_batch, layer, a.stage, t)
-            ops = block.forward[t] if a.kind == "F" else block.backward[t]
-            first = 0 if a.kind == "F" else len(block.forward[t])
-            for step, op in enumerate(ops):
-                new = readdress(op, names.rename, r, block.tp)
-                for name, spec in names.declared(op):
-                    self.declare(g, name, spec)
-                self.emit(g, new, block.schedule.part_of(t, first + step))
+            if a.kind == "F":  # every buffer of the layer, once (the backward's too)
+                for name, spec in declared.items():
+                    self.declare(g, names[name], spec)
+            for template in self.templates[t][a.kind]:
+                self.emit(g, template.make(names, r, block.tp, self.shared), template.label)
             if a.kind == "B":
                 for buf, _ in block.weight_grads[t]:
-                    total, part = LayerNames.weight(buf, layer), names.rename(buf)
+                    total, part = weight(buf, layer), names[buf]
                     self.declare(g, total, block.spec(t, buf))
                     fn, inputs = ("add", (total, part)) if total in accumulated else ("copy", (part,))
                     accumulated.add(total)
@@ -209,13 +223,13 @@ class _Lowering:
             if b.tensor in ends:
                 stage, layer, into = ends[b.tensor]
                 for mb in range(self.m):
-                    into.append(TensorBlock(self.rank(stage, b.rank), LayerNames.act(b.buffer, mb, layer),
+                    into.append(TensorBlock(self.rank(stage, b.rank), act(b.buffer, mb, layer),
                                             f"{b.tensor}.m{mb}", b.rows, b.cols))
                 continue
             into = self.inputs if b in sched.inputs else self.outputs
             for layer in range(self.layers):
                 stage = layer // self.per_stage
-                into.append(TensorBlock(self.rank(stage, b.rank), LayerNames.weight(b.buffer, layer),
+                into.append(TensorBlock(self.rank(stage, b.rank), weight(b.buffer, layer),
                                         f"{b.tensor}.l{layer}", b.rows, b.cols))
         for record in (*self.inputs, *self.outputs):
             if record.buffer not in self.buffers[record.rank]:
