@@ -17,12 +17,12 @@ from simulator.workloads.layers import grad
 from simulator.workloads.tensors import random_block
 from simulator.workloads.workload import Workload
 
-__all__ = ["pipeline_inputs", "pipeline_reference"]
+__all__ = ["pipeline_input_block", "pipeline_inputs", "pipeline_reference"]
 
 
 def _seeded(workload: Workload, seed: int, tensor: str, base: str) -> np.ndarray:
     rows, cols = workload.shapes()[base]
-    return workload.input_scale(base) * random_block(seed, tensor, (rows, cols), (0, rows), (0, cols))
+    return pipeline_input_block(workload, seed, tensor, (0, rows), (0, cols))
 
 
 def pipeline_inputs(workload: Workload, layers: int, micro_batches: int, seed: int) -> dict[str, np.ndarray]:
@@ -59,3 +59,11 @@ def pipeline_reference(workload: Workload, layers: int, micro_batches: int, seed
             d_out = values[grad(x)]
         out[f"{grad(x)}.m{mb}"] = d_out
     return out
+
+
+def pipeline_input_block(workload: Workload, seed: int, tensor: str, rows: tuple[int, int],
+                         cols: tuple[int, int]) -> np.ndarray:
+    """Block [rows, cols] of the step's input ``tensor`` (``X.m<i>``, ``dY.m<i>``, ``<W>.l<l>``), from the seed
+    alone: what ``pipeline_inputs`` holds whole, for a rank that builds only its own blocks."""
+    base = tensor.rpartition(".")[0]
+    return workload.input_scale(base) * random_block(seed, tensor, workload.shapes()[base], rows, cols)
