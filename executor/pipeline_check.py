@@ -30,25 +30,28 @@ def is_pipelined(schedule: Schedule) -> bool:
 
 def input_block(schedule: Schedule, seed: int, tensor: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
     """Block [rows, cols] of the step's input ``tensor``, float64."""
-    return pipeline_input_block(Workload.from_dict(schedule.workload), seed, tensor, rows, cols)
+    vocab = schedule.options["pipeline"].get("vocab")
+    return pipeline_input_block(Workload.from_dict(schedule.workload), seed, tensor, rows, cols, vocab)
 
 
 @lru_cache(maxsize=2)
-def _reference(workload: Workload, layers: int, micro_batches: int, seed: int) -> dict[str, np.ndarray]:
-    return pipeline_reference(workload, layers, micro_batches, seed)
+def _reference(workload: Workload, layers: int, micro_batches: int, seed: int, vocab: int | None) -> dict[str, np.ndarray]:
+    return pipeline_reference(workload, layers, micro_batches, seed, vocab=vocab)
 
 
 def reference_block(schedule: Schedule, seed: int, tensor: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
     """Block [rows, cols] of the step's output ``tensor`` in float64."""
     options = schedule.options["pipeline"]
-    whole = _reference(Workload.from_dict(schedule.workload), options["layers"], options["micro_batches"], seed)
+    whole = _reference(Workload.from_dict(schedule.workload), options["layers"], options["micro_batches"], seed,
+                       options.get("vocab"))
     return whole[tensor][rows[0]:rows[1], cols[0]:cols[1]]
 
 
 def expected_outputs(schedule: Schedule) -> tuple[str, ...]:
     """Every output tensor of the step."""
     options = schedule.options["pipeline"]
-    _, outputs = pipeline_tensors(Workload.from_dict(schedule.workload), options["layers"], options["micro_batches"])
+    _, outputs = pipeline_tensors(Workload.from_dict(schedule.workload), options["layers"], options["micro_batches"],
+                                  options.get("vocab"))
     return tuple(outputs)
 
 

@@ -3,7 +3,8 @@
 ``--pp P [--micro-batches M] [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]`` with a transformer
 (``--layers L``, default 1 or the model's) builds the whole pipelined step (``simulator.pipeline.lower``):
 P stages of the algorithm's tensor-parallel grid, L / (P V) blocks per virtual stage, M micro-batches of
-``--batch`` sequences each (default M = P), in the order ``--schedule`` names (default 1f1b). ``--schedule``
+``--batch`` sequences each (default M = P), in the order ``--schedule`` names (default 1f1b); ``--vocab V``
+(default ``--model``'s) adds the LM head to the last stage (``simulator.pipeline.head``). ``--schedule``
 also takes a saved schedule FILE, as without ``--pp``; the three order names are never read as files.
 """
 
@@ -14,6 +15,7 @@ import argparse
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.pipeline.order import SCHEDULES
+from simulator.workloads.models import preset
 
 __all__ = ["DEFAULT_ORDER", "add_pipeline_arguments", "pipeline_request"]
 
@@ -30,10 +32,13 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --pp: micro-batches of --batch sequences each (default P)")
     group.add_argument("--virtual-stages", type=int, metavar="V",
                        help="with --pp and --schedule interleaved: model chunks per GPU (default 1)")
+    group.add_argument("--vocab", type=int, metavar="V",
+                       help="with --pp: add the LM head (logits = Y W [h, V], V padded as Megatron-LM pads it) to "
+                            "the last stage (default --model's vocabulary; none without --model)")
 
 
 def pipeline_request(args: argparse.Namespace) -> dict | None:
-    """The pipeline the arguments ask for (pp, micro_batches, schedule, virtual_stages), or None; InputError
+    """The pipeline the arguments ask for (pp, micro_batches, schedule, virtual_stages, vocab), or None; InputError
     for a pipeline option without ``--pp`` or with what a pipeline cannot take. Takes an order name out of
     ``args.schedule`` (leaving None there: no file)."""
     order = args.schedule if args.schedule in SCHEDULES else None
@@ -43,6 +48,7 @@ def pipeline_request(args: argparse.Namespace) -> dict | None:
     if pp is None:
         given = [flag for flag, value in (("--micro-batches", getattr(args, "micro_batches", None)),
                                           ("--virtual-stages", getattr(args, "virtual_stages", None)),
+                                          ("--vocab", getattr(args, "vocab", None)),
                                           (f"--schedule {order}", order)) if value is not None]
         if given:
             raise InputError(f"{given[0]} is a pipeline option; add --pp P (pipeline stages) with a transformer "
@@ -54,8 +60,9 @@ def pipeline_request(args: argparse.Namespace) -> dict | None:
     if args.passes not in (None, "both"):
         raise InputError(f"--pp builds a training step (forward and backward); drop --pass {args.passes}")
     micro_batches = args.micro_batches if args.micro_batches is not None else pp
+    vocab = args.vocab if args.vocab is not None else (preset(args.model).vocab if args.model else None)
     return {"pp": pp, "micro_batches": micro_batches, "schedule": order or DEFAULT_ORDER,
-            "virtual_stages": args.virtual_stages if args.virtual_stages is not None else 1}
+            "virtual_stages": args.virtual_stages if args.virtual_stages is not None else 1, "vocab": vocab}
 
 
 def pipelined(schedule: Schedule) -> dict | None:

@@ -18,8 +18,9 @@ def pipeline_line(pipeline: dict) -> str:
     v = pipeline["virtual_stages"]
     chunks = f" x {v} virtual stages" if v > 1 else ""
     per_stage = pipeline["layers"] // (pipeline["pp"] * v)
+    head = f", LM head of {pipeline['vocab']:,} columns" if pipeline.get("vocab") else ""
     return (f"{pipeline['schedule']}, pp {pipeline['pp']}{chunks} x tp {pipeline['tp']}, "
-            f"{pipeline['micro_batches']} micro-batches, {pipeline['layers']} layers ({per_stage} per stage)")
+            f"{pipeline['micro_batches']} micro-batches, {pipeline['layers']} layers ({per_stage} per stage){head}")
 
 
 def pipeline_grid(pipeline: dict) -> str:
@@ -40,13 +41,13 @@ def verify_pipeline(schedule: Schedule, seed: int, tolerance: float) -> int:
     worst: dict[str, tuple[float, int, str]] = {}
     for name, error in result.errors.items():
         base, _, index = name.rpartition(".")
-        kind = "micro-batches" if index.startswith("m") else "layers"
+        base, kind = (base, "micro-batches" if index.startswith("m") else "layers") if base else (name, "")
         previous = worst.get(base, (0.0, 0, kind))
         worst[base] = (max(previous[0], error), previous[1] + 1, kind)
     print(f"{schedule.algorithm} grid {list(schedule.grid)} {workload_label(schedule)}, {pipeline_line(pipeline)}: "
           f"max relative error per output (float64 interpreter, seed {seed})")
     worst = dict(sorted(worst.items(), key=lambda item: item[1][2] != "micro-batches"))  # Y, dX first
-    labels = {base: f"{base} ({count} {kind})" for base, (_, count, kind) in worst.items()}
+    labels = {base: f"{base} ({count} {kind})" if kind else base for base, (_, count, kind) in worst.items()}
     width = max(map(len, labels.values()))
     for base, (error, _, _) in worst.items():
         print(f"  {labels[base]:{width}s} {error:.2e}  {'ok' if error <= tolerance else 'FAIL'}")

@@ -81,12 +81,12 @@ class BlockPieces:
             weights.append(tuple((buf, tensor) for (tensor, _, _), buf in found.items() if tensor in names))
             weight_grads.append(tuple((buf, of_grad[tensor]) for (tensor, _, _), buf in found.items()
                                       if tensor in of_grad))
-            _check_read_only(both, t, {xb for xb, _, _, _ in boundary[-1]} | {dy for _, _, _, dy in boundary[-1]}
+            check_read_only(both, t, {xb for xb, _, _, _ in boundary[-1]} | {dy for _, _, _, dy in boundary[-1]}
                              | {buf for buf, _ in weights[-1]})
         return cls(both, tuple(forward), tuple(backward), tuple(boundary), tuple(weights), tuple(weight_grads))
 
 
-def _check_read_only(schedule: Schedule, rank: int, buffers: set[str]) -> None:
+def check_read_only(schedule: Schedule, rank: int, buffers: set[str]) -> None:
     """The inputs a pipeline shares between layers or micro-batches (X, dY, weights) must not be written."""
     for op in schedule.programs[rank]:
         written = effective_writes(schedule, rank, op) & buffers

@@ -40,9 +40,11 @@ from simulator.ir.ops import Local, Op, Recv, Send, Wait
 from simulator.ir.schedule import Schedule, TensorBlock
 from simulator.limits import check_ranks
 from simulator.pipeline.block import BlockPieces
+from simulator.pipeline.head import HeadPieces
 from simulator.pipeline.names import act, base, layer_names, weight
 from simulator.pipeline.order import Action, check_pipeline_sizes, pipeline_order
 from simulator.pipeline.templates import templates
+from simulator.pipeline.tensors import tensor_shape
 from simulator.workloads.layers import grad
 from simulator.workloads.workload import Workload
 
@@ -61,8 +63,10 @@ def pipeline_options(schedule: Schedule) -> dict | None:
 
 def lower_pipeline(algorithm: str, workload: Workload, layers: int, pp: int, micro_batches: int,
                    schedule: str = "1f1b", virtual_stages: int = 1, dtype: str = "float32",
-                   grid: tuple[int, ...] | None = None, gpus: int | None = None, overlap: bool = False) -> Schedule:
-    """The pipelined step (module docstring); InputError for sizes that do not fit."""
+                   grid: tuple[int, ...] | None = None, gpus: int | None = None, overlap: bool = False,
+                   vocab: int | None = None) -> Schedule:
+    """The pipelined step (module docstring); with ``vocab``, the LM head on the last stage
+    (``simulator.pipeline.head``). InputError for sizes that do not fit."""
     if workload.name != "transformer":
         raise InputError(f"--pp pipelines transformer blocks; --workload {workload.name} has none")
     check_pipeline_sizes(schedule, pp, micro_batches, virtual_stages, layers)
@@ -73,12 +77,19 @@ def lower_pipeline(algorithm: str, workload: Workload, layers: int, pp: int, mic
         raise InputError(f"a pipelined step of {layers} layers x {micro_batches} micro-batches is {ops:,} ops, more "
                          f"than {MAX_PIPELINE_OPS:,} (about 6 us and 100 bytes each); use fewer layers or "
                          f"micro-batches (the step time of a large model is the planner's: tpsim predict)")
-    return _Lowering(block, workload, layers, pp, micro_batches, schedule, virtual_stages).build()
+    head = None
+    if vocab is not None:
+        if not (isinstance(vocab, int) and vocab >= 1):
+            raise InputError(f"--vocab must be an integer >= 1, got {vocab!r}")
+        head = HeadPieces.of(block, workload, vocab, algorithm, dtype, grid, gpus, overlap)
+    return _Lowering(block, workload, layers, pp, micro_batches, schedule, virtual_stages, head).build()
 
 
 class _Lowering:
-    def __init__(self, block: BlockPieces, workload: Workload, layers: int, pp: int, m: int, schedule: str, v: int):
+    def __init__(self, block: BlockPieces, workload: Workload, layers: int, pp: int, m: int, schedule: str, v: int,
+                 head: HeadPieces | None):
         self.block, self.workload, self.layers, self.pp, self.m, self.v = block, workload, layers, pp, m, v
+        self.head = head
         self.kind = schedule
         self.stages = pp * v
         self.per_stage = layers // self.stages
@@ -186,13 +197,16 @@ class _Lowering:
             programs=self.programs, inputs=self.inputs, outputs=self.outputs, tensors=self.tensors(),
             options={**block.schedule.options, "pipeline": {
                 "layers": self.layers, "pp": self.pp, "micro_batches": self.m, "schedule": self.kind,
-                "virtual_stages": self.v, "tp": block.tp}},
+                "virtual_stages": self.v, "tp": block.tp, "vocab": self.head.vocab if self.head else None}},
             parts=self.parts)
 
     def run_action(self, g: int, t: int, a: Action, accumulated: set[str]) -> None:
         block, r = self.block, g // self.block.tp
         layers = self.stage_layers(a.stage)
         declared = block.schedule.buffers[t]
+        with_head = self.head is not None and a.stage == self.stages - 1
+        if with_head and a.kind == "B":  # the head's backward gives the last block its output gradient
+            self.run_head(g, t, a, accumulated)
         for layer in (layers if a.kind == "F" else reversed(layers)):
             names = self.names(a.micro_batch, layer, a.stage, t)
             if a.kind == "F":  # every buffer of the layer, once (the backward's too)
@@ -207,6 +221,24 @@ class _Lowering:
                     fn, inputs = ("add", (total, part)) if total in accumulated else ("copy", (part,))
                     accumulated.add(total)
                     self.emit(g, Local(fn=fn, out=total, inputs=inputs), "grad-acc")
+        if with_head and a.kind == "F":
+            self.run_head(g, t, a, accumulated)
+
+    def run_head(self, g: int, t: int, a: Action, accumulated: set[str]) -> None:
+        head, r = self.head, g // self.block.tp
+        names = head.names(t, a.micro_batch, self.layers - 1)
+        if a.kind == "F":
+            for name, spec in head.schedule.buffers[t].items():
+                self.declare(g, names[name], spec)
+        for template in head.templates[t][a.kind]:
+            self.emit(g, template.make(names, r, self.block.tp, self.shared), "lm-head")
+        if a.kind == "B":
+            for buf in head.weight_grads[t]:
+                total = head.accumulator(buf)
+                self.declare(g, total, head.schedule.spec(t, buf))
+                fn, inputs = ("add", (total, names[buf])) if total in accumulated else ("copy", (names[buf],))
+                accumulated.add(total)
+                self.emit(g, Local(fn=fn, out=total, inputs=inputs), "grad-acc")
 
     def groups(self) -> dict[str, tuple[int, ...]]:
         tp = self.block.tp
@@ -219,7 +251,13 @@ class _Lowering:
         x, y = w.input_names("fwd")[0], w.output_names("fwd")[0]
         ends = {x: (0, 0, self.inputs), grad(y): (self.stages - 1, self.layers - 1, self.inputs),
                 y: (self.stages - 1, self.layers - 1, self.outputs), grad(x): (0, 0, self.outputs)}
+        if self.head is not None:  # the head's logits and their gradient take Y's and dY's place
+            inputs, outputs = self.head.blocks(lambda t: self.rank(self.stages - 1, t), self.m)
+            self.inputs += inputs
+            self.outputs += outputs
         for b in (*sched.inputs, *sched.outputs):
+            if self.head is not None and b.tensor in (y, grad(y)):
+                continue
             if b.tensor in ends:
                 stage, layer, into = ends[b.tensor]
                 for mb in range(self.m):
@@ -236,9 +274,5 @@ class _Lowering:
                 raise AssertionError(f"rank {record.rank}: {record.tensor} lives in undeclared {record.buffer}")
 
     def tensors(self) -> dict[str, tuple[int, int]]:
-        shapes = self.workload.shapes()
-        out = {}
-        for b in (*self.inputs, *self.outputs):
-            base, _, _ = b.tensor.rpartition(".")
-            out[b.tensor] = shapes[base]
-        return out
+        vocab = self.head.vocab if self.head is not None else None
+        return {b.tensor: tensor_shape(self.workload, vocab, b.tensor) for b in (*self.inputs, *self.outputs)}

@@ -26,9 +26,10 @@ def prove_pipeline(schedule: Schedule, seed: int = 0) -> InterpretResult:
     if options is None:
         raise ScheduleError("not a pipelined schedule: its options name no pipeline")
     workload = Workload.from_dict(schedule.workload)
-    inputs = pipeline_inputs(workload, options["layers"], options["micro_batches"], seed)
+    vocab = options.get("vocab")
+    inputs = pipeline_inputs(workload, options["layers"], options["micro_batches"], seed, vocab)
     memory = run_schedule(schedule, inputs, seed)
-    reference = pipeline_reference(workload, options["layers"], options["micro_batches"], seed, inputs)
+    reference = pipeline_reference(workload, options["layers"], options["micro_batches"], seed, inputs, vocab)
     return compare_outputs(schedule, memory, reference)
 
 

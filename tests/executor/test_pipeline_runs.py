@@ -31,12 +31,13 @@ def _record(schedule, options=ONCE):
     return measured_record(schedule, result, options)
 
 
-def test_1d_tp2_x_pp2_matches_float64_and_issues_the_irs_calls(issued):  # noqa: F811
-    step = lower_pipeline("1d", BLOCK, 2, 2, 3, "1f1b", 1, "float64", gpus=2)
+def test_1d_tp2_x_pp2_with_the_lm_head_matches_float64_and_issues_the_irs_calls(issued):  # noqa: F811
+    step = lower_pipeline("1d", BLOCK, 2, 2, 3, "1f1b", 1, "float64", gpus=2, vocab=100)
     record = _record(step)
     assert record["ok"], "\n".join(summary(record))
     assert record["tolerance"] == 1e-12 and 0 < record["max_rel_error"] < 1e-13
-    assert len(record["errors"]) == 2 * 3 + 2 * len(BLOCK.weights())  # Y, dX per micro-batch; each dW per layer
+    # logits and dX per micro-batch, each dW per layer, and dWhead
+    assert len(record["errors"]) == 2 * 3 + 2 * len(BLOCK.weights()) + 1 and "logits.m2" in record["errors"]
     _check([step], issued, 4)
 
 
@@ -67,4 +68,4 @@ def test_tpsim_run_takes_the_pipeline_options(capsys):
     record = json.loads(out)
     assert record["ok"] and record["world_size"] == 4
     assert record["pipeline"] == {"layers": 2, "pp": 2, "micro_batches": 2, "schedule": "gpipe",
-                                  "virtual_stages": 1, "tp": 2}
+                                  "virtual_stages": 1, "tp": 2, "vocab": None}

@@ -39,6 +39,19 @@ def test_pipelined_step_equals_the_dense_reference(algorithm, schedule, pp, m, v
     assert result.ok(1e-12), {k: v for k, v in result.errors.items() if v > 1e-12}
 
 
+@pytest.mark.parametrize("algorithm", list(GRIDS))
+def test_the_lm_head_on_the_last_stage_equals_the_reference(algorithm):
+    """logits = Y Whead per micro-batch; the last block's output gradient is dlogits Whead^T; dWhead summed."""
+    step = lower_pipeline(algorithm, BLOCK, 2, 2, 3, "1f1b", 1, "float32", vocab=100, **GRIDS[algorithm])
+    assert step.options["pipeline"]["vocab"] == 128 * len(step.programs) // 2  # padded to 128 x T columns
+    validate_schedule(step)
+    result = prove_pipeline(step, seed=5)
+    assert {"logits.m0", "logits.m2", "dWhead"} <= set(result.errors) and "Y.m0" not in result.errors
+    assert result.ok(1e-12), {k: v for k, v in result.errors.items() if v > 1e-12}
+    last_stage = range(step.world_size // 2, step.world_size)
+    assert {b.rank for b in step.outputs if b.tensor.startswith("logits")} <= set(last_stage)
+
+
 @pytest.mark.parametrize("algorithm", ["1d", "2d"])
 def test_four_stages_of_1f1b_with_dropout(algorithm):
     block = Workload.transformer(batch=2, seq=2, hidden=8, heads=2, dropout=0.25)
@@ -97,7 +110,7 @@ def test_saved_schedule_loads_and_proves_again(tmp_path):
     save_schedule(step, tmp_path / "pp.json")
     loaded = load_schedule(tmp_path / "pp.json")
     assert loaded.options["pipeline"] == {"layers": 2, "pp": 2, "micro_batches": 2, "schedule": "gpipe",
-                                          "virtual_stages": 1, "tp": 2}
+                                          "virtual_stages": 1, "tp": 2, "vocab": None}
     assert prove_pipeline(loaded).ok(1e-12)
     assert "send>2 Y.m0.l0" in format_schedule(loaded, [0, 2])
 

@@ -119,6 +119,17 @@ def test_removing_or_hoisting_any_gradient_accumulation_fails():
         assert _fails(_mutated(step, rank, hoisted)), (rank, program[i])
 
 
+def test_removing_or_hoisting_an_lm_head_accumulation_fails():
+    step = lower_pipeline("1d", BLOCK, 2, 2, 2, "1f1b", 1, "float32", gpus=1, vocab=8)
+    sites = [(r, i) for r, i in _accumulations(step) if step.programs[r][i].out.endswith(".head")]
+    assert [step.programs[r][i].fn for r, i in sites] == ["copy", "add"]
+    for rank, i in sites:
+        program = step.programs[rank]
+        assert _fails(_mutated(step, rank, program[:i] + program[i + 1:])), program[i]
+        producer = max(j for j in range(i) if program[i].inputs[-1] in program[j].writes())
+        assert _fails(_mutated(step, rank, program[:producer] + [program[i]] + program[producer:i] + program[i + 1:]))
+
+
 def test_removing_any_send_of_a_2d_stage_fails():
     step = lower_pipeline("2d", BLOCK, 2, 2, 2, "1f1b", 1, "float32", grid=(2, 2, 1))
     sites = _sites(step, Send)

@@ -50,7 +50,7 @@ def test_simulate_runs_the_whole_step_with_pipeline_flows(capsys):
     assert status == 0, err
     data = json.loads(out)
     assert data["pipeline"] == {"layers": 2, "pp": 2, "micro_batches": 2, "schedule": "1f1b", "virtual_stages": 1,
-                                "tp": 2}
+                                "tp": 2, "vocab": None}
     assert data["stats"]["p2p"] == 2 * 2 * 2  # 2 tensor-parallel ranks x 2 micro-batches x (activation, gradient)
     assert data["model_time_s"] == data["makespan_s"] and data["layers"] == 1
     assert "memory" not in data
