@@ -27,10 +27,15 @@ Inputs are each micro-batch's ``X.m<i>`` (on the first stage) and ``dY.m<i>`` (o
 layer's weights ``<W>.l<l>``; outputs each micro-batch's ``Y.m<i>`` and ``dX.m<i>`` and every weight
 gradient summed over micro-batches, ``d<W>.l<l>``. ``simulator.pipeline.reference`` computes them densely.
 
-Known gap: the embedding, the LM head and the loss are not in the IR; the first stage starts from the
-block input and the last from the gradient of the block output (``simulator.training.lm_head`` gives the
-head's cost to the planner, not ops). Every block and micro-batch draws the same dropout masks (the masks
-are keyed by position, not by layer); the reference draws the same ones, so the proof holds with dropout.
+With ``vocab``, the last stage also runs the LM head after its last block (``simulator.pipeline.head``:
+the algorithm's own linear onto the padded vocabulary); its ``logits.m<i>`` and ``dlogits.m<i>`` take the
+place of ``Y.m<i>`` and ``dY.m<i>``, and its weight ``Whead`` and summed gradient ``dWhead`` join the
+weights.
+
+Known gaps: the embedding lookup and the loss are not in the IR (the first stage starts from the block
+input, the last from the gradient of its output or of the logits), nor the tied embedding's gradient
+all-reduce between the first and last stage. Every block and micro-batch draws the same dropout masks
+(they are keyed by position, not by layer); the reference draws the same ones, so the proof holds.
 """
 
 from __future__ import annotations
