@@ -20,7 +20,7 @@ from simulator.pipeline.reference import pipeline_input_block, pipeline_referenc
 from simulator.pipeline.tensors import pipeline_tensors
 from simulator.workloads.workload import Workload
 
-__all__ = ["expected_outputs", "input_block", "is_pipelined", "reference_block", "reference_bytes"]
+__all__ = ["clear", "expected_outputs", "input_block", "is_pipelined", "reference_block", "reference_bytes"]
 
 
 def is_pipelined(schedule: Schedule) -> bool:
@@ -35,11 +35,13 @@ def input_block(schedule: Schedule, seed: int, tensor: str, rows: tuple[int, int
 
 
 @lru_cache(maxsize=2)
-def _reference(workload: Workload, layers: int, micro_batches: int, seed: int, vocab: int | None) -> dict[str, np.ndarray]:
+def _reference(workload: Workload, layers: int, micro_batches: int, seed: int,
+               vocab: int | None) -> dict[str, np.ndarray]:
     return pipeline_reference(workload, layers, micro_batches, seed, vocab=vocab)
 
 
-def reference_block(schedule: Schedule, seed: int, tensor: str, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+def reference_block(schedule: Schedule, seed: int, tensor: str, rows: tuple[int, int],
+                    cols: tuple[int, int]) -> np.ndarray:
     """Block [rows, cols] of the step's output ``tensor`` in float64."""
     options = schedule.options["pipeline"]
     whole = _reference(Workload.from_dict(schedule.workload), options["layers"], options["micro_batches"], seed,

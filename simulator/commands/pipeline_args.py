@@ -14,10 +14,11 @@ import argparse
 
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
+from simulator.pipeline.lower import pipeline_options
 from simulator.pipeline.order import SCHEDULES
 from simulator.workloads.models import preset
 
-__all__ = ["DEFAULT_ORDER", "add_pipeline_arguments", "pipeline_request"]
+__all__ = ["DEFAULT_ORDER", "add_pipeline_arguments", "pipeline_request", "pipelined"]
 
 DEFAULT_ORDER = "1f1b"
 """The pipeline order without ``--schedule``: Megatron-LM's default."""
@@ -67,4 +68,4 @@ def pipeline_request(args: argparse.Namespace) -> dict | None:
 
 def pipelined(schedule: Schedule) -> dict | None:
     """The pipeline options a schedule carries (``simulator.pipeline.lower``), or None."""
-    return schedule.options.get("pipeline")
+    return pipeline_options(schedule)

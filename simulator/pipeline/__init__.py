@@ -12,6 +12,7 @@ module              what it holds
 ``lower``           ``lower_pipeline``: a pipelined training step (pp stages x a tensor-parallel
                     algorithm, micro-batches, an order) as one Schedule with send/recv between stages
 ``block``           one block's schedule cut into forward, backward and the roles of its buffers
+``head``            the LM head on the last stage, joined to the last block's output
 ``names``           the renaming of a block's buffers per (micro-batch, layer)
 ``templates``       a block op re-addressed per (micro-batch, layer, pipeline rank)
 ``tensors``         the step's global input and output tensors, by name
@@ -20,5 +21,5 @@ module              what it holds
 ==================  ================================================================================
 """
 
-__all__ = ["block", "closed_forms", "lower", "names", "order", "printout", "proof", "reference", "templates",
+__all__ = ["block", "closed_forms", "head", "lower", "names", "order", "printout", "proof", "reference", "templates",
            "tensors", "timeline"]

@@ -100,8 +100,8 @@ class HeadPieces:
             if b.tensor == w:
                 inputs.append(TensorBlock(rank_of(b.rank), f"{b.buffer}.head", HEAD_WEIGHT, b.rows, b.cols))
             elif b.tensor == grad(c):
-                inputs += [TensorBlock(rank_of(b.rank), f"{b.buffer}.m{mb}.head", f"{grad(LOGITS)}.m{mb}", b.rows, b.cols)
-                           for mb in range(micro_batches)]
+                inputs += [TensorBlock(rank_of(b.rank), f"{b.buffer}.m{mb}.head", f"{grad(LOGITS)}.m{mb}", b.rows,
+                                       b.cols) for mb in range(micro_batches)]
         for b in gemm.outputs:
             if b.tensor == c:
                 outputs += [TensorBlock(rank_of(b.rank), f"{b.buffer}.m{mb}.head", f"{LOGITS}.m{mb}", b.rows, b.cols)

@@ -91,6 +91,8 @@ def lower_pipeline(algorithm: str, workload: Workload, layers: int, pp: int, mic
 
 
 class _Lowering:
+    """The step being built: every rank's buffers, program and part labels, then the Schedule (``build``)."""
+
     def __init__(self, block: BlockPieces, workload: Workload, layers: int, pp: int, m: int, schedule: str, v: int,
                  head: HeadPieces | None):
         self.block, self.workload, self.layers, self.pp, self.m, self.v = block, workload, layers, pp, m, v

@@ -46,7 +46,8 @@ def pipeline_reference(workload: Workload, layers: int, micro_batches: int, seed
     x, y = workload.input_names("fwd")[0], workload.output_names("fwd")[0]
     ctx = Context(numpy_call(seed), 0)
     weights = [{name: inputs[f"{name}.l{layer}"] for name in workload.weights()} for layer in range(layers)]
-    out: dict[str, np.ndarray] = {f"{grad(name)}.l{layer}": 0.0 for layer in range(layers) for name in workload.weights()}
+    out: dict[str, np.ndarray] = {f"{grad(name)}.l{layer}": 0.0
+                                  for layer in range(layers) for name in workload.weights()}
     if vocab is not None:
         head, out[grad(HEAD_WEIGHT)] = inputs[HEAD_WEIGHT], 0.0
     for mb in range(micro_batches):

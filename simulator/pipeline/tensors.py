@@ -47,7 +47,8 @@ def input_scale(workload: Workload, tensor: str) -> float:
     return 1.0 / math.sqrt(workload.hidden) if name == HEAD_WEIGHT else workload.input_scale(name)
 
 
-def pipeline_tensors(workload: Workload, layers: int, micro_batches: int, vocab: int | None = None) -> tuple[dict, dict]:
+def pipeline_tensors(workload: Workload, layers: int, micro_batches: int,
+                     vocab: int | None = None) -> tuple[dict, dict]:
     """(inputs, outputs) of the step: tensor name -> (rows, cols), in the module docstring's order."""
     x, y = workload.input_names("fwd")[0], workload.output_names("fwd")[0]
     last = y if vocab is None else LOGITS
