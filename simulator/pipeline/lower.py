@@ -19,9 +19,12 @@ Between stages, each rank sends its blocks of the activation (after ``F``) and o
 ``B``) to the rank with the same t on the neighbouring stage, in the layout the algorithm leaves them.
 Every receive is posted, asynchronously, at the start of the program, in the order its sender sends
 (the n-th send from a to b meets the n-th receive at b from a); it is waited for right before the
-action that reads it. A send is asynchronous too and waited for when the rank's next action starts
-(Megatron-LM's ``send_forward_recv_backward`` waits for both). So no send ever waits for a receiver, the
-only waits are for data, and the program cannot deadlock unless the order itself does (``replay``).
+action that reads it. A send is asynchronous too, and waited for at the end of the program: sends are
+eager, as ``simulator.pipeline.timeline.replay`` models them (a transfer starts when its sender is done
+and holds back only its receiver). So the only waits are for data, and the program cannot deadlock
+unless the order itself does. (Waiting for each send when the rank's next action starts, as Megatron-LM's
+``send_forward_recv_backward`` does, holds the sender for the transfer; receives posted only when needed
+deadlock interleaved orders on two ranks, whose two channels carry both directions.)
 
 Inputs are each micro-batch's ``X.m<i>`` (on the first stage) and ``dY.m<i>`` (on the last) and every
 layer's weights ``<W>.l<l>``; outputs each micro-batch's ``Y.m<i>`` and ``dX.m<i>`` and every weight
@@ -186,16 +189,13 @@ class _Lowering:
                 accumulated: set[str] = set()
                 pending: list[str] = []
                 for a in actions:
-                    for handle in pending:
-                        self.emit(g, Wait(handle), "p2p")
                     for _, _, handle, _ in self.recvs(a, t):
                         self.emit(g, Wait(handle), "p2p")
                     self.run_action(g, t, a, accumulated)
-                    pending = []
                     for peer, buf, handle in self.sends(a, t):
                         self.emit(g, Send(peer=peer, buf=buf, handle=handle), "p2p")
                         pending.append(handle)
-                for handle in pending:
+                for handle in pending:  # sends are eager: none holds its rank back (timeline.replay's model)
                     self.emit(g, Wait(handle), "p2p")
         self.place_blocks()
         return Schedule(

@@ -29,8 +29,9 @@ def test_stage_boundaries_are_flows_through_the_nics_of_each_server():
 def test_makespan_is_the_closed_form_plus_the_boundary_transfers(schedule, pp, m, v):
     """One GPU per stage (no collectives), 8 blocks: the simulated step against (m + (p - 1)/v)(t_f + t_b),
     t_f + t_b one micro-batch through one stage taken from the simulated one-stage step (the difference
-    between 2 micro-batches and 1). The sends and receives that the closed form leaves out (8 MiB over
-    NVLink, tens of microseconds against milliseconds per stage) make up the rest: a wait that
+    between 2 micro-batches and 1). What the closed form leaves out, the boundary transfers on the
+    critical path (8 MiB over NVLink, tens of microseconds against milliseconds per stage) and the first
+    micro-batch's gradient being copied where later ones are added, stays under 1.5%; a wait that
     serialised the stages, or an order that was not the schedule's, would be tens of percent."""
     block = Workload.transformer(batch=1, seq=4096, hidden=1024, heads=16)
     graph = load_graph("dgx-a100:1")
@@ -42,4 +43,4 @@ def test_makespan_is_the_closed_form_plus_the_boundary_transfers(schedule, pp, m
     stage = 8 // (pp * v)
     t_fb = (makespan(stage, 1, 2) - makespan(stage, 1, 1)) * v  # one micro-batch through v chunks of a rank
     ideal = ideal_step_s(schedule, pp, m, t_fb / 2, t_fb / 2, v)
-    assert 0 < makespan(8, pp, m, schedule, v) / ideal - 1 < 0.025
+    assert 0 < makespan(8, pp, m, schedule, v) / ideal - 1 < 0.015
