@@ -59,8 +59,9 @@ def _rank_range(text: str | None, world: int) -> list[int] | None:
 def summary(schedule: Schedule) -> dict:
     """The JSON object of `tpsim schedule --json`."""
     accounts = account(schedule)
+    pipeline = {"pipeline": pipelined(schedule)} if pipelined(schedule) is not None else {}
     return {"algorithm": schedule.algorithm, "grid": list(schedule.grid), "world_size": schedule.world_size,
-            "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype,
+            "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype, **pipeline,
             "ops": sum(len(p) for p in schedule.programs),
             "per_rank": [a.to_dict() for a in accounts]}
 

@@ -44,6 +44,15 @@ def test_schedule_summary_names_the_pipeline(capsys):
     assert "  p2p msgs / rank     32 (max)" in out  # a middle stage: 8 in and 8 out, each way
 
 
+def test_schedule_json_carries_the_pipeline_and_each_ranks_messages(capsys):
+    status, out, _ = run(capsys, "schedule", "--algo", "1d", "--gpus", "2", *BLOCK, "--layers", "3", "--pp", "3",
+                         "--micro-batches", "2", "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert data["pipeline"]["pp"] == 3 and data["world_size"] == 6
+    assert [r["p2p_messages"] for r in data["per_rank"]] == [4, 4, 8, 8, 4, 4]
+
+
 def test_simulate_runs_the_whole_step_with_pipeline_flows(capsys):
     status, out, err = run(capsys, "simulate", "--algo", "1d", "--gpus", "2", *BLOCK, "--layers", "2", "--pp", "2",
                            "--micro-batches", "2", "--topology", "dgx-a100:1", "--json")
