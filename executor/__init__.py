@@ -13,6 +13,7 @@ module               what it does
 ``clock``            perf_counter (CPU) and CUDA-event (GPU) clocks for per-op timing
 ``reference``        float64 reference of an output block: panels and chunks, or token chunks
 ``check``            per-rank errors against the reference, tolerances per dtype
+``pipeline_check``   a pipelined step's input blocks and its whole-step float64 reference
 ``memory``           what a run holds per rank, estimated up front; the refusal when it cannot fit
 ``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
 ``faults``           the ``--inject-fault`` test hook
@@ -34,5 +35,5 @@ Importing this package does not import torch; only running does.
 """
 
 __all__ = ["bench", "bench_cases", "bench_command", "bench_report", "buffers", "check", "clock", "command", "estimate",
-           "faults", "groups", "job_report", "launch", "measure", "memory", "ops_torch", "progress", "reference",
+           "faults", "groups", "job_report", "launch", "measure", "memory", "ops_torch", "pipeline_check", "progress", "reference",
            "run_rank", "scratch"]

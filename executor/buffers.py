@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from executor import pipeline_check
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
@@ -43,11 +44,13 @@ def allocate(schedule: Schedule, rank: int, device: torch.device, seed: int) -> 
     buffers = {name: torch.empty(spec.shape, dtype=TORCH_DTYPES[spec.dtype], device=device)
                for name, spec in schedule.buffers[rank].items()}
     workload = Workload.from_dict(schedule.workload)
+    pipelined = pipeline_check.is_pipelined(schedule)
     inputs = {}
     for block in schedule.inputs:
         if block.rank != rank:
             continue
-        values = workload.input_block(seed, block.tensor, block.rows, block.cols)
+        values = (pipeline_check.input_block(schedule, seed, block.tensor, block.rows, block.cols) if pipelined
+                  else workload.input_block(seed, block.tensor, block.rows, block.cols))
         target = buffers[block.buffer]
         inputs[block.buffer] = torch.from_numpy(values).to(device=device, dtype=target.dtype)
     memory = RankMemory(buffers, inputs)

@@ -54,6 +54,7 @@ import math
 import numpy as np
 import torch
 
+from executor import pipeline_check
 from executor.reference import graph_outputs, reference_block
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
@@ -73,14 +74,19 @@ def tolerance_for(dtype: str, workload: str | None = None) -> float:
 def check_rank(schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor], seed: int) -> list[dict]:
     """One record per output block on ``rank``: its max absolute error and the max |ref| of the block."""
     workload = Workload.from_dict(schedule.workload)
+    pipelined = pipeline_check.is_pipelined(schedule)
     records = []
     try:
         for block in schedule.outputs:
             if block.rank != rank:
                 continue
             value = buffers[block.buffer]
-            reference = reference_block(workload, seed, block.tensor, block.rows, block.cols, value.device,
-                                        passes=schedule.passes)
+            if pipelined:  # a whole pipelined step: its own reference (executor.pipeline_check)
+                cut = pipeline_check.reference_block(schedule, seed, block.tensor, block.rows, block.cols)
+                reference = torch.from_numpy(cut.copy()).to(value.device)
+            else:
+                reference = reference_block(workload, seed, block.tensor, block.rows, block.cols, value.device,
+                                            passes=schedule.passes)
             ref_max_abs = _max_abs(reference)
             error = _max_abs(reference.sub_(value))  # in place: no second block-sized float64 array
             records.append({"rank": rank, "tensor": block.tensor, "buffer": block.buffer,
@@ -90,6 +96,7 @@ def check_rank(schedule: Schedule, rank: int, buffers: dict[str, torch.Tensor], 
             del reference
     finally:
         graph_outputs.cache_clear()  # a transformer's whole outputs: not kept while the job's next schedule runs
+        pipeline_check.clear()
     return records
 
 
@@ -104,7 +111,8 @@ def combine(schedule: Schedule, blocks: list[dict], tolerance: float) -> dict:
     Returns ``{"errors": {tensor: error}, "max_rel_error": float, "ok": bool, "tolerance": float,
     "uncovered": [tensors no block fully covers]}``.
     """
-    expected = Workload.from_dict(schedule.workload).output_names(schedule.passes)
+    expected = (pipeline_check.expected_outputs(schedule) if pipeline_check.is_pipelined(schedule)
+                else Workload.from_dict(schedule.workload).output_names(schedule.passes))
     names = list(dict.fromkeys(list(expected) + [b["tensor"] for b in blocks]))
     scale = {name: max((b["ref_max_abs"] for b in blocks if b["tensor"] == name), default=0.0) or 1.0
              for name in names}

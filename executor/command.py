@@ -26,6 +26,7 @@ import signal
 import sys
 
 from executor.faults import Fault
+from simulator.commands.pipeline_show import pipeline_line
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
@@ -128,6 +129,9 @@ def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) 
     from executor.measure import chrome_trace, measured_record, summary  # torch, as above
 
     record = measured_record(schedule, result, options)
+    pipeline = schedule.options.get("pipeline")
+    if pipeline is not None:  # a whole pipelined step (simulator.pipeline.lower): its time is the step's
+        record["pipeline"] = pipeline
     if args.out:
         write_json_atomic(args.out, record)
     if args.trace:
@@ -138,6 +142,8 @@ def finish(schedule, result: dict, options, args: argparse.Namespace, out=None) 
         stream.write("\n")
         return 0 if record["ok"] else 1
     lines = summary(record)
+    if pipeline is not None:
+        lines.insert(1, f"pipeline: {pipeline_line(pipeline)}; time_s is the whole step")
     layers = layers_of(args, schedule.workload)
     if layers > 1:
         lines.append(f"model: {layers} blocks, {layers * record['time_s'] * 1e3:.3f} ms ({layers} x the measured "

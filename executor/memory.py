@@ -15,6 +15,7 @@ says so in one line instead of a rank's MemoryError or the out-of-memory killer.
 
 from __future__ import annotations
 
+from executor import pipeline_check
 from executor.reference import peak_bytes
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
@@ -29,6 +30,9 @@ _HINT = "run smaller sizes on the same grid, or fewer ranks on this host"
 def rank_bytes(schedule: Schedule, workload: Workload | None = None) -> list[int]:
     """Per rank, at least what a run holds at once: its declared buffers and its largest block's reference."""
     workload = workload or Workload.from_dict(schedule.workload)
+    if pipeline_check.is_pipelined(schedule):  # every rank holds the whole step's reference
+        return [sum(spec.nbytes for spec in declared.values()) + pipeline_check.reference_bytes(schedule)
+                for declared in schedule.buffers]
     reference = [0] * schedule.world_size
     for block in schedule.outputs:
         if 0 <= block.rank < schedule.world_size:

@@ -24,6 +24,7 @@ module                     what it holds
 ``repro_optimus``          Optimus's 2-D over 1-D speedups on 64 Frontera GPUs, published vs predicted
 ``repro_3d``               the 3-D TP paper's speedups over 1-D and 2-D on 64 V100s, published vs predicted
 ``repro_megatron``         Megatron-LM's weak-scaling efficiencies on DGX-2H, 1 to 512 GPUs, published vs predicted
+``repro_training``         Korthikanti et al. 2022's 22B per-layer and per-iteration times, published vs predicted
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md.
@@ -32,4 +33,4 @@ Their results and the lab notes behind them are in experiments/README.md.
 __all__ = ["bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time", "calibration_holdout",
            "cpu_loop", "gpu_check",
            "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "published", "quiet_host",
-           "repro_3d", "repro_megatron", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
+           "repro_3d", "repro_megatron", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

@@ -30,7 +30,7 @@ sub-package        what it holds
 At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
 ``sizes`` (byte sizes as people write them), ``limits`` (what tpsim and this machine accept before any
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
-model), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
+model; ``gemm_shape``, a GEMM's achievable fraction of peak by its shape), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
 ``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked; with a global batch, the
 whole model's training plan from ``training``), ``workers`` (calls spread over forked processes, for
@@ -46,6 +46,6 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
+__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files", "gemm_shape",
            "gcpause", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

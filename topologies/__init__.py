@@ -13,6 +13,7 @@ module              what it holds
 ``kinds``           the vocabulary: node kinds, edge kinds, device dtypes
 ``rates``           published link rates and the effective rates the model uses, with sources
 ``devices``         GPU specs: peak TFLOP/s per dtype, memory bandwidth and size
+``compute_rates``   each GPU's published achievable matmul rate, memory bandwidth and SM count, sourced
 ``links``           link specs, put on a graph as directed edges
 ``servers``         the inside of one machine (NVSwitch, NVLink mesh, PCIe tree, CPU sockets, NICs)
 ``cluster``         servers joined by a leaf/spine fat tree

@@ -4,6 +4,8 @@
 module                what it holds
 ====================  ===============================================================================
 ``schedule_args``     the schedule arguments shared by schedule, verify, simulate and run
+``pipeline_args``     their pipeline options (--pp, --micro-batches, --schedule ORDER, --virtual-stages)
+``pipeline_show``     a pipelined step's summary line, stage x time grid and proof printout
 ``sim_args``          topology, placement and collective overrides, shared by simulate and predict
 ``training_args``     optimizer, ZeRO, recomputation and data-parallel flags: a training setup
 ``predict``           ``tpsim predict``: every arrangement ranked (the main job)
@@ -19,5 +21,5 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "model", "predict", "predict_training", "schedule", "schedule_args",
+__all__ = ["calibrate", "collective", "compare", "model", "pipeline_args", "pipeline_show", "predict", "predict_training", "schedule", "schedule_args",
            "sim_args", "simulate", "training_args"]

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from simulator.commands.pipeline_args import pipelined
+from simulator.commands.pipeline_show import pipeline_grid, pipeline_line, verify_pipeline
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
 from simulator.errors import InputError
 from simulator.ir.accounting import account
@@ -57,8 +59,9 @@ def _rank_range(text: str | None, world: int) -> list[int] | None:
 def summary(schedule: Schedule) -> dict:
     """The JSON object of `tpsim schedule --json`."""
     accounts = account(schedule)
+    pipeline = {"pipeline": pipelined(schedule)} if pipelined(schedule) is not None else {}
     return {"algorithm": schedule.algorithm, "grid": list(schedule.grid), "world_size": schedule.world_size,
-            "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype,
+            "workload": schedule.workload, "passes": schedule.passes, "dtype": schedule.dtype, **pipeline,
             "ops": sum(len(p) for p in schedule.programs),
             "per_rank": [a.to_dict() for a in accounts]}
 
@@ -75,7 +78,10 @@ def schedule_command(args: argparse.Namespace) -> int:
         json.dump(summary(schedule), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
+    pipeline = pipelined(schedule)
     if args.show:
+        if pipeline is not None:
+            print(pipeline_grid(pipeline))
         print(format_schedule(schedule, ranks))
         return 0
     accounts = account(schedule)
@@ -83,6 +89,8 @@ def schedule_command(args: argparse.Namespace) -> int:
     collectives = [a.collectives for a in accounts]
     print(f"{schedule.algorithm} grid {list(schedule.grid)} on {schedule.world_size} ranks, "
           f"{workload_label(schedule)}, pass {schedule.passes}, {schedule.dtype}")
+    if pipeline is not None:
+        print(f"  pipeline            {pipeline_line(pipeline)}")
     print(f"  ops per rank        {min(len(p) for p in schedule.programs)}..{max(len(p) for p in schedule.programs)}")
     print(f"  collectives / rank  {min(collectives)}..{max(collectives)}")
     print(f"  p2p msgs / rank     {max(a.p2p_messages for a in accounts)} (max)")
@@ -97,6 +105,8 @@ def verify_command(args: argparse.Namespace) -> int:
     check_seed(args.seed)
     check_tolerance(args.tolerance)
     schedule = schedule_from_args(args)
+    if pipelined(schedule) is not None:
+        return verify_pipeline(schedule, args.seed, args.tolerance)
     # Refused up front where it cannot fit: an allocation the kernel grants lazily would otherwise run
     # into the out-of-memory killer instead of a MemoryError.
     what = f"{schedule.algorithm} {list(schedule.grid)} {check_workload(schedule).label()}"

@@ -18,10 +18,12 @@ import argparse
 
 from simulator.algorithms.registry import (ALGORITHMS, ALIASES, DTYPES, OVERLAP_ALGORITHMS, SQUARE_GRID_ALGORITHMS,
                                            build_schedule)
+from simulator.commands.pipeline_args import add_pipeline_arguments, pipeline_request
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
 from simulator.limits import check_extent
+from simulator.pipeline.lower import lower_pipeline
 from simulator.workloads.models import preset
 from simulator.workloads.workload import FIELDS, PASSES, Workload
 
@@ -55,7 +57,9 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = ""
     """Add the generator arguments and ``--schedule FILE`` to ``parser`` (``dtype_help``: what the element
     type means to this command, added to ``--dtype``'s help)."""
     group = parser.add_argument_group("schedule (generate one, or load --schedule FILE)")
-    group.add_argument("--schedule", metavar="FILE", help="a schedule saved by `tpsim schedule --out`")
+    group.add_argument("--schedule", metavar="FILE|ORDER",
+                       help="a schedule saved by `tpsim schedule --out`; with --pp, the pipeline order instead: "
+                            "gpipe, 1f1b (default) or interleaved")
     group.add_argument("--algo", choices=ALGORITHMS + tuple(ALIASES), help="parallel algorithm")
     group.add_argument("--grid", metavar="Q,Q,D", help=f"process grid [q, q, d] ({', '.join(SQUARE_GRID_ALGORITHMS)})")
     group.add_argument("--gpus", type=int, metavar="P",
@@ -64,6 +68,7 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = ""
     group.add_argument("--overlap", action="store_true",
                        help=f"{'/'.join(OVERLAP_ALGORITHMS)}: prefetch each SUMMA step's broadcasts during the "
                             "previous gemm")
+    add_pipeline_arguments(parser)
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:
@@ -167,14 +172,18 @@ def vocab_of(args: argparse.Namespace) -> int:
 
 def layers_of(args: argparse.Namespace, workload: Workload | dict) -> int:
     """How many identical blocks the whole model has: ``--layers``, the model's, or 1 (a workload or a
-    schedule's workload record)."""
+    schedule's workload record); 1 with ``--pp``, whose schedule holds every block already."""
+    if getattr(args, "pp", None) is not None:
+        return 1
     name = workload.get("name") if isinstance(workload, dict) else workload.name
     layers = getattr(args, "layers", None)
     return layers if layers is not None and name == "transformer" else 1
 
 
 def schedule_from_args(args: argparse.Namespace) -> Schedule:
-    """Load ``--schedule`` or generate from the generator arguments; InputError for bad input."""
+    """Load ``--schedule`` or generate from the generator arguments (a pipelined step with ``--pp``:
+    ``simulator.commands.pipeline_args``); InputError for bad input."""
+    pipeline = pipeline_request(args)
     if args.schedule is not None:
         # `is`, not `in`: a given 0 (`--m 0`) equals False and must still count as given.
         given = [flag for flag, dest in GENERATOR_FLAGS.items()
@@ -191,5 +200,8 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
         raise InputError(f"--algo is required ({', '.join(ALGORITHMS)}), or give --schedule FILE")
     workload = workload_from_args(args)
     grid = parse_grid(args.grid) if args.grid is not None else None
+    if pipeline is not None:
+        return lower_pipeline(args.algo, workload, args.layers, dtype=args.dtype, grid=grid, gpus=args.gpus,
+                              overlap=args.overlap, **pipeline)
     return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
                           overlap=args.overlap)

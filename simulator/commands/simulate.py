@@ -10,7 +10,10 @@ rank's compute/comm/wait split and its split per layer part, per rank, the busie
 records). Per-op records are included up to ``OPS_INLINE_LIMIT`` ops in total; above that they are
 left out (the object says so in ``ops_omitted``) unless ``--ops`` asks for them. For a transformer
 block, ``--layers L`` (or ``--model``'s count) adds the whole model, L x the one block's makespan
-(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. A transformer block's
+(``layers``, ``model_time_s`` in the JSON): one block is simulated, not L. With ``--pp`` the schedule is
+the whole pipelined step (``simulator.pipeline.lower``; ``pipeline`` in the JSON): its makespan is the
+step's, the stage boundaries' sends and receives are flows between the GPUs holding the ranks, and the
+memory per stage is left to the planner. A transformer block's
 fwd+bwd also gets its training memory per GPU (``simulator.memory``: parameters, gradients, optimizer
 state, the L layers' kept activations, live workspace, the peak and whether it fits the topology's
 smallest GPU; ``memory`` in the JSON) under ``--optimizer --zero --recompute --dp``, with ``--model``'s
@@ -35,6 +38,8 @@ import json
 import sys
 import time
 
+from simulator.commands.pipeline_args import pipelined
+from simulator.commands.pipeline_show import pipeline_line
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args, vocab_of
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          load_graph, parse_overrides)
@@ -91,8 +96,8 @@ def _memory(args: argparse.Namespace, schedule):
     transformer = schedule.workload.get("name") == "transformer"
     vocab = vocab_of(args) if transformer else None
     setup = setup_from_args(args, layers_of(args, schedule.workload), vocab)
-    if not transformer or schedule.passes != "both":
-        return None
+    if not transformer or schedule.passes != "both" or pipelined(schedule) is not None:
+        return None  # a pipelined step's memory per stage is the planner's (simulator.memory)
     return training_memory(schedule, setup)
 
 
@@ -150,6 +155,8 @@ def _simulate(args: argparse.Namespace) -> int:
             data["layers"], data["model_time_s"] = layers, layers * result.makespan_s
         if memory is not None:
             data["memory"] = memory.to_dict()
+        if pipelined(schedule) is not None:
+            data["pipeline"] = pipelined(schedule)
         if not with_ops:
             data["ops_omitted"] = f"{n_ops:,} ops > {OPS_INLINE_LIMIT:,}; pass --ops to include them"
         if bound is not None:
@@ -159,6 +166,8 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     for line in summary_lines(result, bound, wall_s):
         print(line)
+    if pipelined(schedule) is not None:
+        print(f"  pipeline        {pipeline_line(pipelined(schedule))}: the makespan is the whole step")
     if layers > 1:
         print(f"  model           {layers} blocks: {format_time(layers * result.makespan_s)} ({layers} x the "
               f"makespan of the one block simulated)")

@@ -12,6 +12,7 @@ from simulator.gcpause import paused_gc
 from simulator.ir.ops import (AllGather, Broadcast, CommOp, Gemm, Local, Op, Recv, Reduce, ReduceScatter, Send, Slice,
                               Wait)
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.pipeline.tensors import check_pipeline_tensors
 from simulator.workloads.functions import FUNCTIONS
 from simulator.workloads.workload import EXAMPLES, FIELDS, PASSES, Workload
 
@@ -54,6 +55,10 @@ def check_workload(schedule: Schedule) -> Workload:
     tensor or, worse, compare the wrong numbers. ScheduleError names the disagreement and what would fit.
     """
     workload = Workload.from_dict(schedule.workload)
+    pipeline = schedule.options.get("pipeline") if isinstance(schedule.options, dict) else None
+    if pipeline is not None:  # a pipelined step names its tensors per micro-batch and layer
+        check_pipeline_tensors(schedule, workload, pipeline)
+        return workload
     passes = schedule.passes
     if passes not in PASSES:
         raise ScheduleError(f"pass {passes!r} unknown; valid: {', '.join(PASSES)}")

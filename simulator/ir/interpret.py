@@ -64,8 +64,14 @@ def interpret(schedule: Schedule, seed: int = 0) -> InterpretResult:
     inputs = {name: workload.input_block(seed, name, (0, shapes[name][0]), (0, shapes[name][1]))
               for name in workload.input_names(schedule.passes)}
     memory = run_schedule(schedule, inputs, seed)
-    reference = workload.reference(seed, schedule.passes)
-    outputs = {name: np.full(shapes[name], np.nan) for name in reference}
+    return compare_outputs(schedule, memory, workload.reference(seed, schedule.passes))
+
+
+def compare_outputs(schedule: Schedule, memory: list[dict[str, np.ndarray]],
+                    reference: dict[str, np.ndarray]) -> InterpretResult:
+    """Every output block ``run_schedule`` left in ``memory`` against ``reference`` (tensor name -> whole
+    array): the assembled outputs and each tensor's max-norm relative error (inf where NaN or missing)."""
+    outputs = {name: np.full(np.shape(value), np.nan) for name, value in reference.items()}
     worst = {name: 0.0 for name in reference}
     for block in schedule.outputs:
         value = memory[block.rank][block.buffer]

@@ -9,7 +9,17 @@ module              what it holds
                     (every send meets its receive, no deadlock); bubble and activations in flight
 ``closed_forms``    the published bubble, step time and activations-in-flight formulas
 ``printout``        the stage x time grid with micro-batch numbers
+``lower``           ``lower_pipeline``: a pipelined training step (pp stages x a tensor-parallel
+                    algorithm, micro-batches, an order) as one Schedule with send/recv between stages
+``block``           one block's schedule cut into forward, backward and the roles of its buffers
+``head``            the LM head on the last stage, joined to the last block's output
+``names``           the renaming of a block's buffers per (micro-batch, layer)
+``templates``       a block op re-addressed per (micro-batch, layer, pipeline rank)
+``tensors``         the step's global input and output tensors, by name
+``reference``       the step's dense float64 reference
+``proof``           the step run in the numpy interpreter against the reference
 ==================  ================================================================================
 """
 
-__all__ = ["closed_forms", "order", "printout", "timeline"]
+__all__ = ["block", "closed_forms", "head", "lower", "names", "order", "printout", "proof", "reference", "templates",
+           "tensors", "timeline"]
