@@ -35,6 +35,7 @@ entry in ``_KINDS`` (its sizes, its layer list, its label) and its CLI arguments
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ from simulator.errors import InputError
 from simulator.limits import check_workload_sizes
 from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
 from simulator.workloads.graph import Context, numpy_call, run_chunk
-from simulator.workloads.layers import Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, grad
+from simulator.workloads.layers import (Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, RMSNorm,
+                                        Rotary, SwiGLU, grad)
 from simulator.workloads.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
@@ -74,24 +76,41 @@ def _mlp_layers(w: "Workload") -> tuple[Layer, ...]:
 
 
 def _transformer_layers(w: "Workload") -> tuple[Layer, ...]:
-    h, f, p = w.hidden, w.ffn, w.dropout
-    return (LayerNorm("X", "ln1_g", "ln1_b", "S1", "A1", h, part="ln1"),
-            Linear("A1", "Wqkv", "QKV", h, 3 * h, "hidden", "3*hidden", index=0, bias="bqkv", part="qkv"),
-            Attention("QKV", "CTX", w.heads, h // w.heads, w.seq, p, stream=0),
-            Linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", index=1, bias="bproj", part="proj"),
+    h, f, p, a, kv = w.hidden, w.ffn, w.dropout, w.heads, w.kv_heads
+    d, group = h // a, a // kv
+    qkv = (a + 2 * kv) * d
+    qkv_label = "3*hidden" if kv == a else "(heads+2*kv_heads)*head_dim"
+    swiglu = w.activation == "swiglu"
+
+    def norm(x: str, n: str, stats: str, y: str) -> Layer:
+        if w.norm == "rmsnorm":
+            return RMSNorm(x, f"{n}_g", stats, y, h, part=n)
+        return LayerNorm(x, f"{n}_g", f"{n}_b", stats, y, h, part=n)
+
+    def bias(name: str) -> str | None:
+        return name if w.bias else None
+
+    core = "QKR" if w.position == "rotary" else "QKV"
+    return (norm("X", "ln1", "S1", "A1"),
+            Linear("A1", "Wqkv", "QKV", h, qkv, "hidden", qkv_label, index=0, bias=bias("bqkv"), part="qkv"),
+            *((Rotary("QKV", "QKR", qkv, group, d, w.seq),) if core == "QKR" else ()),
+            Attention(core, "CTX", a, d, w.seq, p, stream=0, group=group),
+            Linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", index=1, bias=bias("bproj"), part="proj"),
             Dropout("P", "PD", h, p, stream=1, part="drop1"),
             Residual("X", "PD", "X2", h, part="res1"),
-            LayerNorm("X2", "ln2_g", "ln2_b", "S2", "A2", h, part="ln2"),
-            Linear("A2", "W1", "H", h, f, "hidden", "ffn", index=2, bias="b1", part="fc1"),
-            Elementwise("gelu", "H", "Z", f, part="gelu"),
-            Linear("Z", "W2", "F", f, h, "ffn", "hidden", index=3, bias="b2", part="fc2"),
+            norm("X2", "ln2", "S2", "A2"),
+            *((Linear("A2", "W1", "H", h, 2 * f, "hidden", "2*ffn", index=2, bias=bias("b1"), part="fc1"),
+               SwiGLU("H", "Z", f, part="swiglu")) if swiglu else
+              (Linear("A2", "W1", "H", h, f, "hidden", "ffn", index=2, bias=bias("b1"), part="fc1"),
+               Elementwise("gelu", "H", "Z", f, part="gelu"))),
+            Linear("Z", "W2", "F", f, h, "ffn", "hidden", index=3, bias=bias("b2"), part="fc2"),
             Dropout("F", "FD", h, p, stream=2, part="drop2"),
             Residual("X2", "FD", "Y", h, part="res2"))
 
 
 def _transformer_label(w: "Workload") -> str:
     dropout = f" dropout={w.dropout:g}" if w.dropout else ""
-    return f"transformer B={w.batch} S={w.seq} H={w.hidden} A={w.heads} F={w.ffn}{dropout}"
+    return f"transformer B={w.batch} S={w.seq} H={w.hidden} A={w.heads} F={w.ffn}{dropout}{w.architecture_label()}"
 
 
 _KINDS = {
@@ -108,6 +127,11 @@ EXAMPLES = {"gemm": dict(m=1, k=1, n=1), "mlp": dict(m=1, hidden=1),
 """The smallest sizes of each workload, as ``to_dict`` fields (for messages that list a kind's tensors)."""
 FIELDS = {name: kind.fields for name, kind in _KINDS.items()}
 """The sizes each workload's ``to_dict`` form stores."""
+ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "position": "learned", "bias": True}
+"""The transformer's optional architecture fields and the GPT block's values of them (``kv_heads`` None:
+as many as ``heads``); ``to_dict`` stores only those that differ, so a GPT block's record is unchanged."""
+CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary")}
+"""The valid values of the transformer's named architecture choices."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +148,16 @@ class Workload:
     heads: int = 0
     ffn: int = 0
     dropout: float = 0.0
+    kv_heads: int = 0
+    """Key/value heads (grouped-query attention; 1: multi-query); 0 is read as ``heads`` (multi-head)."""
+    norm: str = "layernorm"
+    """``layernorm`` (GPT) or ``rmsnorm`` (Llama)."""
+    activation: str = "gelu"
+    """``gelu`` (an MLP h -> ffn -> h) or ``swiglu`` (gate and up h -> 2 ffn, product, ffn -> h)."""
+    position: str = "learned"
+    """``learned`` (in the embedding, nothing in the block) or ``rotary`` (applied to Q and K in the block)."""
+    bias: bool = True
+    """Whether the linears have biases (GPT-2/3 and Megatron-LM's GPT do; Llama's do not)."""
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:
@@ -148,6 +182,19 @@ class Workload:
                              f"(head width h/a)")
         if not 0 <= self.dropout < 1:
             raise InputError(f"transformer dropout must be a probability in [0, 1), got {self.dropout}")
+        if self.kv_heads == 0:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if not isinstance(self.kv_heads, numbers.Integral) or self.kv_heads < 1 or self.heads % self.kv_heads:
+            raise InputError(f"transformer kv_heads={self.kv_heads} must divide heads={self.heads} (each key/value "
+                             f"head serves heads/kv_heads query heads)")
+        for field, valid in CHOICES.items():
+            if getattr(self, field) not in valid:
+                raise InputError(f"transformer {field} {getattr(self, field)!r}: valid: {', '.join(valid)}")
+        if not isinstance(self.bias, bool):
+            raise InputError(f"transformer bias must be true or false, got {self.bias!r}")
+        if self.position == "rotary" and (self.hidden // self.heads) % 2:
+            raise InputError(f"rotary position embeddings need an even head width, got hidden/heads = "
+                             f"{self.hidden // self.heads}")
 
     @classmethod
     def gemm(cls, m: int, k: int, n: int) -> "Workload":
@@ -159,10 +206,35 @@ class Workload:
 
     @classmethod
     def transformer(cls, batch: int, seq: int, hidden: int, heads: int, ffn: int | None = None,
-                    dropout: float = 0.0) -> "Workload":
-        """One GPT block on ``batch`` sequences of ``seq`` tokens; ``ffn`` defaults to 4 * hidden."""
+                    dropout: float = 0.0, **architecture) -> "Workload":
+        """One block on ``batch`` sequences of ``seq`` tokens; ``ffn`` defaults to 4 * hidden; GPT's
+        architecture unless ``architecture`` says otherwise (``ARCHITECTURE``'s fields: kv_heads, norm,
+        activation, position, bias)."""
+        unknown = sorted(set(architecture) - set(ARCHITECTURE))
+        if unknown:
+            raise InputError(f"transformer has no field {unknown[0]!r}; architecture fields: {', '.join(ARCHITECTURE)}")
+        fields = {**ARCHITECTURE, **{k: v for k, v in architecture.items() if v is not None}}
+        fields["kv_heads"] = fields["kv_heads"] or 0
         return cls("transformer", batch * seq, hidden, hidden, batch=batch, seq=seq, heads=heads,
-                   ffn=4 * hidden if ffn is None else ffn, dropout=float(dropout))
+                   ffn=4 * hidden if ffn is None else ffn, dropout=float(dropout), **fields)
+
+    def with_batch(self, batch: int) -> "Workload":
+        """The same transformer block on ``batch`` sequences."""
+        return dataclasses.replace(self, batch=batch, m=batch * self.seq)
+
+    def architecture(self) -> dict:
+        """The architecture fields that differ from the GPT block's (``ARCHITECTURE``)."""
+        if self.name != "transformer":
+            return {}
+        gpt = {**ARCHITECTURE, "kv_heads": self.heads}
+        return {k: getattr(self, k) for k in ARCHITECTURE if getattr(self, k) != gpt[k]}
+
+    def architecture_label(self) -> str:
+        """`` KV=8 rmsnorm swiglu rotary no-bias``: what differs from a GPT block, as a label's tail."""
+        parts = []
+        for key, value in self.architecture().items():
+            parts.append(f"KV={value}" if key == "kv_heads" else ("no-bias" if key == "bias" else str(value)))
+        return "".join(f" {part}" for part in parts)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Workload":
@@ -175,9 +247,10 @@ class Workload:
         missing = [f for f in fields if f not in data]
         if missing:
             raise InputError(f"workload {name} needs {', '.join(fields)}; missing: {', '.join(missing)}")
-        unknown = sorted(set(data) - set(fields) - {"name"})
+        optional = tuple(ARCHITECTURE) if name == "transformer" else ()
+        unknown = sorted(set(data) - set(fields) - set(optional) - {"name"})
         if unknown:
-            raise InputError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
+            raise InputError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields + optional)}")
         for f in fields:
             value = data[f]
             if f == "dropout":
@@ -185,7 +258,9 @@ class Workload:
                     raise InputError(f"workload {name} field 'dropout' must be a number, got {value!r}")
             elif not isinstance(value, numbers.Integral) or isinstance(value, bool):  # numpy ints are sizes too
                 raise InputError(f"workload {name} field {f!r} must be an integer, got {value!r}")
-        return cls.from_fields(name, **{f: data[f] for f in fields})
+        if name == "transformer":
+            _check_architecture(data)
+        return cls.from_fields(name, **{f: data[f] for f in fields + optional if f in data})
 
     @classmethod
     def from_fields(cls, name: str, **fields) -> "Workload":
@@ -194,7 +269,8 @@ class Workload:
             return cls.mlp(int(fields["m"]), int(fields["hidden"]))
         if name == "transformer":
             return cls.transformer(int(fields["batch"]), int(fields["seq"]), int(fields["hidden"]),
-                                   int(fields["heads"]), int(fields["ffn"]), float(fields["dropout"]))
+                                   int(fields["heads"]), int(fields["ffn"]), float(fields["dropout"]),
+                                   **{k: fields[k] for k in ARCHITECTURE if k in fields})
         return cls(name, int(fields["m"]), int(fields["k"]), int(fields["n"]))
 
     def to_dict(self) -> dict:
@@ -203,7 +279,7 @@ class Workload:
             return {"name": "mlp", "m": self.m, "hidden": self.k}
         if self.name == "transformer":
             return {"name": "transformer", "batch": self.batch, "seq": self.seq, "hidden": self.k,
-                    "heads": self.heads, "ffn": self.ffn, "dropout": self.dropout}
+                    "heads": self.heads, "ffn": self.ffn, "dropout": self.dropout, **self.architecture()}
         return {"name": "gemm", "m": self.m, "k": self.k, "n": self.n}
 
     @property
@@ -313,6 +389,18 @@ def dense_graph_values(workload: Workload, seed: int) -> dict[str, np.ndarray]:
     x, dy = workload.input_names("fwd")[0], grad(workload.output_names("fwd")[0])
     inputs = {name: block(name, (0, shapes[name][0]), (0, shapes[name][1])) for name in (x, dy, *workload.weights())}
     return run_chunk(workload, ctx, inputs, backward=True)
+
+
+def _check_architecture(data: dict) -> None:
+    """InputError for an ill-typed architecture field of a stored transformer record."""
+    if "kv_heads" in data and (not isinstance(data["kv_heads"], numbers.Integral) or isinstance(data["kv_heads"], bool)):
+        raise InputError(f"workload transformer field 'kv_heads' must be an integer, got {data['kv_heads']!r}")
+    if "bias" in data and not isinstance(data["bias"], bool):
+        raise InputError(f"workload transformer field 'bias' must be true or false, got {data['bias']!r}")
+    for field in CHOICES:
+        if field in data and not isinstance(data[field], str):
+            raise InputError(f"workload transformer field {field!r} must be one of {', '.join(CHOICES[field])}, "
+                             f"got {data[field]!r}")
 
 
 def _check_pass(passes: str) -> None:
