@@ -34,7 +34,7 @@ from simulator.training.launch import launch_lines
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.step import StepOptions
-from simulator.workloads.models import preset
+from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import Workload
 from topologies import gpu_nodes
 
@@ -51,6 +51,8 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--global-batch", type=int, metavar="G", help="sequences per training step; turns on the "
                    "whole-model plan (--batch is then the micro-batch, searched when not given)")
     add_model_state_arguments(g)
+    g.add_argument("--vocab", type=int, metavar="V", help="vocabulary of the embedding and output layer (default: "
+                   "the model's; none without --model)")
     g.add_argument("--tp-sizes", metavar="T,T", help="tensor-parallel sizes to try (default: every divisor of "
                    "--gpus up to 64; 1 is pure data parallelism)")
     g.add_argument("--simulate-top", type=int, default=4, metavar="K", help="simulate the K fitting "
@@ -71,8 +73,10 @@ def _options(args, workload: Workload) -> StepOptions:
         raise InputError(f"--simulate-top {args.simulate_top}: must be >= 0")
     if not (math.isfinite(args.bucket_mb) and args.bucket_mb > 0):
         raise InputError(f"--bucket-mb {args.bucket_mb:g}: a bucket size is a finite number of MB > 0")
-    vocab = preset(args.model).vocab if args.model else None
-    return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab, zero=args.zero,
+    model = resolve_model(args.model) if args.model else None
+    vocab = args.vocab if args.vocab is not None else (model.vocab if model is not None else None)
+    tied = model.tied if model is not None else True
+    return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab, tied=tied, zero=args.zero,
                        optimizer=args.optimizer, recompute=args.recompute, bucket_bytes=args.bucket_mb * 1e6,
                        dtype=args.dtype)
 
@@ -91,7 +95,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     candidates = training_arrangements(args.gpus, algorithms, placements, sizes, args.overlap)
 
     def make_block(b: int) -> Workload:
-        return Workload.transformer(b, workload.seq, workload.hidden, workload.heads, workload.ffn, workload.dropout)
+        return workload.with_batch(b)
 
     device = G.nodes[gpu_nodes(G)[0]]["device"]
     usable = usable_device_bytes(device)
@@ -117,7 +121,8 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
 
 
 def _title(args, G, workload, options, device, usable) -> str:
-    name = args.model or f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})"
+    name = (resolve_model(args.model).name if args.model else
+            f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})")
     opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
     return (f"{name} x {options.layers} layers, global batch {options.global_batch}, {opt}, ZeRO-{options.zero}, "
             f"recompute {options.recompute}, {options.dtype}, on {args.gpus} GPUs of "

@@ -48,7 +48,7 @@ from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
-from simulator.workloads.models import preset
+from simulator.workloads.models import resolve_model
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
@@ -89,8 +89,9 @@ def _memory(args: argparse.Namespace, schedule):
     """The training memory of a transformer block's fwd+bwd schedule, None for any other (the training flags
     are checked either way, so a bad one is refused); the vocabulary is ``--model``'s."""
     transformer = schedule.workload.get("name") == "transformer"
-    vocab = preset(args.model).vocab if transformer and args.model else None
-    setup = setup_from_args(args, layers_of(args, schedule.workload), vocab)
+    model = resolve_model(args.model) if transformer and args.model else None
+    vocab, tied = (model.vocab, model.tied) if model is not None else (None, True)
+    setup = setup_from_args(args, layers_of(args, schedule.workload), vocab, tied)
     if not transformer or schedule.passes != "both":
         return None
     return training_memory(schedule, setup)

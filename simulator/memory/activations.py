@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
-from simulator.workloads.layers import Attention, Dropout, LayerNorm
+from simulator.workloads.layers import Attention, Dropout, LayerNorm, RMSNorm
 from simulator.workloads.workload import Workload
 
 __all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
@@ -62,7 +62,7 @@ def _forward_locals(schedule: Schedule, rank: int, fn: str, outs: set[str] | Non
 def _attention_core(schedule: Schedule, rank: int, layer: Attention) -> Kept | None:
     """Megatron's stored softmax (+ mask + dropout output) for the heads and sequences of each attention op."""
     elements = 0
-    for op in _forward_locals(schedule, rank, "attention"):
+    for op in (*_forward_locals(schedule, rank, "attention"), *_forward_locals(schedule, rank, "attention_gqa")):
         params = op.param_dict()
         rows = schedule.spec(rank, op.inputs[0]).shape[0]
         elements += rows * params["heads"] * params["seq"]  # (rows / s) sequences x heads x s x s
@@ -85,7 +85,7 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     first = layers[0].inputs[0]
     if recompute == "full":
         return [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []
-    moments = {layer.stats for layer in layers if isinstance(layer, LayerNorm)}
+    moments = {layer.stats for layer in layers if isinstance(layer, (LayerNorm, RMSNorm))}
     names = list(dict.fromkeys(name for layer in layers for name in layer.saved))
     out = []
     tensors = [n for n in names if n not in moments and n in buffers]

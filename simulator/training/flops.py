@@ -7,7 +7,9 @@ s and vocabulary V, trained on B sequences per step, does
     72 B L s h^2 (1 + s / (6h) + V / (12 h L))
 
 FLOPs per step: 24 B s h^2 (1 + s/(6h)) per layer forward, three times that with the backward, plus the
-logit layer's 6 B s h V. MFU = those FLOPs / (step time x GPUs x the device's dense peak for the
+logit layer's 6 B s h V. The 24 B s h^2 is 2 B s times a GPT layer's 12 h^2 linear weights (f = 4h); for
+any other layer (grouped-query attention's smaller K and V, SwiGLU's three matrices, another f) the same
+count with its own weights W: 6 B s (L (W + 2 s h) + h V). MFU = those FLOPs / (step time x GPUs x the device's dense peak for the
 dtype): recomputed work and padding count as overhead, not as useful work.
 
 Example (GPT-3 175B, B = 1536)::
@@ -21,10 +23,14 @@ from __future__ import annotations
 __all__ = ["model_flops_per_step", "mfu"]
 
 
-def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int) -> float:
-    """72 B L s h^2 (1 + s/(6h) + V/(12hL)) (module docstring)."""
+def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int,
+                         layer_weights: int | None = None) -> float:
+    """72 B L s h^2 (1 + s/(6h) + V/(12hL)) (module docstring), or with ``layer_weights`` (the elements of
+    one layer's linear weights, 12 h^2 for a GPT of f = 4h) 6 B s (L (W + 2 s h) + h V)."""
     B, L, s, h, V = global_batch, layers, seq, hidden, vocab
-    return 72.0 * B * L * s * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L))
+    if layer_weights is None or layer_weights == 12 * h * h:
+        return 72.0 * B * L * s * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L))
+    return 6.0 * B * s * (L * (layer_weights + 2.0 * s * h) + h * V)
 
 
 def mfu(flops: float, step_s: float, gpus: int, peak_flops: float) -> float:

@@ -67,7 +67,10 @@ class StepOptions:
     layers: int = 1
     """Transformer blocks (L)."""
     vocab: int | None = None
-    """Vocabulary of the tied embedding / LM head; None: no embedding layer."""
+    """Vocabulary of the embedding / LM head; None: no embedding layer."""
+    tied: bool = True
+    """Whether the input embedding is the LM head's weight; False: a second [V, h] weight (its gradients
+    reduced and its optimizer step taken like the head's)."""
     zero: int = 0
     """ZeRO stage 0..3 over the data-parallel group."""
     optimizer: str = "adam"
@@ -78,7 +81,7 @@ class StepOptions:
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
         TrainingSetup(optimizer=self.optimizer, zero=self.zero, recompute=self.recompute, layers=self.layers,
-                      vocab=self.vocab)
+                      vocab=self.vocab, tied=self.tied)
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
 
@@ -178,9 +181,13 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
 
     # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's.
     per = DTYPE_BYTES[dtype]
-    extra = (block.seq * block.hidden + 2 * block.hidden) if head else 0  # position embedding, final LayerNorm
+    # Learned position embeddings and the final norm (LayerNorm 2h, RMSNorm h), replicated; an untied
+    # input embedding is a second weight the size of the head's shard.
+    positions = block.seq * block.hidden if block.position == "learned" else 0
+    extra = (positions + (2 if block.norm == "layernorm" else 1) * block.hidden) if head else 0
+    copies = 1 if options.tied else 2
     layer_el = [weight_elements(fwd_s, block, r) for r in range(a.tp)]
-    embed_el = [(sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
+    embed_el = [(copies * sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
     bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
     streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
@@ -209,7 +216,8 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     shard = a.dp if options.zero >= 1 else 1
     opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
     step = m * micro.time_s + dp + opt
-    flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0)
+    flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
+                                 sum(linear.k * linear.n for linear in block.linears()))
     peak = ComputeModel(config).peak_flops(device, dtype)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
