@@ -34,6 +34,7 @@ from simulator.training.launch import launch_lines
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.step import StepOptions
+from simulator.workloads.attention_cost import selective_note
 from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import Workload
 from topologies import gpu_nodes
@@ -114,6 +115,9 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         return 0
     for line in table_lines(rows, title, options, usable):
         print(line)
+    note = selective_note(workload.attention, options.recompute)
+    if note:
+        print(f"  note: {note}")
     for label, path in (("csv", args.csv), ("png", args.png)):
         if path:
             print(f"{label}: {path}")
@@ -125,7 +129,7 @@ def _title(args, G, workload, options, device, usable) -> str:
             f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})")
     opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
     return (f"{name} x {options.layers} layers, global batch {options.global_batch}, {opt}, ZeRO-{options.zero}, "
-            f"recompute {options.recompute}, {options.dtype}, on {args.gpus} GPUs of "
+            f"recompute {options.recompute}, {workload.attention} attention, {options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 
 

@@ -24,7 +24,11 @@ from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
 from simulator.limits import check_extent
 from simulator.workloads.models import resolve_model
+from simulator.workloads.attention_cost import KERNELS
 from simulator.workloads.workload import FIELDS, PASSES, Workload
+
+DEFAULT_ATTENTION = KERNELS[0]
+"""FlashAttention-2: what every current training framework runs."""
 
 WORKLOADS = tuple(FIELDS)
 
@@ -37,7 +41,7 @@ DEFAULT_DTYPE = "bfloat16"
 GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--workload": "workload", "--m": "m",
                    "--k": "k", "--n": "n", "--hidden": "hidden", "--batch": "batch", "--seq": "seq",
                    "--heads": "heads", "--kv-heads": "kv_heads", "--ffn": "ffn", "--dropout": "dropout", "--model": "model",
-                   "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
+                   "--attention": "attention", "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
 
 
@@ -83,6 +87,9 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
     group.add_argument("--ffn", type=int, metavar="F", help="transformer: MLP width (default 4h)")
     group.add_argument("--dropout", type=float, metavar="P", help="transformer: dropout probability (default 0, or "
                                                                   "the model's)")
+    group.add_argument("--attention", choices=KERNELS, help="transformer: the attention kernel, flash "
+                       "(FlashAttention-2, default: nothing of [b, a, s, s] kept, the probabilities recomputed in "
+                       "the backward) or unfused (Megatron-LM's pre-2023 kernel: probabilities and dropout mask kept)")
     group.add_argument("--model", metavar="NAME|FILE", help="transformer sizes and architecture of a published model "
                                                             "(`tpsim model list`) or of a model file (.yaml, .json)")
     group.add_argument("--layers", type=int, metavar="L", help="transformer: identical blocks in the model (default "
@@ -120,6 +127,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     if args.workload is None:
         raise InputError("--workload is required: gemm (with --m --k --n), mlp (with --m --hidden) or transformer "
                          "(with --batch --seq --hidden --heads), or give --model NAME")
+    if getattr(args, "attention", None) is not None and args.workload != "transformer":
+        raise InputError(f"--attention is a transformer's attention kernel; --workload {args.workload} has none")
     if args.layers is not None and args.workload != "transformer":
         raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
     if layers < 1:
@@ -142,7 +151,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         return Workload.gemm(args.m, args.k, args.n)
     if args.workload == "mlp":
         return Workload.mlp(args.m, args.hidden)
-    architecture = {**(model.architecture() if model is not None else {}), "kv_heads": args.kv_heads}
+    architecture = {**(model.architecture() if model is not None else {}), "kv_heads": args.kv_heads,
+                    "attention": getattr(args, "attention", None) or DEFAULT_ATTENTION}
     return Workload.transformer(args.batch, args.seq, args.hidden, args.heads, args.ffn,
                                 0.0 if args.dropout is None else args.dropout, **architecture)
 

@@ -48,7 +48,9 @@ from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
+from simulator.workloads.attention_cost import selective_note
 from simulator.workloads.models import resolve_model
+from simulator.workloads.workload import Workload
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
@@ -169,6 +171,9 @@ def _simulate(args: argparse.Namespace) -> int:
         usable = _usable_line(G, memory)
         if usable is not None:
             print(usable)
+        note = selective_note(Workload.from_dict(schedule.workload).attention, args.recompute)
+        if note:
+            print(f"  note: {note}")
     if args.trace:
         print(f"  trace           {args.trace} (open in https://ui.perfetto.dev)")
     return 0

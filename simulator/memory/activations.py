@@ -14,11 +14,15 @@ arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
 
 - each dropout's mask, 1 byte per element of the dropout's output block (``Dropout`` redraws it from
   the seed); none where the dropout probability is 0 (PyTorch's dropout with p = 0 returns its input);
-- with ``recompute="none"``, the attention core Megatron's unfused attention keeps: the softmax output
-  (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s] for the
-  sequences and heads of the rank's QKV block (Korthikanti's 5as^2b); without attention dropout only
-  the softmax output. ``selective`` drops it: tpsim's attention backward recomputes the probabilities
-  as FlashAttention does. ``full`` keeps only the layer's input X.
+- the attention core, by the kernel the schedule's attention op names (``simulator.workloads.
+  attention_cost``): the unfused kernel (``--attention unfused``) keeps, with ``recompute="none"``, the
+  softmax output (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s]
+  for the sequences and heads of the rank's QKV block (Korthikanti's 5as^2b), without attention dropout
+  only the softmax output, and ``selective`` drops them (the time model then adds the attention core's
+  forward to the backward). FlashAttention-2 (``flash``, the default) keeps none of that, only the
+  softmax's log-sum-exp per row, 4 B x [b, a, s] (linear in s), under ``none`` and ``selective``
+  alike: its backward recomputes the probabilities (the time model charges that recomputation in every
+  mode), so selective recomputation changes nothing for it. ``full`` keeps only the layer's input X.
 
 The LayerNorm moments S [rows, 2], which the paper neglects, are their own item (``moments``): the
 comparison with the paper's closed forms leaves them out (``PAPER_KINDS``). They are counted at the
@@ -39,6 +43,8 @@ __all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
 
 MASK_BYTES = 1
 """A dropout mask element: PyTorch's bool mask, 1 byte (Korthikanti et al., section 4.1)."""
+LSE_BYTES = 4
+"""FlashAttention-2 keeps the softmax's log-sum-exp per row in fp32 (Dao 2023, Algorithm 1, L_i)."""
 
 PAPER_KINDS = ("kept", "mask", "attention")
 """The kinds Korthikanti et al.'s per-layer figures count (all but the LayerNorm moments)."""
@@ -59,8 +65,21 @@ def _forward_locals(schedule: Schedule, rank: int, fn: str, outs: set[str] | Non
             yield op
 
 
+def _attention_rows(schedule: Schedule, rank: int) -> int:
+    """Rows (sequence positions x heads) of the rank's flash attention ops: what FlashAttention-2 keeps."""
+    rows = 0
+    for op in _forward_locals(schedule, rank, "flash_attention"):
+        rows += schedule.spec(rank, op.inputs[0]).shape[0] * op.param_dict()["heads"]
+    return rows
+
+
 def _attention_core(schedule: Schedule, rank: int, layer: Attention) -> Kept | None:
-    """Megatron's stored softmax (+ mask + dropout output) for the heads and sequences of each attention op."""
+    """Megatron's stored softmax (+ mask + dropout output) for the heads and sequences of each unfused
+    attention op; FlashAttention-2's log-sum-exp per row for each flash one."""
+    rows = _attention_rows(schedule, rank)
+    if rows:
+        return Kept("attention", f"flash attention log-sum-exp of [b, a, s]: {rows:,} x {LSE_BYTES} B (fp32)",
+                    rows * LSE_BYTES)
     elements = 0
     for op in (*_forward_locals(schedule, rank, "attention"), *_forward_locals(schedule, rank, "attention_gqa")):
         params = op.param_dict()
@@ -100,9 +119,11 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
         elements = sum(schedule.spec(rank, op.out).numel for op in masked)
         sites = ", ".join(dict.fromkeys(op.out for op in masked))
         out.append(Kept("mask", f"dropout masks of {sites}: {elements:,} x {MASK_BYTES} B", elements * MASK_BYTES))
-    if recompute == "none":
-        core = [layer for layer in layers if isinstance(layer, Attention)]
-        kept = _attention_core(schedule, rank, core[0]) if core else None
+    core = [layer for layer in layers if isinstance(layer, Attention)]
+    # Selective recomputation frees the unfused kernel's probabilities; FlashAttention-2 keeps only its
+    # row statistics, which its own backward needs whatever the recompute mode: nothing to free.
+    if core and (recompute == "none" or core[0].kernel == "flash"):
+        kept = _attention_core(schedule, rank, core[0])
         if kept is not None:
             out.append(kept)
     return out

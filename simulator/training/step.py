@@ -13,7 +13,9 @@ servers on a non-blocking fabric).
 Recomputation (``--recompute``) adds to each backward what it recomputes: ``full`` the whole forward
 of the block (Megatron-LM's full recomputation, its tensor-parallel communication included),
 ``selective`` the forward of the attention core (the ``attn`` part of the forward's timing;
-Korthikanti et al. 2022, section 4.2).
+Korthikanti et al. 2022, section 4.2) under the unfused attention kernel, and nothing under
+FlashAttention (the default), whose backward op already recomputes the probabilities and is timed so
+in every mode (``simulator.workloads.attention_cost``; the memory model frees nothing for it either).
 
 The data-parallel reduction (``simulator.training.dp_reduce``) overlaps the last micro-batch's backward;
 what runs past the backward's end is exposed. ZeRO (Rajbhandari et al. 2019): stage 0 all-reduces the
@@ -172,7 +174,8 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     if options.recompute == "full":
         t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
-    elif options.recompute == "selective":
+    elif options.recompute == "selective" and block.attention == "unfused":
+        # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
         t["block_bwd"] = t["block_bwd"] + _time(fwd_s, G, gpus, bound, router, algorithms, part="attn")
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero

@@ -32,7 +32,9 @@ from typing import Callable
 
 import numpy as np
 
+from simulator.workloads.attention_cost import attention_work
 from simulator.workloads.kernels import attention, dropout, layernorm, rmsnorm, rotary, swiglu
+from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
 
@@ -70,18 +72,6 @@ def _torch_add(out, a, b) -> None:
 
 
 Shape = tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Work:
-    """What one call costs, for the compute model: its products, and its memory-bound passes."""
-
-    gemms: tuple[tuple[int, int, int, int], ...] = ()
-    """(count, m, k, n) for each batch of ``count`` (m x k) @ (k x n) products it runs."""
-    elements: int = 0
-    """Elements its memory-bound passes read plus write (times the dtype's size: bytes)."""
-    flops: int = 0
-    """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
 
 
 def _same_shape(shapes: list[Shape], params: dict) -> Shape:
@@ -195,37 +185,6 @@ def _attention_backward_shape(shapes: list[Shape], params: dict) -> Shape:
     dctx, qkv = shapes
     _require(_attention_shape([qkv], params) == dctx, f"context gradient {list(dctx)} does not fit QKV {list(qkv)}")
     return qkv
-
-
-def _attention_work(shapes: list[Shape], out: Shape, params: dict, backward: bool = False) -> Work:
-    """The attention core's products and passes, over whole sequences and heads (``kernels.attention``).
-
-    With ``count`` = sequences x heads in the block and ``scores`` = count * s * s elements:
-
-    - forward: S = Q K^T and O = P' V, ``count`` products each of [s, d] x [d, s] and [s, s] x [s, d];
-      softmax (scale, causal mask, max, exp, sum, divide) reads S and writes P: 2 passes over the
-      scores, 5 FLOPs per score; dropout reads P and writes P': 2 passes, 1 FLOP, only when p > 0;
-    - backward: recompute S (one [s, d] x [d, s] product) and P (softmax: 2 passes, 5 FLOPs), then
-      dV = P'^T dO and dQ = dS K, dK = dS^T Q ([s, s] x [s, d]) and dP' = dO V^T ([s, d] x [d, s]);
-      dropout of P and of dP' (2 + 2 passes, 2 FLOPs, when p > 0); dS = P (dP - rowsum(dP P)) reads P
-      and dP and writes dS (3 passes, 4 FLOPs);
-    - both: the block's inputs read and its output written once (splitting heads out of the QKV
-      layout, merging the context back).
-
-    The products run over the whole s x s, masked half included (an unfused kernel's cost). An earlier
-    version charged 3 and 6 passes and 5 and 10 FLOPs per score whatever p was; the kernels skip
-    dropout when p = 0, and the count now follows them pass by pass.
-    """
-    s, d = params["seq"], params["head_dim"]
-    count = (shapes[-1][0] // s) * params["heads"]
-    scores = count * s * s
-    dropped = params["p"] > 0
-    io = sum(map(_numel, shapes)) + _numel(out)
-    qk, pv = (count, s, d, s), (count, s, s, d)
-    if not backward:
-        return Work(gemms=(qk, pv), elements=(2 + 2 * dropped) * scores + io, flops=(5 + dropped) * scores)
-    return Work(gemms=(qk, pv, qk, pv, pv), elements=(5 + 4 * dropped) * scores + io,
-                flops=(9 + 2 * dropped) * scores)
 
 
 def _sumsq_shape(shapes: list[Shape], params: dict) -> Shape:
@@ -356,12 +315,13 @@ FUNCTIONS: dict[str, LocalFunction] = {
     "attention": LocalFunction(
         1, "out = causal softmax(Q K^T / sqrt(d)) V per sequence and head of the QKV block in0, with dropout p",
         numpy=attention.attention, torch=attention.TORCH["attention"], params=_ATTENTION_PARAMS, seeded=True,
-        shape=_attention_shape, work=_attention_work),
+        shape=_attention_shape, work=attention_work),
     "attention_backward": LocalFunction(
-        2, "out = dQKV from the context gradient in0 and the QKV block in1 (recomputing the probabilities)",
+        2, "out = dQKV from the context gradient in0 and the QKV block in1 (the unfused kernel's backward, reading the "
+           "kept probabilities)",
         numpy=attention.attention_backward, torch=attention.TORCH["attention_backward"], params=_ATTENTION_PARAMS,
         seeded=True, shape=_attention_backward_shape,
-        work=lambda shapes, out, params: _attention_work(shapes, out, params, backward=True)),
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
     "row_sumsq": LocalFunction(
         1, "out [rows, 1] = sum of in0^2 over its columns", numpy=rmsnorm.row_sumsq, torch=rmsnorm.TORCH["row_sumsq"],
         shape=_sumsq_shape, work=_one_pass(2)),
@@ -397,11 +357,21 @@ FUNCTIONS: dict[str, LocalFunction] = {
     "attention_gqa": LocalFunction(
         1, "out = causal softmax(Q K^T / sqrt(d)) V with group query heads per key/value head of the block in0",
         numpy=attention.attention, torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True,
-        shape=_gqa_shape, work=_attention_work),
+        shape=_gqa_shape, work=attention_work),
     "attention_gqa_backward": LocalFunction(
-        2, "out = dQKV (grouped) from the context gradient in0 and the QKV block in1 (recomputing probabilities)",
+        2, "out = dQKV (grouped) from the context gradient in0 and the QKV block in1 (unfused: kept probabilities)",
         numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"], params=_GQA_PARAMS,
         seeded=True, shape=_gqa_backward_shape,
-        work=lambda shapes, out, params: _attention_work(shapes, out, params, backward=True)),
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
+    "flash_attention": LocalFunction(
+        1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
+           "FlashAttention-2: nothing of [s, s] kept", numpy=attention.attention, torch=attention.TORCH["attention_gqa"],
+        params=_GQA_PARAMS, seeded=True, shape=_gqa_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True)),
+    "flash_attention_backward": LocalFunction(
+        2, "out = dQKV from the context gradient in0 and the QKV block in1, FlashAttention-2: the probabilities "
+           "recomputed", numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"],
+        params=_GQA_PARAMS, seeded=True, shape=_gqa_backward_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True)),
 }
 """Every function a ``local`` op may name, by name."""

@@ -111,7 +111,8 @@ def model_from_mapping(data, name: str, where: str | None = None) -> ModelPreset
         raise InputError(f"{where}: heads {heads} must be divisible by kv_heads {kv} (valid kv_heads: "
                          f"{', '.join(str(k) for k in range(1, heads + 1) if heads % k == 0)})")
     choice = {}
-    for key, valid in CHOICES.items():
+    for key in ("norm", "activation", "position"):
+        valid = CHOICES[key]
         value = data.get(key, valid[0])
         if value not in valid:
             raise InputError(f"{where}: {key} must be one of {', '.join(valid)}, got {value!r}")

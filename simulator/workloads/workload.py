@@ -94,7 +94,7 @@ def _transformer_layers(w: "Workload") -> tuple[Layer, ...]:
     return (norm("X", "ln1", "S1", "A1"),
             Linear("A1", "Wqkv", "QKV", h, qkv, "hidden", qkv_label, index=0, bias=bias("bqkv"), part="qkv"),
             *((Rotary("QKV", "QKR", qkv, group, d, w.seq),) if core == "QKR" else ()),
-            Attention(core, "CTX", a, d, w.seq, p, stream=0, group=group),
+            Attention(core, "CTX", a, d, w.seq, p, stream=0, group=group, kernel=w.attention),
             Linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", index=1, bias=bias("bproj"), part="proj"),
             Dropout("P", "PD", h, p, stream=1, part="drop1"),
             Residual("X", "PD", "X2", h, part="res1"),
@@ -127,10 +127,12 @@ EXAMPLES = {"gemm": dict(m=1, k=1, n=1), "mlp": dict(m=1, hidden=1),
 """The smallest sizes of each workload, as ``to_dict`` fields (for messages that list a kind's tensors)."""
 FIELDS = {name: kind.fields for name, kind in _KINDS.items()}
 """The sizes each workload's ``to_dict`` form stores."""
-ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "position": "learned", "bias": True}
+ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "position": "learned", "bias": True,
+                "attention": "flash"}
 """The transformer's optional architecture fields and the GPT block's values of them (``kv_heads`` None:
 as many as ``heads``); ``to_dict`` stores only those that differ, so a GPT block's record is unchanged."""
-CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary")}
+CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary"),
+           "attention": ("flash", "unfused")}
 """The valid values of the transformer's named architecture choices."""
 
 
@@ -158,6 +160,8 @@ class Workload:
     """``learned`` (in the embedding, nothing in the block) or ``rotary`` (applied to Q and K in the block)."""
     bias: bool = True
     """Whether the linears have biases (GPT-2/3 and Megatron-LM's GPT do; Llama's do not)."""
+    attention: str = "flash"
+    """The attention kernel: ``flash`` (FlashAttention-2) or ``unfused`` (``simulator.workloads.attention_cost``)."""
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:

@@ -32,6 +32,9 @@ class Attention:
     part: str = "attn"
     group: int = 1
     """Query heads per key/value head: 1 for multi-head attention, heads for multi-query (``kv_heads`` = 1)."""
+    kernel: str = "unfused"
+    """``flash`` (FlashAttention-2: nothing of [s, s] kept, the backward recomputes the probabilities) or
+    ``unfused`` (the probabilities and the dropout mask kept); ``simulator.workloads.attention_cost``."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -43,7 +46,9 @@ class Attention:
 
     @property
     def saved(self) -> tuple[str, ...]:
-        return (self.qkv,)  # the backward recomputes the probabilities
+        """The QKV block; the unfused kernel's probabilities and the flash kernel's row statistics are not
+        tensors of the IR (their values are recomputed): ``simulator.memory.activations`` adds them."""
+        return (self.qkv,)
 
     @property
     def weights(self) -> dict[str, tuple[int, int]]:
@@ -51,7 +56,9 @@ class Attention:
 
     @property
     def fn(self) -> str:
-        """The ``local`` function: the GPT block's ``attention``, or ``attention_gqa`` with groups."""
+        """The ``local`` function: ``flash_attention``; unfused, ``attention`` or, with groups, ``attention_gqa``."""
+        if self.kernel == "flash":
+            return "flash_attention"
         return "attention" if self.group == 1 else "attention_gqa"
 
     @property
@@ -68,7 +75,7 @@ class Attention:
         params = {"p": self.dropout, "stream": self.stream, "seq": self.seq,
                   "heads": (cols[1] - cols[0]) // width * self.group, "head_dim": self.head_dim,
                   "batch0": rows[0] // self.seq, "head0": cols[0] // width * self.group, "heads_total": self.heads}
-        return params if self.group == 1 else {**params, "group": self.group}
+        return params if self.fn == "attention" else {**params, "group": self.group}
 
     def out_cols(self, cols: tuple[int, int]) -> tuple[int, int]:
         """The context's columns of the QKV block's ``cols``: each group's query heads."""
