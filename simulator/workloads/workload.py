@@ -11,7 +11,7 @@ workload         sizes                       layers (tensor names; rows x column
                  ``ffn``, ``dropout``
 ===============  ==========================  ==================================================================
 
-The transformer block (``_transformer_layers``), rows token-major (row = sequence * s + position)::
+The transformer block (``decoder.decoder_layers``), rows token-major (row = sequence * s + position)::
 
     A1 = LN1(X)                     ln1_g, ln1_b [1, h]; moments S1 [M, 2]
     QKV = A1 Wqkv + bqkv            Wqkv [h, 3h], each head's Q, K, V side by side
@@ -22,6 +22,14 @@ The transformer block (``_transformer_layers``), rows token-major (row = sequenc
     H = A2 W1 + b1; Z = gelu(H)     W1 [h, f]
     F = Z W2 + b2                   W2 [f, h]
     Y = X2 + dropout(F)             (FD = dropout(F))
+
+The architecture fields (``ARCHITECTURE``) turn it into a Llama-family block or anything between:
+``norm="rmsnorm"`` makes LN1 and LN2 RMSNorms (gamma only; S1, S2 [M, 1]); ``kv_heads`` < heads
+makes QKV [M, (a + 2 kv) d], each key/value group's query heads, key and value side by side, and the
+attention grouped; ``position="rotary"`` rotates the query and key heads, QKR = rope(QKV), and the
+attention reads QKR; ``activation="swiglu"`` makes W1 [h, 2f] with gate and up columns interleaved and
+Z = silu(gate) * up [M, f]; ``bias=False`` drops every bias; ``attention`` picks the kernel
+(``flash`` or ``unfused``, ``attention_cost``). At their GPT values the layer list is the one above.
 
 Everything else is derived from the layer list: tensor shapes, the inputs and outputs of each pass,
 the backward (``gemm``: dA = dC B^T, dB = A^T dC; ``mlp``: dZ = dY W2^T, dW2 = Z^T dY,
@@ -48,8 +56,8 @@ from simulator.errors import InputError
 from simulator.limits import check_workload_sizes
 from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
 from simulator.workloads.graph import Context, numpy_call, run_chunk
-from simulator.workloads.layers import (Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, RMSNorm,
-                                        Rotary, SwiGLU, grad)
+from simulator.workloads.decoder import ARCHITECTURE, CHOICES, check_architecture, decoder_layers
+from simulator.workloads.layers import Elementwise, Layer, Linear, grad
 from simulator.workloads.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
@@ -75,39 +83,6 @@ def _mlp_layers(w: "Workload") -> tuple[Layer, ...]:
             Linear("Z", "W2", "Y", f, h, "4*hidden", "hidden", index=1))
 
 
-def _transformer_layers(w: "Workload") -> tuple[Layer, ...]:
-    h, f, p, a, kv = w.hidden, w.ffn, w.dropout, w.heads, w.kv_heads
-    d, group = h // a, a // kv
-    qkv = (a + 2 * kv) * d
-    qkv_label = "3*hidden" if kv == a else "(heads+2*kv_heads)*head_dim"
-    swiglu = w.activation == "swiglu"
-
-    def norm(x: str, n: str, stats: str, y: str) -> Layer:
-        if w.norm == "rmsnorm":
-            return RMSNorm(x, f"{n}_g", stats, y, h, part=n)
-        return LayerNorm(x, f"{n}_g", f"{n}_b", stats, y, h, part=n)
-
-    def bias(name: str) -> str | None:
-        return name if w.bias else None
-
-    core = "QKR" if w.position == "rotary" else "QKV"
-    return (norm("X", "ln1", "S1", "A1"),
-            Linear("A1", "Wqkv", "QKV", h, qkv, "hidden", qkv_label, index=0, bias=bias("bqkv"), part="qkv"),
-            *((Rotary("QKV", "QKR", qkv, group, d, w.seq),) if core == "QKR" else ()),
-            Attention(core, "CTX", a, d, w.seq, p, stream=0, group=group, kernel=w.attention),
-            Linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", index=1, bias=bias("bproj"), part="proj"),
-            Dropout("P", "PD", h, p, stream=1, part="drop1"),
-            Residual("X", "PD", "X2", h, part="res1"),
-            norm("X2", "ln2", "S2", "A2"),
-            *((Linear("A2", "W1", "H", h, 2 * f, "hidden", "2*ffn", index=2, bias=bias("b1"), part="fc1"),
-               SwiGLU("H", "Z", f, part="swiglu")) if swiglu else
-              (Linear("A2", "W1", "H", h, f, "hidden", "ffn", index=2, bias=bias("b1"), part="fc1"),
-               Elementwise("gelu", "H", "Z", f, part="gelu"))),
-            Linear("Z", "W2", "F", f, h, "ffn", "hidden", index=3, bias=bias("b2"), part="fc2"),
-            Dropout("F", "FD", h, p, stream=2, part="drop2"),
-            Residual("X2", "FD", "Y", h, part="res2"))
-
-
 def _transformer_label(w: "Workload") -> str:
     dropout = f" dropout={w.dropout:g}" if w.dropout else ""
     return f"transformer B={w.batch} S={w.seq} H={w.hidden} A={w.heads} F={w.ffn}{dropout}{w.architecture_label()}"
@@ -116,7 +91,7 @@ def _transformer_label(w: "Workload") -> str:
 _KINDS = {
     "gemm": _Kind(("m", "k", "n"), _gemm_layers, lambda w: f"gemm M={w.m} K={w.k} N={w.n}"),
     "mlp": _Kind(("m", "hidden"), _mlp_layers, lambda w: f"mlp M={w.m} H={w.k}"),
-    "transformer": _Kind(("batch", "seq", "hidden", "heads", "ffn", "dropout"), _transformer_layers,
+    "transformer": _Kind(("batch", "seq", "hidden", "heads", "ffn", "dropout"), decoder_layers,
                          _transformer_label),
 }
 CHAIN_KINDS = ("gemm", "mlp")
@@ -127,15 +102,6 @@ EXAMPLES = {"gemm": dict(m=1, k=1, n=1), "mlp": dict(m=1, hidden=1),
 """The smallest sizes of each workload, as ``to_dict`` fields (for messages that list a kind's tensors)."""
 FIELDS = {name: kind.fields for name, kind in _KINDS.items()}
 """The sizes each workload's ``to_dict`` form stores."""
-ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "position": "learned", "bias": True,
-                "attention": "flash"}
-"""The transformer's optional architecture fields and the GPT block's values of them (``kv_heads`` None:
-as many as ``heads``); ``to_dict`` stores only those that differ, so a GPT block's record is unchanged."""
-CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary"),
-           "attention": ("flash", "unfused")}
-"""The valid values of the transformer's named architecture choices."""
-
-
 @dataclass(frozen=True)
 class Workload:
     """A workload and its sizes: ``gemm`` uses m, k, n; ``mlp`` m and hidden (k = n = hidden); the
@@ -263,7 +229,7 @@ class Workload:
             elif not isinstance(value, numbers.Integral) or isinstance(value, bool):  # numpy ints are sizes too
                 raise InputError(f"workload {name} field {f!r} must be an integer, got {value!r}")
         if name == "transformer":
-            _check_architecture(data)
+            check_architecture(data)
         return cls.from_fields(name, **{f: data[f] for f in fields + optional if f in data})
 
     @classmethod
@@ -393,18 +359,6 @@ def dense_graph_values(workload: Workload, seed: int) -> dict[str, np.ndarray]:
     x, dy = workload.input_names("fwd")[0], grad(workload.output_names("fwd")[0])
     inputs = {name: block(name, (0, shapes[name][0]), (0, shapes[name][1])) for name in (x, dy, *workload.weights())}
     return run_chunk(workload, ctx, inputs, backward=True)
-
-
-def _check_architecture(data: dict) -> None:
-    """InputError for an ill-typed architecture field of a stored transformer record."""
-    if "kv_heads" in data and (not isinstance(data["kv_heads"], numbers.Integral) or isinstance(data["kv_heads"], bool)):
-        raise InputError(f"workload transformer field 'kv_heads' must be an integer, got {data['kv_heads']!r}")
-    if "bias" in data and not isinstance(data["bias"], bool):
-        raise InputError(f"workload transformer field 'bias' must be true or false, got {data['bias']!r}")
-    for field in CHOICES:
-        if field in data and not isinstance(data[field], str):
-            raise InputError(f"workload transformer field {field!r} must be one of {', '.join(CHOICES[field])}, "
-                             f"got {data[field]!r}")
 
 
 def _check_pass(passes: str) -> None:
