@@ -129,7 +129,8 @@ def _title(args, G, workload, options, device, usable) -> str:
             f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})")
     opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
     return (f"{name} x {options.layers} layers, global batch {options.global_batch}, {opt}, ZeRO-{options.zero}, "
-            f"recompute {options.recompute}, {workload.attention} attention, {options.dtype}, on {args.gpus} GPUs of "
+            f"recompute {options.recompute}, {workload.attention} attention, "
+            f"{'fp8 (hybrid: the linears in FP8)' if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 
 

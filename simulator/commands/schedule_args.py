@@ -27,6 +27,9 @@ from simulator.workloads.models import resolve_model
 from simulator.workloads.attention_cost import KERNELS
 from simulator.workloads.workload import FIELDS, PASSES, Workload
 
+FP8_DTYPE = "fp8"
+"""``--dtype fp8``: ``simulator.fp8``'s hybrid recipe, on bfloat16 schedules."""
+
 DEFAULT_ATTENTION = KERNELS[0]
 """FlashAttention-2: what every current training framework runs."""
 
@@ -97,7 +100,9 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
     # Defaults None, filled in by workload_from_args: a value given together with --schedule FILE
     # (which carries its own pass and dtype) must be told apart from a default, and refused.
     group.add_argument("--pass", dest="passes", choices=PASSES, help=f"default: {DEFAULT_PASS}")
-    group.add_argument("--dtype", choices=DTYPES, help=f"element type (default {DEFAULT_DTYPE}){dtype_help}")
+    group.add_argument("--dtype", choices=DTYPES + (FP8_DTYPE,),
+                       help=f"element type (default {DEFAULT_DTYPE}){dtype_help}; fp8: `tpsim predict` only, "
+                            f"Transformer Engine's hybrid recipe (the linears' GEMMs at the FP8 rate)")
 
 
 _SIZES = {"gemm": ("m", "k", "n"), "mlp": ("m", "hidden"),
@@ -115,6 +120,12 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     """
     args.passes = args.passes or DEFAULT_PASS
     args.dtype = args.dtype or DEFAULT_DTYPE
+    args.fp8 = args.dtype == FP8_DTYPE
+    if args.fp8:
+        if not getattr(args, "fp8_ok", False):
+            raise InputError("--dtype fp8 is a training recipe `tpsim predict` plans with; schedules are built in "
+                             f"{', '.join(DTYPES)}")
+        args.dtype = DEFAULT_DTYPE  # the hybrid recipe: everything but the linears' GEMMs as in bfloat16
     model = resolve_model(args.model) if args.model is not None else None
     if model is not None:
         if args.workload not in (None, "transformer"):

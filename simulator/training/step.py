@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
-from simulator.compute import ComputeConfig, ComputeModel
+from simulator.compute import FP8, ComputeConfig, ComputeModel
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
@@ -221,7 +221,7 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     step = m * micro.time_s + dp + opt
     flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
                                  sum(linear.k * linear.n for linear in block.linears()))
-    peak = ComputeModel(config).peak_flops(device, dtype)
+    peak = ComputeModel(config).peak_flops(device, FP8 if config.fp8_gemms else dtype)  # MFU of the rate used
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
