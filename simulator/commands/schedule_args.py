@@ -8,8 +8,8 @@ Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm
 ``--model NAME`` (``tpsim model list``) or ``--model FILE.yaml`` (a model file,
 ``simulator.workloads.model_file``) fills the transformer's hidden, heads, kv_heads, ffn, sequence
 length and dropout (any of them given too overrides the model's) and its architecture (norm,
-activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the user's. ``--layers L`` says how many identical
-blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
+activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the
+user's. ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
 that time it report the whole model as L times the block, derived rather than simulated L times.
 """
 
@@ -43,7 +43,8 @@ DEFAULT_DTYPE = "bfloat16"
 
 GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--workload": "workload", "--m": "m",
                    "--k": "k", "--n": "n", "--hidden": "hidden", "--batch": "batch", "--seq": "seq",
-                   "--heads": "heads", "--kv-heads": "kv_heads", "--ffn": "ffn", "--dropout": "dropout", "--model": "model",
+                   "--heads": "heads", "--kv-heads": "kv_heads", "--ffn": "ffn", "--dropout": "dropout",
+                   "--model": "model",
                    "--attention": "attention", "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
 

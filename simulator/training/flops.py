@@ -9,8 +9,8 @@ s and vocabulary V, trained on B sequences per step, does
 FLOPs per step: 24 B s h^2 (1 + s/(6h)) per layer forward, three times that with the backward, plus the
 logit layer's 6 B s h V. The 24 B s h^2 is 2 B s times a GPT layer's 12 h^2 linear weights (f = 4h); for
 any other layer (grouped-query attention's smaller K and V, SwiGLU's three matrices, another f) the same
-count with its own weights W: 6 B s (L (W + 2 s h) + h V). MFU = those FLOPs / (step time x GPUs x the device's dense peak for the
-dtype): recomputed work and padding count as overhead, not as useful work.
+count with its own weights W: 6 B s (L (W + 2 s h) + h V). MFU = those FLOPs / (step time x GPUs x the
+device's dense peak for the dtype): recomputed work and padding count as overhead, not as useful work.
 
 Example (GPT-3 175B, B = 1536)::
 

@@ -11,6 +11,7 @@ module              what it holds
 ``functions``       the table of ``local`` functions, numpy and torch versions side by side, with shapes
                     and costs
 ``work``            ``Work``: what one ``local`` call costs (products, memory passes, FLOPs)
+``llama_rules``     the shape and cost rules of the Llama block's ``local`` functions
 ``attention_cost``  the attention core's cost under FlashAttention-2 and under the unfused kernel
 ``kernels/``        the transformer's kernels (LayerNorm pieces, attention, seeded dropout), numpy and torch
 ``graph``           dense forward and backward of any layer list, by token chunks (the transformer's
@@ -24,5 +25,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["attention_cost", "blocks", "decoder", "functions", "graph", "kernels", "layers", "model_file", "models", "tensors",
-           "work", "workload"]
+__all__ = ["attention_cost", "blocks", "decoder", "functions", "graph", "kernels", "layers", "llama_rules", "model_file",
+           "models", "tensors", "work", "workload"]

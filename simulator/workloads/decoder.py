@@ -66,7 +66,8 @@ def decoder_layers(w: "Workload") -> tuple[Layer, ...]:
 
 def check_architecture(data: dict) -> None:
     """InputError for an ill-typed architecture field of a stored transformer record."""
-    if "kv_heads" in data and (not isinstance(data["kv_heads"], numbers.Integral) or isinstance(data["kv_heads"], bool)):
+    kv = data.get("kv_heads", 1)
+    if not isinstance(kv, numbers.Integral) or isinstance(kv, bool):
         raise InputError(f"workload transformer field 'kv_heads' must be an integer, got {data['kv_heads']!r}")
     if "bias" in data and not isinstance(data["bias"], bool):
         raise InputError(f"workload transformer field 'bias' must be true or false, got {data['bias']!r}")

@@ -33,6 +33,7 @@ from typing import Callable
 import numpy as np
 
 from simulator.workloads.attention_cost import attention_work
+from simulator.workloads import llama_rules as llama
 from simulator.workloads.kernels import attention, dropout, layernorm, rmsnorm, rotary, swiglu
 from simulator.workloads.work import Work
 
@@ -187,84 +188,6 @@ def _attention_backward_shape(shapes: list[Shape], params: dict) -> Shape:
     return qkv
 
 
-def _sumsq_shape(shapes: list[Shape], params: dict) -> Shape:
-    return (shapes[0][0], 1)
-
-
-def _rmsnorm_shape(shapes: list[Shape], params: dict) -> Shape:
-    x, *rest = shapes
-    rows, cols = x
-    fits = all(shape in ((rows, 1), (1, cols), x) for shape in rest)
-    return x if fits else _mismatch(shapes)
-
-
-def _rms_backward_sum_shape(shapes: list[Shape], params: dict) -> Shape:
-    _rmsnorm_shape(shapes, params)
-    return (shapes[0][0], 1)
-
-
-def _rms_gamma_grad_shape(shapes: list[Shape], params: dict) -> Shape:
-    _rmsnorm_shape(shapes, params)
-    return (1, shapes[0][1])
-
-
-def _swiglu_shape(shapes: list[Shape], params: dict) -> Shape:
-    (rows, cols), = shapes
-    _require(cols % 2 == 0, f"gate/up block has {cols} columns, not an even number (gate and up interleaved)")
-    return (rows, cols // 2)
-
-
-def _swiglu_backward_shape(shapes: list[Shape], params: dict) -> Shape:
-    dz, h = shapes
-    _require(_swiglu_shape([h], params) == dz, f"SwiGLU output gradient {list(dz)} does not fit gate/up {list(h)}")
-    return h
-
-
-def _swiglu_work(backward: bool) -> Callable[[list[Shape], Shape, dict], Work]:
-    """SwiGLU's one pass: forward 5 operations per output (sigmoid's exp, add and divide, two products),
-    backward 10 per output pair (the sigmoid again, silu', two gradients)."""
-    def work(shapes: list[Shape], out: Shape, params: dict) -> Work:
-        pairs = _numel(shapes[-1]) // 2
-        return Work(elements=sum(map(_numel, shapes)) + _numel(out), flops=(10 if backward else 5) * pairs)
-    return work
-
-
-def _rotary_shape(shapes: list[Shape], params: dict) -> Shape:
-    (rows, cols), = shapes
-    width = (params["group"] + 2) * params["head_dim"]
-    _require(cols % width == 0, f"QKV block has {cols} columns, not whole groups of {width}")
-    _require(rows % params["seq"] == 0, f"QKV block has {rows} rows, not whole sequences of {params['seq']}")
-    _require(params["head_dim"] % 2 == 0, f"rotary needs an even head width, got {params['head_dim']}")
-    return (rows, cols)
-
-
-def _rotary_work(shapes: list[Shape], out: Shape, params: dict) -> Work:
-    """One pass over the block; 3 operations (two products, one sum) per rotated element (queries and keys,
-    (r + 1) / (r + 2) of the columns); the angles' sines and cosines are a table of s x d/2, not counted."""
-    rotated = _numel(out) * (params["group"] + 1) // (params["group"] + 2)
-    return Work(elements=sum(map(_numel, shapes)) + _numel(out), flops=3 * rotated)
-
-
-def _gqa_width(params: dict) -> int:
-    return params["heads"] * params["head_dim"]
-
-
-def _gqa_shape(shapes: list[Shape], params: dict) -> Shape:
-    (rows, cols), = shapes
-    heads, group, d = params["heads"], params["group"], params["head_dim"]
-    _require(heads % group == 0, f"{heads} query heads are not whole groups of {group}")
-    _require(cols == (heads + 2 * heads // group) * d,
-             f"QKV block has {cols} columns, not (heads + 2 heads / group) * head_dim = {(heads + 2 * heads // group) * d}")
-    _require(rows % params["seq"] == 0, f"QKV block has {rows} rows, not whole sequences of {params['seq']}")
-    return (rows, _gqa_width(params))
-
-
-def _gqa_backward_shape(shapes: list[Shape], params: dict) -> Shape:
-    dctx, qkv = shapes
-    _require(_gqa_shape([qkv], params) == dctx, f"context gradient {list(dctx)} does not fit QKV {list(qkv)}")
-    return qkv
-
-
 _LN_PARAMS = ("n", "eps")
 _DROPOUT_PARAMS = ("p", "stream", "row0", "col0", "width")
 _ATTENTION_PARAMS = ("p", "stream", "seq", "heads", "head_dim", "batch0", "head0", "heads_total")
@@ -324,54 +247,55 @@ FUNCTIONS: dict[str, LocalFunction] = {
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
     "row_sumsq": LocalFunction(
         1, "out [rows, 1] = sum of in0^2 over its columns", numpy=rmsnorm.row_sumsq, torch=rmsnorm.TORCH["row_sumsq"],
-        shape=_sumsq_shape, work=_one_pass(2)),
+        shape=llama.sumsq_shape, work=_one_pass(2)),
     "rmsnorm": LocalFunction(
         3, "out = in0 rstd in2, rstd of n columns from the row sum of squares in1", numpy=rmsnorm.rmsnorm,
-        torch=rmsnorm.TORCH["rmsnorm"], params=_LN_PARAMS, shape=_rmsnorm_shape, work=_one_pass(3)),
+        torch=rmsnorm.TORCH["rmsnorm"], params=_LN_PARAMS, shape=llama.rmsnorm_shape, work=_one_pass(3)),
     "rmsnorm_backward_sum": LocalFunction(
         4, "out [rows, 1] = this block's sum of g xhat, g = in0 * in3, xhat from in1 and its sum of squares in2",
         numpy=rmsnorm.rmsnorm_backward_sum, torch=rmsnorm.TORCH["rmsnorm_backward_sum"], params=_LN_PARAMS,
-        shape=_rms_backward_sum_shape, work=_one_pass(4)),
+        shape=llama.rmsnorm_backward_sum_shape, work=_one_pass(4)),
     "rmsnorm_backward": LocalFunction(
         5, "out = rstd (g - xhat sum(g xhat) / n), the row sum in4 (dy in0, x in1, sum of squares in2, gamma in3)",
         numpy=rmsnorm.rmsnorm_backward, torch=rmsnorm.TORCH["rmsnorm_backward"], params=_LN_PARAMS,
-        shape=_rmsnorm_shape, work=_one_pass(5)),
+        shape=llama.rmsnorm_shape, work=_one_pass(5)),
     "rmsnorm_gamma_grad": LocalFunction(
         3, "out [1, cols] = sum over rows of in0 * xhat (x in1, its sum of squares in2)",
         numpy=rmsnorm.rmsnorm_gamma_grad, torch=rmsnorm.TORCH["rmsnorm_gamma_grad"], params=_LN_PARAMS,
-        shape=_rms_gamma_grad_shape, work=_one_pass(3)),
+        shape=llama.rmsnorm_gamma_grad_shape, work=_one_pass(3)),
     "swiglu": LocalFunction(
         1, "out = silu(in0[:, 0::2]) * in0[:, 1::2], gate and up columns interleaved", numpy=swiglu.swiglu,
-        torch=swiglu.TORCH["swiglu"], shape=_swiglu_shape, work=_swiglu_work(False)),
+        torch=swiglu.TORCH["swiglu"], shape=llama.swiglu_shape, work=llama.swiglu_work(False)),
     "swiglu_backward": LocalFunction(
         2, "out = d(gate, up) interleaved, from the output gradient in0 and the gate/up block in1",
-        numpy=swiglu.swiglu_backward, torch=swiglu.TORCH["swiglu_backward"], shape=_swiglu_backward_shape,
-        work=_swiglu_work(True)),
+        numpy=swiglu.swiglu_backward, torch=swiglu.TORCH["swiglu_backward"], shape=llama.swiglu_backward_shape,
+        work=llama.swiglu_work(True)),
     "rotary": LocalFunction(
         1, "out = in0 with every query and key head rotated by its position (rotary embeddings)",
-        numpy=rotary.rotary, torch=rotary.TORCH["rotary"], params=_ROTARY_PARAMS, shape=_rotary_shape,
-        work=_rotary_work),
+        numpy=rotary.rotary, torch=rotary.TORCH["rotary"], params=_ROTARY_PARAMS, shape=llama.rotary_shape,
+        work=llama.rotary_work),
     "rotary_backward": LocalFunction(
         1, "out = in0 (a gradient) with every query and key head rotated back", numpy=rotary.rotary_backward,
-        torch=rotary.TORCH["rotary_backward"], params=_ROTARY_PARAMS, shape=_rotary_shape, work=_rotary_work),
+        torch=rotary.TORCH["rotary_backward"], params=_ROTARY_PARAMS, shape=llama.rotary_shape, work=llama.rotary_work),
     "attention_gqa": LocalFunction(
         1, "out = causal softmax(Q K^T / sqrt(d)) V with group query heads per key/value head of the block in0",
         numpy=attention.attention, torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True,
-        shape=_gqa_shape, work=attention_work),
+        shape=llama.gqa_shape, work=attention_work),
     "attention_gqa_backward": LocalFunction(
         2, "out = dQKV (grouped) from the context gradient in0 and the QKV block in1 (unfused: kept probabilities)",
         numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"], params=_GQA_PARAMS,
-        seeded=True, shape=_gqa_backward_shape,
+        seeded=True, shape=llama.gqa_backward_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
     "flash_attention": LocalFunction(
         1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
-           "FlashAttention-2: nothing of [s, s] kept", numpy=attention.attention, torch=attention.TORCH["attention_gqa"],
-        params=_GQA_PARAMS, seeded=True, shape=_gqa_shape,
+           "FlashAttention-2: nothing of [s, s] kept", numpy=attention.attention,
+        torch=attention.TORCH["attention_gqa"],
+        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True)),
     "flash_attention_backward": LocalFunction(
         2, "out = dQKV from the context gradient in0 and the QKV block in1, FlashAttention-2: the probabilities "
            "recomputed", numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"],
-        params=_GQA_PARAMS, seeded=True, shape=_gqa_backward_shape,
+        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True)),
 }
 """Every function a ``local`` op may name, by name."""

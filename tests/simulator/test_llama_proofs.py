@@ -59,7 +59,8 @@ CASES = [  # (algorithm, grid, (batch, seq, heads, head width, kv heads, ffn, dr
 def _id(case) -> str:
     algorithm, grid, sizes = case
     where = f"P={grid['gpus']}" if "gpus" in grid else "[{},{},{}]".format(*grid["grid"])
-    return f"{algorithm}-{where}-b{sizes[0]}s{sizes[1]}a{sizes[2]}d{sizes[3]}kv{sizes[4]}f{sizes[5]}p{sizes[6]}-{sizes[7]}"
+    b, s, a, d, kv, f, p, variant = sizes
+    return f"{algorithm}-{where}-b{b}s{s}a{a}d{d}kv{kv}f{f}p{p}-{variant}"
 
 
 def test_the_cases_cover_every_algorithm_variant_and_multi_query() -> None:
@@ -110,3 +111,23 @@ NOT_APPLICABLE = [  # (algorithm, grid, sizes, the message's pattern)
 def test_key_value_heads_that_do_not_divide_are_not_applicable(algorithm, grid, sizes, message) -> None:
     with pytest.raises(NotApplicable, match=message):
         build_schedule(algorithm, block(*sizes), "both", "float64", **grid)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_llama_workload_and_its_schedule_round_trip_through_their_records(variant) -> None:
+    from simulator.ir.serialize import schedule_from_dict, schedule_to_dict
+    workload = block(2, 4, 6, 4, 2, 14, 0.0, variant)
+    for w in (workload, Workload.from_dict({**workload.to_dict(), "attention": "unfused"})):
+        assert Workload.from_dict(w.to_dict()) == w
+        schedule = build_schedule("1d", w, "both", "float64", gpus=2)
+        assert schedule_to_dict(schedule_from_dict(schedule_to_dict(schedule))) == schedule_to_dict(schedule)
+
+
+def test_a_gpt_record_has_no_architecture_fields_and_a_bad_one_is_named() -> None:
+    from simulator.errors import InputError
+    gpt = Workload.transformer(2, 4, 24, 6, ffn=20)
+    assert set(gpt.to_dict()) == {"name", "batch", "seq", "hidden", "heads", "ffn", "dropout"}
+    with pytest.raises(InputError, match="field 'kv_heads' must be an integer, got '2'"):
+        Workload.from_dict({**gpt.to_dict(), "kv_heads": "2"})
+    with pytest.raises(InputError, match=r"transformer norm 'batchnorm': valid: layernorm, rmsnorm"):
+        Workload.from_dict({**gpt.to_dict(), "norm": "batchnorm"})
