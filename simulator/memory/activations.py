@@ -112,7 +112,8 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
         out.append(Kept("kept", f"saved {', '.join(tensors)}", sum(buffers[n].nbytes for n in tensors)))
     stats = [n for n in names if n in moments and n in buffers]
     if stats:
-        out.append(Kept("moments", f"LayerNorm moments {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
+        what = "LayerNorm moments" if any(isinstance(layer, LayerNorm) for layer in layers) else "RMSNorm sums of squares"
+        out.append(Kept("moments", f"{what} {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
     drops = {layer.y: layer for layer in layers if isinstance(layer, Dropout) and layer.p > 0}
     masked = list(_forward_locals(schedule, rank, "dropout", set(drops)))
     if masked:
