@@ -28,7 +28,8 @@ sub-package        what it holds
 =================  ============================================================================
 
 At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
-``sizes`` (byte sizes as people write them), ``limits`` (what tpsim and this machine accept before any
+``sizes`` (byte sizes as people write them), ``fp8`` (``--dtype fp8``: the hybrid FP8 recipe as a
+compute-model setting), ``limits`` (what tpsim and this machine accept before any
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
 model; ``gemm_shape``, a GEMM's achievable fraction of peak by its shape), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
@@ -46,6 +47,7 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files", "gemm_shape",
-           "gcpause", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot", "progress", "simpy_internals",
+__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files", "fp8",
+           "gcpause", "gemm_shape", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot",
+           "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

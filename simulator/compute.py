@@ -101,7 +101,11 @@ from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.functions import Work
 
-__all__ = ["ComputeConfig", "ComputeModel", "FALLBACK_GEMM_EFFICIENCY", "achievable_memory_bandwidth"]
+__all__ = ["FP8", "ComputeConfig", "ComputeModel", "FALLBACK_GEMM_EFFICIENCY", "achievable_memory_bandwidth"]
+
+FP8 = "float8"
+"""The devices' key for their dense FP8 tensor-core rate (``topologies.devices``)."""
+_OPERAND_BYTES = {**DTYPE_BYTES, FP8: 1}
 
 FALLBACK_GEMM_EFFICIENCY = 0.7
 """``cap`` of a device without a published achievable matmul figure for the dtype (an assumption: about
@@ -132,6 +136,11 @@ class ComputeConfig:
     allow_tf32: bool = False
     """Time float32 gemms at the ``tfloat32`` tensor-core rate where the device lists one (PyTorch's
     ``torch.backends.cuda.matmul.allow_tf32``; off by default, as in PyTorch)."""
+    fp8_gemms: bool = False
+    """Time the linears' gemms (``gemm`` ops) at the device's dense ``float8`` rate with 1-byte operands:
+    Transformer Engine's hybrid FP8 recipe (E4M3 forward, E5M2 gradients), under which everything else
+    (the attention core, the elementwise ops, communication, master weights) stays at the schedule's
+    dtype. The casts to FP8 and their scaling factors are not timed."""
 
     def __post_init__(self) -> None:
         for name in ("gemm_efficiency", "memory_efficiency"):
@@ -206,7 +215,7 @@ class ComputeModel:
         """The fraction of peak a gemm of this shape reaches (see the module docstring); ``after_comm``:
         it directly follows a communication op or wait."""
         compute_roof = self.cap(device, dtype, after_comm) * self.shape(device, m, k, n)
-        intensity = 2.0 * m * k * n / (DTYPE_BYTES[dtype] * (m * k + k * n + m * n))
+        intensity = 2.0 * m * k * n / (_OPERAND_BYTES[dtype] * (m * k + k * n + m * n))
         memory_roof = intensity * achievable_memory_bandwidth(device) / self.peak_flops(device, dtype)
         return min(compute_roof, memory_roof)
 
@@ -230,7 +239,8 @@ class ComputeModel:
         the rank's previous op communicated or waited (module doc)."""
         if isinstance(op, Gemm):
             m, k, n = schedule.gemm_shape(rank, op)
-            return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n, after_comm)
+            dtype = FP8 if self.config.fp8_gemms else schedule.spec(rank, op.out).dtype
+            return self.gemm_time_s(device, dtype, m, k, n, after_comm)
         if isinstance(op, Local):
             dtype = schedule.spec(rank, op.out).dtype
             return self.work_time_s(device, dtype, schedule.local_work(rank, op), after_comm)

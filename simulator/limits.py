@@ -141,7 +141,8 @@ def check_shape(shape: tuple[int, ...], what: str) -> None:
 def check_workload_sizes(workload) -> None:
     """InputError for a Workload whose extents, tensors or FLOPs are over the limits (``Workload`` runs it)."""
     label = workload.label()
-    sizes = {name: value for name, value in workload.to_dict().items() if name not in ("name", "dropout")}
+    sizes = {name: value for name, value in workload.to_dict().items()
+             if name not in ("name", "dropout") and isinstance(value, int) and not isinstance(value, bool)}
     if workload.name == "transformer":
         sizes["tokens batch*seq"] = workload.m
     for name, value in sizes.items():

@@ -204,8 +204,10 @@ class Algorithm(ABC):
     @staticmethod
     def _require_block_split(where: str, workload: Workload, sequences: int, sequences_label: str, heads: int,
                              heads_label: str) -> None:
-        """NotApplicable unless the transformer's sequences split ``sequences`` ways and its heads
-        ``heads`` ways: the attention core is local only on whole sequences and whole heads."""
+        """NotApplicable unless the transformer's sequences split ``sequences`` ways and its heads and
+        key/value heads ``heads`` ways: the attention core is local only on whole sequences and whole
+        key/value groups (Megatron-LM likewise requires the query groups divisible by the tensor-parallel
+        size)."""
         if workload.name != "transformer":
             return
         if workload.batch % sequences:
@@ -213,6 +215,9 @@ class Algorithm(ABC):
                                 f"{sequences} (the attention core needs whole sequences on each rank)")
         if workload.heads % heads:
             raise NotApplicable(f"{where}: heads={workload.heads} must be divisible by {heads_label} = {heads}")
+        if workload.kv_heads % heads:  # grouped-query attention: the key/value heads split like the heads
+            raise NotApplicable(f"{where}: kv_heads={workload.kv_heads} must be divisible by {heads_label} = {heads} "
+                                f"(the attention core needs whole key/value groups on each rank)")
 
 
 class GridAlgorithm(Algorithm):

@@ -40,6 +40,7 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
                                          parse_overrides)
 from simulator.errors import InputError
 from simulator.files import replacing
+from simulator.fp8 import fp8_topology
 from simulator.limits import check_ranks
 from simulator.predict import arrangements, predict
 from simulator.predict_plot import plot_predictions
@@ -76,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")
     o.add_argument("--png", metavar="FILE", help="draw the ranking as a bar chart")
     add_training_plan_arguments(p)
-    p.set_defaults(func=predict_command)
+    p.set_defaults(func=predict_command, fp8_ok=True)  # --dtype fp8: a plan's recipe (simulator.fp8)
 
 
 def _algorithms(text: str | None) -> tuple[str, ...]:
@@ -115,6 +116,8 @@ def predict_command(args: argparse.Namespace) -> int:
     passes_given = args.passes
     workload = workload_from_args(args)
     G = load_topology(args.topology, args.calibration)
+    if args.fp8:
+        G = fp8_topology(G)
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
     if args.gpus > available:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "
@@ -164,7 +167,8 @@ def _no_training_flags(args) -> None:
 def _title(args, G, workload) -> str:
     sizes = ", ".join(f"{k}={v}" for k, v in workload.to_dict().items() if k != "name")
     passes = {"both": "fwd+bwd", "fwd": "fwd", "bwd": "bwd"}[args.passes]
-    return (f"{workload.name} ({sizes}) {passes} {args.dtype} on {args.gpus} GPU{'' if args.gpus == 1 else 's'} of "
+    dtype = "fp8 (hybrid: the linears in FP8)" if args.fp8 else args.dtype
+    return (f"{workload.name} ({sizes}) {passes} {dtype} on {args.gpus} GPU{'' if args.gpus == 1 else 's'} of "
             f"{G.graph.get('name', args.topology)}")
 
 

@@ -35,6 +35,8 @@ from simulator.training.launch import launch_lines
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.step import StepOptions
+from simulator.workloads.attention_cost import selective_note
+from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import Workload
 from topologies import gpu_nodes
 
@@ -72,8 +74,10 @@ def _options(args, workload: Workload) -> StepOptions:
         raise InputError(f"--simulate-top {args.simulate_top}: must be >= 0")
     if not (math.isfinite(args.bucket_mb) and args.bucket_mb > 0):
         raise InputError(f"--bucket-mb {args.bucket_mb:g}: a bucket size is a finite number of MB > 0")
-    vocab = vocab_of(args)
-    return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab, zero=args.zero,
+    model = resolve_model(args.model) if args.model else None
+    tied = model.tied if model is not None else True
+    return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab_of(args), tied=tied,
+                       zero=args.zero,
                        optimizer=args.optimizer, recompute=args.recompute, bucket_bytes=args.bucket_mb * 1e6,
                        dtype=args.dtype)
 
@@ -92,7 +96,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     candidates = training_arrangements(args.gpus, algorithms, placements, sizes, args.overlap)
 
     def make_block(b: int) -> Workload:
-        return Workload.transformer(b, workload.seq, workload.hidden, workload.heads, workload.ffn, workload.dropout)
+        return workload.with_batch(b)
 
     device = G.nodes[gpu_nodes(G)[0]]["device"]
     usable = usable_device_bytes(device)
@@ -111,6 +115,9 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         return 0
     for line in table_lines(rows, title, options, usable):
         print(line)
+    note = selective_note(workload.attention, options.recompute)
+    if note:
+        print(f"  note: {note}")
     for label, path in (("csv", args.csv), ("png", args.png)):
         if path:
             print(f"{label}: {path}")
@@ -118,11 +125,12 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
 
 
 def _title(args, G, workload, options, device, usable) -> str:
-    name = args.model or f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})"
+    name = (resolve_model(args.model).name if args.model else
+            f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})")
     opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
     return (f"{name} x {options.layers} layers, vocab {options.vocab:,}, global batch {options.global_batch}, {opt}, "
-            f"ZeRO-{options.zero}, "
-            f"recompute {options.recompute}, {options.dtype}, on {args.gpus} GPUs of "
+            f"ZeRO-{options.zero}, recompute {options.recompute}, {workload.attention} attention, "
+            f"{'fp8 (hybrid: the linears in FP8)' if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 
 

@@ -5,10 +5,11 @@ Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm
 [--pass fwd|bwd|both] [--dtype D] [--overlap]`` or ``--schedule FILE.json``; ``--dtype`` defaults to
 ``DEFAULT_DTYPE`` (bfloat16) in every command.
 
-``--model NAME`` (``tpsim model list``) fills the transformer's hidden, heads, ffn, sequence length
-and dropout from a published configuration (any of them given too overrides the preset) and implies
-``--workload transformer``; ``--batch`` is still the user's. ``--layers L`` says how many identical
-blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
+``--model NAME`` (``tpsim model list``) or ``--model FILE.yaml`` (a model file,
+``simulator.workloads.model_file``) fills the transformer's hidden, heads, kv_heads, ffn, sequence
+length and dropout (any of them given too overrides the model's) and its architecture (norm,
+activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the
+user's. ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
 that time it report the whole model as L times the block, derived rather than simulated L times.
 """
 
@@ -24,8 +25,15 @@ from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
 from simulator.limits import check_extent
 from simulator.pipeline.lower import lower_pipeline
-from simulator.workloads.models import preset
+from simulator.workloads.attention_cost import KERNELS
+from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import FIELDS, PASSES, Workload
+
+FP8_DTYPE = "fp8"
+"""``--dtype fp8``: ``simulator.fp8``'s hybrid recipe, on bfloat16 schedules."""
+
+DEFAULT_ATTENTION = KERNELS[0]
+"""FlashAttention-2: what every current training framework runs."""
 
 WORKLOADS = tuple(FIELDS)
 
@@ -37,8 +45,9 @@ DEFAULT_DTYPE = "bfloat16"
 
 GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--workload": "workload", "--m": "m",
                    "--k": "k", "--n": "n", "--hidden": "hidden", "--batch": "batch", "--seq": "seq",
-                   "--heads": "heads", "--ffn": "ffn", "--dropout": "dropout", "--model": "model",
-                   "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
+                   "--heads": "heads", "--kv-heads": "kv_heads", "--ffn": "ffn", "--dropout": "dropout",
+                   "--model": "model",
+                   "--attention": "attention", "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
 
 
@@ -82,10 +91,16 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
     group.add_argument("--batch", type=int, metavar="B", help="transformer: sequences per step")
     group.add_argument("--seq", type=int, metavar="S", help="transformer: tokens per sequence")
     group.add_argument("--heads", type=int, metavar="A", help="transformer: attention heads (h divisible by A)")
+    group.add_argument("--kv-heads", type=int, metavar="K", help="transformer: key/value heads, dividing the heads "
+                                                                 "(grouped-query attention; default: the heads)")
     group.add_argument("--ffn", type=int, metavar="F", help="transformer: MLP width (default 4h)")
     group.add_argument("--dropout", type=float, metavar="P", help="transformer: dropout probability (default 0, or "
                                                                   "the model's)")
-    group.add_argument("--model", metavar="NAME", help="transformer sizes of a published model (`tpsim model list`)")
+    group.add_argument("--attention", choices=KERNELS, help="transformer: the attention kernel, flash "
+                       "(FlashAttention-2, default: nothing of [b, a, s, s] kept, the probabilities recomputed in "
+                       "the backward) or unfused (Megatron-LM's pre-2023 kernel: probabilities and dropout mask kept)")
+    group.add_argument("--model", metavar="NAME|FILE", help="transformer sizes and architecture of a published model "
+                                                            "(`tpsim model list`) or of a model file (.yaml, .json)")
     group.add_argument("--layers", type=int, metavar="L", help="transformer: identical blocks in the model (default "
                                                                "1, or the model's); time is L x one block")
     group.add_argument("--vocab", type=int, metavar="V",
@@ -95,14 +110,16 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
     # Defaults None, filled in by workload_from_args: a value given together with --schedule FILE
     # (which carries its own pass and dtype) must be told apart from a default, and refused.
     group.add_argument("--pass", dest="passes", choices=PASSES, help=f"default: {DEFAULT_PASS}")
-    group.add_argument("--dtype", choices=DTYPES, help=f"element type (default {DEFAULT_DTYPE}){dtype_help}")
+    group.add_argument("--dtype", choices=DTYPES + (FP8_DTYPE,),
+                       help=f"element type (default {DEFAULT_DTYPE}){dtype_help}; fp8: `tpsim predict` only, "
+                            f"Transformer Engine's hybrid recipe (the linears' GEMMs at the FP8 rate)")
 
 
 _SIZES = {"gemm": ("m", "k", "n"), "mlp": ("m", "hidden"),
-          "transformer": ("batch", "seq", "hidden", "heads", "ffn", "dropout")}
+          "transformer": ("batch", "seq", "hidden", "heads", "kv_heads", "ffn", "dropout")}
 """The size options each workload takes (the transformer's ffn and dropout are optional)."""
 _HINTS = {"gemm": "--m --k --n (A is [M, K], B is [K, N])", "mlp": "--m --hidden (tokens M, hidden size H)",
-          "transformer": "--batch --seq --hidden --heads [--ffn --dropout], or --model NAME --batch"}
+          "transformer": "--batch --seq --hidden --heads [--kv-heads --ffn --dropout], or --model NAME --batch"}
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
@@ -113,18 +130,26 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     """
     args.passes = args.passes or DEFAULT_PASS
     args.dtype = args.dtype or DEFAULT_DTYPE
-    model = preset(args.model) if args.model is not None else None
+    args.fp8 = args.dtype == FP8_DTYPE
+    if args.fp8:
+        if not getattr(args, "fp8_ok", False):
+            raise InputError("--dtype fp8 is a training recipe `tpsim predict` plans with; schedules are built in "
+                             f"{', '.join(DTYPES)}")
+        args.dtype = DEFAULT_DTYPE  # the hybrid recipe: everything but the linears' GEMMs as in bfloat16
+    model = resolve_model(args.model) if args.model is not None else None
     if model is not None:
         if args.workload not in (None, "transformer"):
             raise InputError(f"--model {args.model} is a transformer; drop --workload {args.workload}")
         args.workload = "transformer"
-        for name in ("hidden", "heads", "ffn", "seq", "dropout"):
+        for name in ("hidden", "heads", "kv_heads", "ffn", "seq", "dropout"):
             if getattr(args, name) is None:
                 setattr(args, name, getattr(model, name))
     layers = args.layers if args.layers is not None else (model.layers if model is not None else 1)
     if args.workload is None:
         raise InputError("--workload is required: gemm (with --m --k --n), mlp (with --m --hidden) or transformer "
                          "(with --batch --seq --hidden --heads), or give --model NAME")
+    if getattr(args, "attention", None) is not None and args.workload != "transformer":
+        raise InputError(f"--attention is a transformer's attention kernel; --workload {args.workload} has none")
     if args.layers is not None and args.workload != "transformer":
         raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
     if getattr(args, "vocab", None) is not None and args.workload != "transformer":
@@ -138,7 +163,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     if extra:
         raise InputError(f"{' '.join(dict.fromkeys(extra))} not for --workload {args.workload}, which takes "
                          f"{_HINTS[args.workload]}")
-    optional = ("ffn", "dropout")
+    optional = ("ffn", "dropout", "kv_heads")
     missing = [f"--{name}" for name in wanted if getattr(args, name) is None and name not in optional]
     if missing:
         raise InputError(f"--workload {args.workload} needs {' '.join(missing)}: {_HINTS[args.workload]}")
@@ -149,8 +174,10 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         return Workload.gemm(args.m, args.k, args.n)
     if args.workload == "mlp":
         return Workload.mlp(args.m, args.hidden)
+    architecture = {**(model.architecture() if model is not None else {}), "kv_heads": args.kv_heads,
+                    "attention": getattr(args, "attention", None) or DEFAULT_ATTENTION}
     return Workload.transformer(args.batch, args.seq, args.hidden, args.heads, args.ffn,
-                                0.0 if args.dropout is None else args.dropout)
+                                0.0 if args.dropout is None else args.dropout, **architecture)
 
 
 GPT2_VOCAB = 50257
@@ -167,7 +194,7 @@ def vocab_of(args: argparse.Namespace) -> int:
         check_extent(vocab, f"--vocab {vocab}")
         return vocab
     model = getattr(args, "model", None)
-    return preset(model).vocab if model else GPT2_VOCAB
+    return resolve_model(model).vocab if model else GPT2_VOCAB
 
 
 def layers_of(args: argparse.Namespace, workload: Workload | dict) -> int:

@@ -53,6 +53,9 @@ from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
+from simulator.workloads.attention_cost import selective_note
+from simulator.workloads.models import resolve_model
+from simulator.workloads.workload import Workload
 
 OPS_INLINE_LIMIT = 100_000
 """Most per-op records ``--json`` prints without ``--ops``."""
@@ -94,8 +97,10 @@ def _memory(args: argparse.Namespace, schedule):
     are checked either way, so a bad one is refused); the vocabulary is ``--vocab``, else ``--model``'s, else
     GPT-2's."""
     transformer = schedule.workload.get("name") == "transformer"
+    model = resolve_model(args.model) if transformer and args.model else None
     vocab = vocab_of(args) if transformer else None
-    setup = setup_from_args(args, layers_of(args, schedule.workload), vocab)
+    tied = model.tied if model is not None else True
+    setup = setup_from_args(args, layers_of(args, schedule.workload), vocab, tied)
     if not transformer or schedule.passes != "both" or pipelined(schedule) is not None:
         return None  # a pipelined step's memory per stage is the planner's (simulator.memory)
     return training_memory(schedule, setup)
@@ -177,6 +182,9 @@ def _simulate(args: argparse.Namespace) -> int:
         usable = _usable_line(G, memory)
         if usable is not None:
             print(usable)
+        note = selective_note(Workload.from_dict(schedule.workload).attention, args.recompute)
+        if note:
+            print(f"  note: {note}")
     if args.trace:
         print(f"  trace           {args.trace} (open in https://ui.perfetto.dev)")
     return 0

@@ -36,7 +36,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                        help="data-parallel degree ZeRO shards over (default 1)")
 
 
-def setup_from_args(args: argparse.Namespace, layers: int, vocab: int | None) -> TrainingSetup:
-    """The ``TrainingSetup`` of the parsed arguments, for ``layers`` blocks and a vocabulary (or None)."""
+def setup_from_args(args: argparse.Namespace, layers: int, vocab: int | None, tied: bool = True) -> TrainingSetup:
+    """The ``TrainingSetup`` of the parsed arguments, for ``layers`` blocks and a vocabulary (or None), its
+    embedding ``tied`` to the LM head or not."""
     return TrainingSetup(optimizer=args.optimizer, zero=args.zero, recompute=args.recompute, dp=args.dp,
-                         layers=layers, vocab=vocab)
+                         layers=layers, vocab=vocab, tied=tied)

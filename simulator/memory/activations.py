@@ -14,11 +14,15 @@ arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
 
 - each dropout's mask, 1 byte per element of the dropout's output block (``Dropout`` redraws it from
   the seed); none where the dropout probability is 0 (PyTorch's dropout with p = 0 returns its input);
-- with ``recompute="none"``, the attention core Megatron's unfused attention keeps: the softmax output
-  (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s] for the
-  sequences and heads of the rank's QKV block (Korthikanti's 5as^2b); without attention dropout only
-  the softmax output. ``selective`` drops it: tpsim's attention backward recomputes the probabilities
-  as FlashAttention does. ``full`` keeps only the layer's input X.
+- the attention core, by the kernel the schedule's attention op names (``simulator.workloads.
+  attention_cost``): the unfused kernel (``--attention unfused``) keeps, with ``recompute="none"``, the
+  softmax output (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s]
+  for the sequences and heads of the rank's QKV block (Korthikanti's 5as^2b), without attention dropout
+  only the softmax output, and ``selective`` drops them (the time model then adds the attention core's
+  forward to the backward). FlashAttention-2 (``flash``, the default) keeps none of that, only the
+  softmax's log-sum-exp per row, 4 B x [b, a, s] (linear in s), under ``none`` and ``selective``
+  alike: its backward recomputes the probabilities (the time model charges that recomputation in every
+  mode), so selective recomputation changes nothing for it. ``full`` keeps only the layer's input X.
 
 The LayerNorm moments S [rows, 2], which the paper neglects, are their own item (``moments``): the
 comparison with the paper's closed forms leaves them out (``PAPER_KINDS``). They are counted at the
@@ -32,13 +36,15 @@ from dataclasses import dataclass
 
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
-from simulator.workloads.layers import Attention, Dropout, LayerNorm
+from simulator.workloads.layers import Attention, Dropout, LayerNorm, RMSNorm
 from simulator.workloads.workload import Workload
 
 __all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
 
 MASK_BYTES = 1
 """A dropout mask element: PyTorch's bool mask, 1 byte (Korthikanti et al., section 4.1)."""
+LSE_BYTES = 4
+"""FlashAttention-2 keeps the softmax's log-sum-exp per row in fp32 (Dao 2023, Algorithm 1, L_i)."""
 
 PAPER_KINDS = ("kept", "mask", "attention")
 """The kinds Korthikanti et al.'s per-layer figures count (all but the LayerNorm moments)."""
@@ -59,10 +65,23 @@ def _forward_locals(schedule: Schedule, rank: int, fn: str, outs: set[str] | Non
             yield op
 
 
+def _attention_rows(schedule: Schedule, rank: int) -> int:
+    """Rows (sequence positions x heads) of the rank's flash attention ops: what FlashAttention-2 keeps."""
+    rows = 0
+    for op in _forward_locals(schedule, rank, "flash_attention"):
+        rows += schedule.spec(rank, op.inputs[0]).shape[0] * op.param_dict()["heads"]
+    return rows
+
+
 def _attention_core(schedule: Schedule, rank: int, layer: Attention) -> Kept | None:
-    """Megatron's stored softmax (+ mask + dropout output) for the heads and sequences of each attention op."""
+    """Megatron's stored softmax (+ mask + dropout output) for the heads and sequences of each unfused
+    attention op; FlashAttention-2's log-sum-exp per row for each flash one."""
+    rows = _attention_rows(schedule, rank)
+    if rows:
+        return Kept("attention", f"flash attention log-sum-exp of [b, a, s]: {rows:,} x {LSE_BYTES} B (fp32)",
+                    rows * LSE_BYTES)
     elements = 0
-    for op in _forward_locals(schedule, rank, "attention"):
+    for op in (*_forward_locals(schedule, rank, "attention"), *_forward_locals(schedule, rank, "attention_gqa")):
         params = op.param_dict()
         rows = schedule.spec(rank, op.inputs[0]).shape[0]
         elements += rows * params["heads"] * params["seq"]  # (rows / s) sequences x heads x s x s
@@ -85,7 +104,7 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     first = layers[0].inputs[0]
     if recompute == "full":
         return [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []
-    moments = {layer.stats for layer in layers if isinstance(layer, LayerNorm)}
+    moments = {layer.stats for layer in layers if isinstance(layer, (LayerNorm, RMSNorm))}
     names = list(dict.fromkeys(name for layer in layers for name in layer.saved))
     out = []
     tensors = [n for n in names if n not in moments and n in buffers]
@@ -93,16 +112,19 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
         out.append(Kept("kept", f"saved {', '.join(tensors)}", sum(buffers[n].nbytes for n in tensors)))
     stats = [n for n in names if n in moments and n in buffers]
     if stats:
-        out.append(Kept("moments", f"LayerNorm moments {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
+        what = "LayerNorm moments" if any(isinstance(layer, LayerNorm) for layer in layers) else "RMSNorm sums of squares"
+        out.append(Kept("moments", f"{what} {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
     drops = {layer.y: layer for layer in layers if isinstance(layer, Dropout) and layer.p > 0}
     masked = list(_forward_locals(schedule, rank, "dropout", set(drops)))
     if masked:
         elements = sum(schedule.spec(rank, op.out).numel for op in masked)
         sites = ", ".join(dict.fromkeys(op.out for op in masked))
         out.append(Kept("mask", f"dropout masks of {sites}: {elements:,} x {MASK_BYTES} B", elements * MASK_BYTES))
-    if recompute == "none":
-        core = [layer for layer in layers if isinstance(layer, Attention)]
-        kept = _attention_core(schedule, rank, core[0]) if core else None
+    core = [layer for layer in layers if isinstance(layer, Attention)]
+    # Selective recomputation frees the unfused kernel's probabilities; FlashAttention-2 keeps only its
+    # row statistics, which its own backward needs whatever the recompute mode: nothing to free.
+    if core and (recompute == "none" or core[0].kernel == "flash"):
+        kept = _attention_core(schedule, rank, core[0])
         if kept is not None:
             out.append(kept)
     return out

@@ -46,13 +46,20 @@ def padded_vocab(vocab: int, tp: int) -> int:
     return math.ceil(vocab / step) * step
 
 
-def embedding_parameters(schedule: Schedule, vocab: int, workload: Workload | None = None) -> list[tuple[str, int]]:
-    """(what, elements on each rank) of the word embedding shard, position embedding and final LayerNorm."""
+def embedding_parameters(schedule: Schedule, vocab: int, workload: Workload | None = None,
+                         tied: bool = True) -> list[tuple[str, int]]:
+    """(what, elements on each rank) of the word embedding shard, the output layer's own shard where it is
+    not tied (split by vocabulary as Megatron-LM's untied output layer), the position embedding (learned
+    positions only: rotary ones have no weights) and the final norm (LayerNorm 2h, RMSNorm h)."""
     workload = Workload.from_dict(schedule.workload) if workload is None else workload
     h, t = workload.hidden, schedule.world_size
     rows = padded_vocab(vocab, t) // t
-    return [(f"embedding [{rows}, {h}] (V={vocab} padded, / t={t})", rows * h),
-            (f"positions [{workload.seq}, {h}]", workload.seq * h), ("final LayerNorm", 2 * h)]
+    out = [(f"embedding [{rows}, {h}] (V={vocab} padded, / t={t})", rows * h)]
+    if not tied:
+        out.append((f"output layer [{h}, {rows}] (untied)", rows * h))
+    if workload.position == "learned":
+        out.append((f"positions [{workload.seq}, {h}]", workload.seq * h))
+    return out + ([("final LayerNorm", 2 * h)] if workload.norm == "layernorm" else [("final RMSNorm", h)])
 
 
 def embedding_activations(schedule: Schedule, rank: int, vocab: int, workload: Workload | None = None) -> list[Kept]:
@@ -66,8 +73,10 @@ def embedding_activations(schedule: Schedule, rank: int, vocab: int, workload: W
     out = []
     if workload.dropout > 0:
         out.append(Kept("mask", "embedding dropout mask", held * MASK_BYTES))
-    out.append(Kept("kept", "final LayerNorm input, output layer input", 2 * held * size))
-    out.append(Kept("moments", "final LayerNorm moments", round(rows * 2 * size)))
+    norm, stats = ("LayerNorm", 2) if workload.norm == "layernorm" else ("RMSNorm", 1)
+    out.append(Kept("kept", f"final {norm} input, output layer input", 2 * held * size))
+    out.append(Kept("moments", f"final {norm} {'moments' if stats == 2 else 'sum of squares'}",
+                    round(rows * stats * size)))
     logits = m * (padded_vocab(vocab, t) // t)
     out.append(Kept("logits", f"fp32 logits [{m}, {padded_vocab(vocab, t) // t}] for the cross entropy",
                     logits * LOGIT_BYTES))

@@ -49,6 +49,8 @@ class TrainingSetup:
     """Transformer blocks this GPU holds (no pipeline parallelism: every layer of the model)."""
     vocab: int | None = None
     """Vocabulary size for the embedding and LM head; None: no embedding counted."""
+    tied: bool = True
+    """Whether the input embedding is the LM head's weight (GPT); False: two [V, h] weights (Llama)."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:

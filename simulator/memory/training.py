@@ -77,7 +77,7 @@ def _rank_items(schedule: Schedule, rank: int, workload: Workload, setup: Traini
     per_layer = sum(buffers[name].numel for name in workload.weights() if name in buffers)
     groups = [(f"{setup.layers} layers' weights", setup.layers * per_layer)]
     if setup.vocab is not None:
-        groups += embedding_parameters(schedule, setup.vocab, workload)
+        groups += embedding_parameters(schedule, setup.vocab, workload, setup.tied)
     embedding = sum(n for _, n in groups[1:])
     items = state_items(groups, schedule.dtype, setup)
     items += _activation_items(schedule, rank, workload, setup)

@@ -7,8 +7,10 @@ s and vocabulary V, trained on B sequences per step, does
     72 B L s h^2 (1 + s / (6h) + V / (12 h L))
 
 FLOPs per step: 24 B s h^2 (1 + s/(6h)) per layer forward, three times that with the backward, plus the
-logit layer's 6 B s h V. MFU = those FLOPs / (step time x GPUs x the device's dense peak for the
-dtype): recomputed work and padding count as overhead, not as useful work.
+logit layer's 6 B s h V. The 24 B s h^2 is 2 B s times a GPT layer's 12 h^2 linear weights (f = 4h); for
+any other layer (grouped-query attention's smaller K and V, SwiGLU's three matrices, another f) the same
+count with its own weights W: 6 B s (L (W + 2 s h) + h V). MFU = those FLOPs / (step time x GPUs x the
+device's dense peak for the dtype): recomputed work and padding count as overhead, not as useful work.
 
 Hardware FLOPs count what the GPUs compute, recomputation included (Korthikanti et al. 2022, section 6,
 "hardware FLOPs utilization"): full recomputation runs every layer's forward twice, which gives Narayanan
@@ -32,19 +34,26 @@ from __future__ import annotations
 __all__ = ["model_flops_per_step", "hardware_flops_per_step", "mfu"]
 
 
-def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int) -> float:
-    """72 B L s h^2 (1 + s/(6h) + V/(12hL)) (module docstring)."""
+def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int,
+                         layer_weights: int | None = None) -> float:
+    """72 B L s h^2 (1 + s/(6h) + V/(12hL)) (module docstring), or with ``layer_weights`` (the elements of
+    one layer's linear weights, 12 h^2 for a GPT of f = 4h) 6 B s (L (W + 2 s h) + h V)."""
     B, L, s, h, V = global_batch, layers, seq, hidden, vocab
-    return 72.0 * B * L * s * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L))
+    if layer_weights is None or layer_weights == 12 * h * h:
+        return 72.0 * B * L * s * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * L))
+    return 6.0 * B * s * (L * (layer_weights + 2.0 * s * h) + h * V)
 
 
 def hardware_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int,
-                            recompute: str = "none") -> float:
-    """Model FLOPs plus what ``recompute`` ("none", "selective", "full") computes again (module docstring)."""
+                            recompute: str = "none", layer_weights: int | None = None) -> float:
+    """Model FLOPs plus what ``recompute`` ("none", "selective", "full") computes again (module docstring):
+    full, one more forward of the layers, 2 B s L (W + 2 s h) (24 B L s h^2 (1 + s/6h) for a GPT of f = 4h);
+    selective, the attention core's two products, 4 B s^2 h per layer."""
     B, L, s, h = global_batch, layers, seq, hidden
+    W = 12 * h * h if layer_weights is None else layer_weights
     extra = {"none": 0.0, "selective": 4.0 * B * L * s * s * h,
-             "full": 24.0 * B * L * s * h * h * (1.0 + s / (6.0 * h))}[recompute]
-    return model_flops_per_step(B, L, s, h, vocab) + extra
+             "full": 2.0 * B * s * L * (W + 2.0 * s * h)}[recompute]
+    return model_flops_per_step(B, L, s, h, vocab, layer_weights) + extra
 
 
 def mfu(flops: float, step_s: float, gpus: int, peak_flops: float) -> float:

@@ -19,6 +19,6 @@ __all__ = ["memory_of"]
 def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions) -> MemoryBreakdown:
     """The memory breakdown of the rank with the largest peak, training ``block`` x layers on ``a``."""
     setup = TrainingSetup(optimizer=options.optimizer, zero=options.zero, recompute=options.recompute, dp=a.dp,
-                          layers=options.layers, vocab=options.vocab)
+                          layers=options.layers, vocab=options.vocab, tied=options.tied)
     return training_memory(build_block(a, block, "both", options.dtype), setup)
 

@@ -13,7 +13,9 @@ servers on a non-blocking fabric).
 Recomputation (``--recompute``) adds to each backward what it recomputes: ``full`` the whole forward
 of the block (Megatron-LM's full recomputation, its tensor-parallel communication included),
 ``selective`` the forward of the attention core (the ``attn`` part of the forward's timing;
-Korthikanti et al. 2022, section 4.2).
+Korthikanti et al. 2022, section 4.2) under the unfused attention kernel, and nothing under
+FlashAttention (the default), whose backward op already recomputes the probabilities and is timed so
+in every mode (``simulator.workloads.attention_cost``; the memory model frees nothing for it either).
 
 The data-parallel reduction (``simulator.training.dp_reduce``) overlaps the last micro-batch's backward;
 what runs past the backward's end is exposed. ZeRO (Rajbhandari et al. 2019): stage 0 all-reduces the
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
-from simulator.compute import ComputeConfig, ComputeModel
+from simulator.compute import FP8, ComputeConfig, ComputeModel
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
@@ -67,7 +69,10 @@ class StepOptions:
     layers: int = 1
     """Transformer blocks (L)."""
     vocab: int | None = None
-    """Vocabulary of the tied embedding / LM head; None: no embedding layer."""
+    """Vocabulary of the embedding / LM head; None: no embedding layer."""
+    tied: bool = True
+    """Whether the input embedding is the LM head's weight; False: a second [V, h] weight (its gradients
+    reduced and its optimizer step taken like the head's)."""
     zero: int = 0
     """ZeRO stage 0..3 over the data-parallel group."""
     optimizer: str = "adam"
@@ -78,7 +83,7 @@ class StepOptions:
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
         TrainingSetup(optimizer=self.optimizer, zero=self.zero, recompute=self.recompute, layers=self.layers,
-                      vocab=self.vocab)
+                      vocab=self.vocab, tied=self.tied)
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
 
@@ -174,7 +179,8 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     if options.recompute == "full":
         t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
-    elif options.recompute == "selective":
+    elif options.recompute == "selective" and block.attention == "unfused":
+        # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
         t["block_bwd"] = t["block_bwd"] + _time(fwd_s, G, gpus, bound, router, algorithms, part="attn")
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
@@ -183,9 +189,13 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
 
     # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's.
     per = DTYPE_BYTES[dtype]
-    extra = (block.seq * block.hidden + 2 * block.hidden) if head else 0  # position embedding, final LayerNorm
+    # Learned position embeddings and the final norm (LayerNorm 2h, RMSNorm h), replicated; an untied
+    # input embedding is a second weight the size of the head's shard.
+    positions = block.seq * block.hidden if block.position == "learned" else 0
+    extra = (positions + (2 if block.norm == "layernorm" else 1) * block.hidden) if head else 0
+    copies = 1 if options.tied else 2
     layer_el = [weight_elements(fwd_s, block, r) for r in range(a.tp)]
-    embed_el = [(sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
+    embed_el = [(copies * sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
     bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
     streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
@@ -214,10 +224,13 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     shard = a.dp if options.zero >= 1 else 1
     opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
     step = m * micro.time_s + dp + opt
-    flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0)
+    weights = sum(linear.k * linear.n for linear in block.linears())
+    flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0, weights)
+    # Selective recompute under FlashAttention recomputes nothing more than flash's own backward does.
+    recomputed = "none" if options.recompute == "selective" and block.attention != "unfused" else options.recompute
     hardware = hardware_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
-                                       options.recompute)
-    peak = ComputeModel(config).peak_flops(device, dtype)
+                                       recomputed, weights)
+    peak = ComputeModel(config).peak_flops(device, FP8 if config.fp8_gemms else dtype)  # MFU of the rate used
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,

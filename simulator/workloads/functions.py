@@ -12,6 +12,11 @@ normalising), the attention core on whole sequences and heads (``kernels.attenti
 whose mask comes from the seed and the global element index (``kernels.dropout``); these carry scalar
 ``params`` (sizes, offsets, a probability), and the seeded ones also take the run's seed.
 
+The Llama block's kernels: RMSNorm in pieces as LayerNorm (``kernels.rmsnorm``: a row sum of squares
+that an algorithm all-reduces), SwiGLU on interleaved gate and up columns (``kernels.swiglu``), rotary
+position embeddings on whole sequences and key/value groups (``kernels.rotary``), and grouped-query
+attention (``attention_gqa``: the attention core with ``group`` query heads per key/value head).
+
 GELU is the tanh approximation, as ``torch.nn.functional.gelu(x, approximate="tanh")``:
 gelu(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 
@@ -27,7 +32,10 @@ from typing import Callable
 
 import numpy as np
 
-from simulator.workloads.kernels import attention, dropout, layernorm
+from simulator.workloads.attention_cost import attention_work
+from simulator.workloads import llama_rules as llama
+from simulator.workloads.kernels import attention, dropout, layernorm, rmsnorm, rotary, swiglu
+from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
 
@@ -65,18 +73,6 @@ def _torch_add(out, a, b) -> None:
 
 
 Shape = tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Work:
-    """What one call costs, for the compute model: its products, and its memory-bound passes."""
-
-    gemms: tuple[tuple[int, int, int, int], ...] = ()
-    """(count, m, k, n) for each batch of ``count`` (m x k) @ (k x n) products it runs."""
-    elements: int = 0
-    """Elements its memory-bound passes read plus write (times the dtype's size: bytes)."""
-    flops: int = 0
-    """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
 
 
 def _same_shape(shapes: list[Shape], params: dict) -> Shape:
@@ -192,40 +188,11 @@ def _attention_backward_shape(shapes: list[Shape], params: dict) -> Shape:
     return qkv
 
 
-def _attention_work(shapes: list[Shape], out: Shape, params: dict, backward: bool = False) -> Work:
-    """The attention core's products and passes, over whole sequences and heads (``kernels.attention``).
-
-    With ``count`` = sequences x heads in the block and ``scores`` = count * s * s elements:
-
-    - forward: S = Q K^T and O = P' V, ``count`` products each of [s, d] x [d, s] and [s, s] x [s, d];
-      softmax (scale, causal mask, max, exp, sum, divide) reads S and writes P: 2 passes over the
-      scores, 5 FLOPs per score; dropout reads P and writes P': 2 passes, 1 FLOP, only when p > 0;
-    - backward: recompute S (one [s, d] x [d, s] product) and P (softmax: 2 passes, 5 FLOPs), then
-      dV = P'^T dO and dQ = dS K, dK = dS^T Q ([s, s] x [s, d]) and dP' = dO V^T ([s, d] x [d, s]);
-      dropout of P and of dP' (2 + 2 passes, 2 FLOPs, when p > 0); dS = P (dP - rowsum(dP P)) reads P
-      and dP and writes dS (3 passes, 4 FLOPs);
-    - both: the block's inputs read and its output written once (splitting heads out of the QKV
-      layout, merging the context back).
-
-    The products run over the whole s x s, masked half included (an unfused kernel's cost). An earlier
-    version charged 3 and 6 passes and 5 and 10 FLOPs per score whatever p was; the kernels skip
-    dropout when p = 0, and the count now follows them pass by pass.
-    """
-    s, d = params["seq"], params["head_dim"]
-    count = (shapes[-1][0] // s) * params["heads"]
-    scores = count * s * s
-    dropped = params["p"] > 0
-    io = sum(map(_numel, shapes)) + _numel(out)
-    qk, pv = (count, s, d, s), (count, s, s, d)
-    if not backward:
-        return Work(gemms=(qk, pv), elements=(2 + 2 * dropped) * scores + io, flops=(5 + dropped) * scores)
-    return Work(gemms=(qk, pv, qk, pv, pv), elements=(5 + 4 * dropped) * scores + io,
-                flops=(9 + 2 * dropped) * scores)
-
-
 _LN_PARAMS = ("n", "eps")
 _DROPOUT_PARAMS = ("p", "stream", "row0", "col0", "width")
 _ATTENTION_PARAMS = ("p", "stream", "seq", "heads", "head_dim", "batch0", "head0", "heads_total")
+_GQA_PARAMS = _ATTENTION_PARAMS + ("group",)
+_ROTARY_PARAMS = ("seq", "group", "head_dim")
 
 FUNCTIONS: dict[str, LocalFunction] = {
     "gelu": LocalFunction(
@@ -271,11 +238,64 @@ FUNCTIONS: dict[str, LocalFunction] = {
     "attention": LocalFunction(
         1, "out = causal softmax(Q K^T / sqrt(d)) V per sequence and head of the QKV block in0, with dropout p",
         numpy=attention.attention, torch=attention.TORCH["attention"], params=_ATTENTION_PARAMS, seeded=True,
-        shape=_attention_shape, work=_attention_work),
+        shape=_attention_shape, work=attention_work),
     "attention_backward": LocalFunction(
-        2, "out = dQKV from the context gradient in0 and the QKV block in1 (recomputing the probabilities)",
+        2, "out = dQKV from the context gradient in0 and the QKV block in1 (the unfused kernel's backward, reading the "
+           "kept probabilities)",
         numpy=attention.attention_backward, torch=attention.TORCH["attention_backward"], params=_ATTENTION_PARAMS,
         seeded=True, shape=_attention_backward_shape,
-        work=lambda shapes, out, params: _attention_work(shapes, out, params, backward=True)),
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
+    "row_sumsq": LocalFunction(
+        1, "out [rows, 1] = sum of in0^2 over its columns", numpy=rmsnorm.row_sumsq, torch=rmsnorm.TORCH["row_sumsq"],
+        shape=llama.sumsq_shape, work=_one_pass(2)),
+    "rmsnorm": LocalFunction(
+        3, "out = in0 rstd in2, rstd of n columns from the row sum of squares in1", numpy=rmsnorm.rmsnorm,
+        torch=rmsnorm.TORCH["rmsnorm"], params=_LN_PARAMS, shape=llama.rmsnorm_shape, work=_one_pass(3)),
+    "rmsnorm_backward_sum": LocalFunction(
+        4, "out [rows, 1] = this block's sum of g xhat, g = in0 * in3, xhat from in1 and its sum of squares in2",
+        numpy=rmsnorm.rmsnorm_backward_sum, torch=rmsnorm.TORCH["rmsnorm_backward_sum"], params=_LN_PARAMS,
+        shape=llama.rmsnorm_backward_sum_shape, work=_one_pass(4)),
+    "rmsnorm_backward": LocalFunction(
+        5, "out = rstd (g - xhat sum(g xhat) / n), the row sum in4 (dy in0, x in1, sum of squares in2, gamma in3)",
+        numpy=rmsnorm.rmsnorm_backward, torch=rmsnorm.TORCH["rmsnorm_backward"], params=_LN_PARAMS,
+        shape=llama.rmsnorm_shape, work=_one_pass(5)),
+    "rmsnorm_gamma_grad": LocalFunction(
+        3, "out [1, cols] = sum over rows of in0 * xhat (x in1, its sum of squares in2)",
+        numpy=rmsnorm.rmsnorm_gamma_grad, torch=rmsnorm.TORCH["rmsnorm_gamma_grad"], params=_LN_PARAMS,
+        shape=llama.rmsnorm_gamma_grad_shape, work=_one_pass(3)),
+    "swiglu": LocalFunction(
+        1, "out = silu(in0[:, 0::2]) * in0[:, 1::2], gate and up columns interleaved", numpy=swiglu.swiglu,
+        torch=swiglu.TORCH["swiglu"], shape=llama.swiglu_shape, work=llama.swiglu_work(False)),
+    "swiglu_backward": LocalFunction(
+        2, "out = d(gate, up) interleaved, from the output gradient in0 and the gate/up block in1",
+        numpy=swiglu.swiglu_backward, torch=swiglu.TORCH["swiglu_backward"], shape=llama.swiglu_backward_shape,
+        work=llama.swiglu_work(True)),
+    "rotary": LocalFunction(
+        1, "out = in0 with every query and key head rotated by its position (rotary embeddings)",
+        numpy=rotary.rotary, torch=rotary.TORCH["rotary"], params=_ROTARY_PARAMS, shape=llama.rotary_shape,
+        work=llama.rotary_work),
+    "rotary_backward": LocalFunction(
+        1, "out = in0 (a gradient) with every query and key head rotated back", numpy=rotary.rotary_backward,
+        torch=rotary.TORCH["rotary_backward"], params=_ROTARY_PARAMS, shape=llama.rotary_shape, work=llama.rotary_work),
+    "attention_gqa": LocalFunction(
+        1, "out = causal softmax(Q K^T / sqrt(d)) V with group query heads per key/value head of the block in0",
+        numpy=attention.attention, torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True,
+        shape=llama.gqa_shape, work=attention_work),
+    "attention_gqa_backward": LocalFunction(
+        2, "out = dQKV (grouped) from the context gradient in0 and the QKV block in1 (unfused: kept probabilities)",
+        numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"], params=_GQA_PARAMS,
+        seeded=True, shape=llama.gqa_backward_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
+    "flash_attention": LocalFunction(
+        1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
+           "FlashAttention-2: nothing of [s, s] kept", numpy=attention.attention,
+        torch=attention.TORCH["attention_gqa"],
+        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True)),
+    "flash_attention_backward": LocalFunction(
+        2, "out = dQKV from the context gradient in0 and the QKV block in1, FlashAttention-2: the probabilities "
+           "recomputed", numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"],
+        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True)),
 }
 """Every function a ``local`` op may name, by name."""

@@ -11,7 +11,7 @@ workload         sizes                       layers (tensor names; rows x column
                  ``ffn``, ``dropout``
 ===============  ==========================  ==================================================================
 
-The transformer block (``_transformer_layers``), rows token-major (row = sequence * s + position)::
+The transformer block (``decoder.decoder_layers``), rows token-major (row = sequence * s + position)::
 
     A1 = LN1(X)                     ln1_g, ln1_b [1, h]; moments S1 [M, 2]
     QKV = A1 Wqkv + bqkv            Wqkv [h, 3h], each head's Q, K, V side by side
@@ -22,6 +22,14 @@ The transformer block (``_transformer_layers``), rows token-major (row = sequenc
     H = A2 W1 + b1; Z = gelu(H)     W1 [h, f]
     F = Z W2 + b2                   W2 [f, h]
     Y = X2 + dropout(F)             (FD = dropout(F))
+
+The architecture fields (``ARCHITECTURE``) turn it into a Llama-family block or anything between:
+``norm="rmsnorm"`` makes LN1 and LN2 RMSNorms (gamma only; S1, S2 [M, 1]); ``kv_heads`` < heads
+makes QKV [M, (a + 2 kv) d], each key/value group's query heads, key and value side by side, and the
+attention grouped; ``position="rotary"`` rotates the query and key heads, QKR = rope(QKV), and the
+attention reads QKR; ``activation="swiglu"`` makes W1 [h, 2f] with gate and up columns interleaved and
+Z = silu(gate) * up [M, f]; ``bias=False`` drops every bias; ``attention`` picks the kernel
+(``flash`` or ``unfused``, ``attention_cost``). At their GPT values the layer list is the one above.
 
 Everything else is derived from the layer list: tensor shapes, the inputs and outputs of each pass,
 the backward (``gemm``: dA = dC B^T, dB = A^T dC; ``mlp``: dZ = dY W2^T, dW2 = Z^T dY,
@@ -35,6 +43,7 @@ entry in ``_KINDS`` (its sizes, its layer list, its label) and its CLI arguments
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -47,7 +56,8 @@ from simulator.errors import InputError
 from simulator.limits import check_workload_sizes
 from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
 from simulator.workloads.graph import Context, numpy_call, run_chunk
-from simulator.workloads.layers import Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, grad
+from simulator.workloads.decoder import ARCHITECTURE, CHOICES, check_architecture, decoder_layers
+from simulator.workloads.layers import Elementwise, Layer, Linear, grad
 from simulator.workloads.tensors import random_block
 
 PASSES = ("fwd", "bwd", "both")
@@ -73,31 +83,15 @@ def _mlp_layers(w: "Workload") -> tuple[Layer, ...]:
             Linear("Z", "W2", "Y", f, h, "4*hidden", "hidden", index=1))
 
 
-def _transformer_layers(w: "Workload") -> tuple[Layer, ...]:
-    h, f, p = w.hidden, w.ffn, w.dropout
-    return (LayerNorm("X", "ln1_g", "ln1_b", "S1", "A1", h, part="ln1"),
-            Linear("A1", "Wqkv", "QKV", h, 3 * h, "hidden", "3*hidden", index=0, bias="bqkv", part="qkv"),
-            Attention("QKV", "CTX", w.heads, h // w.heads, w.seq, p, stream=0),
-            Linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", index=1, bias="bproj", part="proj"),
-            Dropout("P", "PD", h, p, stream=1, part="drop1"),
-            Residual("X", "PD", "X2", h, part="res1"),
-            LayerNorm("X2", "ln2_g", "ln2_b", "S2", "A2", h, part="ln2"),
-            Linear("A2", "W1", "H", h, f, "hidden", "ffn", index=2, bias="b1", part="fc1"),
-            Elementwise("gelu", "H", "Z", f, part="gelu"),
-            Linear("Z", "W2", "F", f, h, "ffn", "hidden", index=3, bias="b2", part="fc2"),
-            Dropout("F", "FD", h, p, stream=2, part="drop2"),
-            Residual("X2", "FD", "Y", h, part="res2"))
-
-
 def _transformer_label(w: "Workload") -> str:
     dropout = f" dropout={w.dropout:g}" if w.dropout else ""
-    return f"transformer B={w.batch} S={w.seq} H={w.hidden} A={w.heads} F={w.ffn}{dropout}"
+    return f"transformer B={w.batch} S={w.seq} H={w.hidden} A={w.heads} F={w.ffn}{dropout}{w.architecture_label()}"
 
 
 _KINDS = {
     "gemm": _Kind(("m", "k", "n"), _gemm_layers, lambda w: f"gemm M={w.m} K={w.k} N={w.n}"),
     "mlp": _Kind(("m", "hidden"), _mlp_layers, lambda w: f"mlp M={w.m} H={w.k}"),
-    "transformer": _Kind(("batch", "seq", "hidden", "heads", "ffn", "dropout"), _transformer_layers,
+    "transformer": _Kind(("batch", "seq", "hidden", "heads", "ffn", "dropout"), decoder_layers,
                          _transformer_label),
 }
 CHAIN_KINDS = ("gemm", "mlp")
@@ -108,8 +102,6 @@ EXAMPLES = {"gemm": dict(m=1, k=1, n=1), "mlp": dict(m=1, hidden=1),
 """The smallest sizes of each workload, as ``to_dict`` fields (for messages that list a kind's tensors)."""
 FIELDS = {name: kind.fields for name, kind in _KINDS.items()}
 """The sizes each workload's ``to_dict`` form stores."""
-
-
 @dataclass(frozen=True)
 class Workload:
     """A workload and its sizes: ``gemm`` uses m, k, n; ``mlp`` m and hidden (k = n = hidden); the
@@ -124,6 +116,18 @@ class Workload:
     heads: int = 0
     ffn: int = 0
     dropout: float = 0.0
+    kv_heads: int = 0
+    """Key/value heads (grouped-query attention; 1: multi-query); 0 is read as ``heads`` (multi-head)."""
+    norm: str = "layernorm"
+    """``layernorm`` (GPT) or ``rmsnorm`` (Llama)."""
+    activation: str = "gelu"
+    """``gelu`` (an MLP h -> ffn -> h) or ``swiglu`` (gate and up h -> 2 ffn, product, ffn -> h)."""
+    position: str = "learned"
+    """``learned`` (in the embedding, nothing in the block) or ``rotary`` (applied to Q and K in the block)."""
+    bias: bool = True
+    """Whether the linears have biases (GPT-2/3 and Megatron-LM's GPT do; Llama's do not)."""
+    attention: str = "flash"
+    """The attention kernel: ``flash`` (FlashAttention-2) or ``unfused`` (``simulator.workloads.attention_cost``)."""
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:
@@ -148,6 +152,19 @@ class Workload:
                              f"(head width h/a)")
         if not 0 <= self.dropout < 1:
             raise InputError(f"transformer dropout must be a probability in [0, 1), got {self.dropout}")
+        if self.kv_heads == 0:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if not isinstance(self.kv_heads, numbers.Integral) or self.kv_heads < 1 or self.heads % self.kv_heads:
+            raise InputError(f"transformer kv_heads={self.kv_heads} must divide heads={self.heads} (each key/value "
+                             f"head serves heads/kv_heads query heads)")
+        for field, valid in CHOICES.items():
+            if getattr(self, field) not in valid:
+                raise InputError(f"transformer {field} {getattr(self, field)!r}: valid: {', '.join(valid)}")
+        if not isinstance(self.bias, bool):
+            raise InputError(f"transformer bias must be true or false, got {self.bias!r}")
+        if self.position == "rotary" and (self.hidden // self.heads) % 2:
+            raise InputError(f"rotary position embeddings need an even head width, got hidden/heads = "
+                             f"{self.hidden // self.heads}")
 
     @classmethod
     def gemm(cls, m: int, k: int, n: int) -> "Workload":
@@ -159,10 +176,35 @@ class Workload:
 
     @classmethod
     def transformer(cls, batch: int, seq: int, hidden: int, heads: int, ffn: int | None = None,
-                    dropout: float = 0.0) -> "Workload":
-        """One GPT block on ``batch`` sequences of ``seq`` tokens; ``ffn`` defaults to 4 * hidden."""
+                    dropout: float = 0.0, **architecture) -> "Workload":
+        """One block on ``batch`` sequences of ``seq`` tokens; ``ffn`` defaults to 4 * hidden; GPT's
+        architecture unless ``architecture`` says otherwise (``ARCHITECTURE``'s fields: kv_heads, norm,
+        activation, position, bias)."""
+        unknown = sorted(set(architecture) - set(ARCHITECTURE))
+        if unknown:
+            raise InputError(f"transformer has no field {unknown[0]!r}; architecture fields: {', '.join(ARCHITECTURE)}")
+        fields = {**ARCHITECTURE, **{k: v for k, v in architecture.items() if v is not None}}
+        fields["kv_heads"] = fields["kv_heads"] or 0
         return cls("transformer", batch * seq, hidden, hidden, batch=batch, seq=seq, heads=heads,
-                   ffn=4 * hidden if ffn is None else ffn, dropout=float(dropout))
+                   ffn=4 * hidden if ffn is None else ffn, dropout=float(dropout), **fields)
+
+    def with_batch(self, batch: int) -> "Workload":
+        """The same transformer block on ``batch`` sequences."""
+        return dataclasses.replace(self, batch=batch, m=batch * self.seq)
+
+    def architecture(self) -> dict:
+        """The architecture fields that differ from the GPT block's (``ARCHITECTURE``)."""
+        if self.name != "transformer":
+            return {}
+        gpt = {**ARCHITECTURE, "kv_heads": self.heads}
+        return {k: getattr(self, k) for k in ARCHITECTURE if getattr(self, k) != gpt[k]}
+
+    def architecture_label(self) -> str:
+        """`` KV=8 rmsnorm swiglu rotary no-bias``: what differs from a GPT block, as a label's tail."""
+        parts = []
+        for key, value in self.architecture().items():
+            parts.append(f"KV={value}" if key == "kv_heads" else ("no-bias" if key == "bias" else str(value)))
+        return "".join(f" {part}" for part in parts)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Workload":
@@ -175,9 +217,10 @@ class Workload:
         missing = [f for f in fields if f not in data]
         if missing:
             raise InputError(f"workload {name} needs {', '.join(fields)}; missing: {', '.join(missing)}")
-        unknown = sorted(set(data) - set(fields) - {"name"})
+        optional = tuple(ARCHITECTURE) if name == "transformer" else ()
+        unknown = sorted(set(data) - set(fields) - set(optional) - {"name"})
         if unknown:
-            raise InputError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields)}")
+            raise InputError(f"workload {name} has no field {unknown[0]!r}; fields: {', '.join(fields + optional)}")
         for f in fields:
             value = data[f]
             if f == "dropout":
@@ -185,7 +228,9 @@ class Workload:
                     raise InputError(f"workload {name} field 'dropout' must be a number, got {value!r}")
             elif not isinstance(value, numbers.Integral) or isinstance(value, bool):  # numpy ints are sizes too
                 raise InputError(f"workload {name} field {f!r} must be an integer, got {value!r}")
-        return cls.from_fields(name, **{f: data[f] for f in fields})
+        if name == "transformer":
+            check_architecture(data)
+        return cls.from_fields(name, **{f: data[f] for f in fields + optional if f in data})
 
     @classmethod
     def from_fields(cls, name: str, **fields) -> "Workload":
@@ -194,7 +239,8 @@ class Workload:
             return cls.mlp(int(fields["m"]), int(fields["hidden"]))
         if name == "transformer":
             return cls.transformer(int(fields["batch"]), int(fields["seq"]), int(fields["hidden"]),
-                                   int(fields["heads"]), int(fields["ffn"]), float(fields["dropout"]))
+                                   int(fields["heads"]), int(fields["ffn"]), float(fields["dropout"]),
+                                   **{k: fields[k] for k in ARCHITECTURE if k in fields})
         return cls(name, int(fields["m"]), int(fields["k"]), int(fields["n"]))
 
     def to_dict(self) -> dict:
@@ -203,7 +249,7 @@ class Workload:
             return {"name": "mlp", "m": self.m, "hidden": self.k}
         if self.name == "transformer":
             return {"name": "transformer", "batch": self.batch, "seq": self.seq, "hidden": self.k,
-                    "heads": self.heads, "ffn": self.ffn, "dropout": self.dropout}
+                    "heads": self.heads, "ffn": self.ffn, "dropout": self.dropout, **self.architecture()}
         return {"name": "gemm", "m": self.m, "k": self.k, "n": self.n}
 
     @property

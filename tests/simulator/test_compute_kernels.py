@@ -91,7 +91,7 @@ def test_attention_forward_is_two_batched_products_and_the_score_passes(p):
 
 
 @pytest.mark.parametrize("p", [0.0, 0.1])
-def test_attention_backward_recomputes_the_scores_then_runs_four_products(p):
+def test_unfused_attention_backward_reads_the_kept_probabilities_and_runs_four_products(p):
     nb, s, a, d = 2, 512, 4, 64
     params = _attention_params(p, s, a, d)
     shapes = {"dctx": (nb * s, a * d), "qkv": (nb * s, 3 * a * d), "dqkv": (nb * s, 3 * a * d)}
@@ -99,12 +99,34 @@ def test_attention_backward_recomputes_the_scores_then_runs_four_products(p):
     op = schedule.programs[0][0]
     count, scores = nb * a, nb * a * s * s
     io = nb * s * a * d + 2 * nb * s * 3 * a * d
-    elements = io + (9 if p else 5) * scores
+    elements = io + (5 if p else 3) * scores  # dS: 3 passes; dropout of dP': 2 more when p > 0
     assert schedule.memory_bytes(0, op) == 2 * elements
-    assert schedule.flops(0, op) == 5 * (2 * count * s * s * d) + (11 if p else 9) * scores
-    # S again and dP' are [s, d] x [d, s]; dV, dQ and dK are [s, s] x [s, d].
-    expected = 2 * count * _gemm_s(s, d, s) + 3 * count * _gemm_s(s, s, d) + 2 * elements / BANDWIDTH
+    assert schedule.flops(0, op) == 4 * (2 * count * s * s * d) + (6 if p else 4) * scores
+    # dP' is [s, d] x [d, s]; dV, dQ and dK are [s, s] x [s, d]; no S again.
+    expected = count * _gemm_s(s, d, s) + 3 * count * _gemm_s(s, s, d) + 2 * elements / BANDWIDTH
     assert ComputeModel().op_time_s(schedule, 0, op, H100) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1])
+def test_flash_attention_makes_no_pass_over_the_scores_and_its_backward_recomputes_them(p):
+    nb, s, a, d = 2, 512, 4, 64
+    params = {**_attention_params(p, s, a, d), "group": 1}
+    count, scores = nb * a, nb * a * s * s
+    forward = _one_op("flash_attention", {"qkv": (nb * s, 3 * a * d), "ctx": (nb * s, a * d)}, params)
+    op = forward.programs[0][0]
+    elements = nb * s * 3 * a * d + nb * s * a * d + 2 * count * s  # io, and the log-sum-exp written and read
+    assert forward.memory_bytes(0, op) == 2 * elements
+    assert forward.flops(0, op) == 2 * (2 * count * s * s * d) + (6 if p else 5) * scores
+    expected = count * _gemm_s(s, d, s) + count * _gemm_s(s, s, d) + 2 * elements / BANDWIDTH
+    assert ComputeModel().op_time_s(forward, 0, op, H100) == pytest.approx(expected, rel=1e-12)
+    shapes = {"dctx": (nb * s, a * d), "qkv": (nb * s, 3 * a * d), "dqkv": (nb * s, 3 * a * d)}
+    backward = _one_op("flash_attention_backward", shapes, params)
+    op = backward.programs[0][0]
+    elements = nb * s * a * d + 2 * nb * s * 3 * a * d + 4 * count * s
+    assert backward.memory_bytes(0, op) == 2 * elements
+    assert backward.flops(0, op) == 5 * (2 * count * s * s * d) + (11 if p else 9) * scores
+    expected = 2 * count * _gemm_s(s, d, s) + 3 * count * _gemm_s(s, s, d) + 2 * elements / BANDWIDTH
+    assert ComputeModel().op_time_s(backward, 0, op, H100) == pytest.approx(expected, rel=1e-12)
 
 
 def _products_flops(schedule: Schedule) -> int:

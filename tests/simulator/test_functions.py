@@ -25,6 +25,11 @@ def _case(name: str) -> tuple[list[np.ndarray], dict]:
     attention = {"p": 0.25, "stream": 4, "seq": 3, "heads": 2, "head_dim": 4, "batch0": 1, "head0": 1,
                  "heads_total": 4}
     qkv, dctx = rng.uniform(-2, 2, (6, 24)), rng.uniform(-2, 2, (6, 8))
+    sumsq = (x * x).sum(axis=1, keepdims=True)
+    # two key/value groups of three query heads each, d = 4: (3 + 2) * 4 * 2 = 40 columns
+    gqa = {**attention, "heads": 6, "head0": 3, "heads_total": 12, "group": 3}
+    rotary = {"seq": 3, "group": 3, "head_dim": 4}
+    gqa_qkv, gqa_ctx = rng.uniform(-2, 2, (6, 40)), rng.uniform(-2, 2, (6, 24))
     cases = {
         "bias_add": ([x, row], {}), "col_sum": ([dy], {}),
         "dropout": ([x], {"p": 0.3, "stream": 2, "row0": 5, "col0": 8, "width": 24}),
@@ -33,6 +38,13 @@ def _case(name: str) -> tuple[list[np.ndarray], dict]:
         "layernorm_backward": ([dy, x, moments, row, rng.uniform(-1, 1, (6, 2))], ln),
         "layernorm_gamma_grad": ([dy, x, moments], ln),
         "attention": ([qkv], attention), "attention_backward": ([dctx, qkv], attention),
+        "row_sumsq": ([x], {}), "rmsnorm": ([x, sumsq, row], ln), "rmsnorm_backward_sum": ([dy, x, sumsq, row], ln),
+        "rmsnorm_backward": ([dy, x, sumsq, row, rng.uniform(-1, 1, (6, 1))], ln),
+        "rmsnorm_gamma_grad": ([dy, x, sumsq], ln),
+        "swiglu": ([x], {}), "swiglu_backward": ([dy[:, :4], x], {}),
+        "rotary": ([gqa_qkv], rotary), "rotary_backward": ([gqa_qkv], rotary),
+        "attention_gqa": ([gqa_qkv], gqa), "attention_gqa_backward": ([gqa_ctx, gqa_qkv], gqa),
+        "flash_attention": ([gqa_qkv], gqa), "flash_attention_backward": ([gqa_ctx, gqa_qkv], gqa),
     }
     return cases.get(name, (_inputs(FUNCTIONS[name].arity), {}))
 

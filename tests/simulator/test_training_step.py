@@ -85,9 +85,10 @@ def test_the_step_adds_up_and_the_bound_is_below_the_simulation():
 def test_recompute_costs_time_and_zero_trades_communication_for_optimizer_time():
     a = TrainingArrangement(Arrangement("1d-sp", (4,)), 4)
     base = StepOptions(global_batch=16, layers=2, vocab=1024)
-    none = _step(a, base)
-    selective = _step(a, dataclasses.replace(base, recompute="selective"))
-    full = _step(a, dataclasses.replace(base, recompute="full"))
+    unfused = dataclasses.replace(BLOCK, attention="unfused")
+    none = _step(a, base, block=unfused)
+    selective = _step(a, dataclasses.replace(base, recompute="selective"), block=unfused)
+    full = _step(a, dataclasses.replace(base, recompute="full"), block=unfused)
     assert none.step_s < selective.step_s < full.step_s
     assert full.passes["block_bwd"].time_s == pytest.approx(
         none.passes["block_bwd"].time_s + none.passes["block_fwd"].time_s)

@@ -5,11 +5,14 @@ module          kernels
 ==============  ===================================================================================
 ``dropout``     inverted dropout whose mask is a hash of (seed, stream, global element index)
 ``layernorm``   LayerNorm in pieces: row moments, normalise, and the backward's moments and gradients
-``attention``   causal softmax attention per sequence and head, and its backward (recomputing P)
+``attention``   causal softmax attention per sequence and head (grouped-query too), and its backward
+``rmsnorm``     RMSNorm in pieces: the row sum of squares, scale, and the backward's row sum and gradients
+``rotary``      rotary position embeddings of the query and key heads, and their transpose
+``swiglu``      silu(gate) * up on interleaved gate and up columns, and its backward
 ==============  ===================================================================================
 
 ``simulator.workloads.functions`` lists each kernel as an entry of the ``local`` op's table, with its
 parameters, shape rule and cost.
 """
 
-__all__ = ["attention", "dropout", "layernorm"]
+__all__ = ["attention", "dropout", "layernorm", "rmsnorm", "rotary", "swiglu"]

@@ -11,6 +11,12 @@ softmax(S) by rows, P' = dropout(P), O = P' V. The dropout mask of P'[i, t] is t
 ((batch * a + head) * s + i) * s + t of the global [b, a, s, s] probabilities (``kernels.dropout``), with
 ``batch0`` / ``head0`` the block's first sequence and head and ``heads_total`` = a.
 
+Grouped-query attention (Ainslie et al. 2023, arXiv 2305.13245; multi-query at one group): with
+``group`` = r query heads per key/value head, the block's columns are whole key/value groups, each
+its r query heads, its key head and its value head, d wide each (Megatron-LM's query-group layout; r =
+1 is the per-head [Q, K, V] above). Every query head of a group attends with the group's key and value
+head; in the backward each key and value head's gradient sums its r query heads' contributions.
+
 Backward (from dO): dV = P'^T dO, dP' = dO V^T, dP = dropout(dP'), dS = P (dP - rowsum(dP P)),
 dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d). The backward **recomputes** S and P from Q and K (as
 FlashAttention does) instead of keeping the [s, s] probabilities of every head, so what the forward
@@ -26,11 +32,27 @@ from simulator.workloads.kernels.dropout import keep_mask, keep_mask_torch
 __all__ = ["attention", "attention_backward", "TORCH"]
 
 
-def _heads(qkv, seq: int, heads: int, head_dim: int, swap):
-    """Q, K, V as [nb, heads, s, d] views of the block."""
+def _heads(qkv, seq: int, heads: int, head_dim: int, swap, group: int = 1, repeat=None):
+    """Q, K, V as [nb, heads, s, d] views of the block; with ``group`` > 1 query heads per key/value
+    head, each key and value head repeated for its group (``repeat(t, r)`` along the head axis)."""
     nb = qkv.shape[0] // seq
-    t = qkv.reshape(nb, seq, heads, 3, head_dim)
-    return [swap(t[:, :, :, i]) for i in range(3)]
+    if group == 1:
+        t = qkv.reshape(nb, seq, heads, 3, head_dim)
+        return [swap(t[:, :, :, i]) for i in range(3)]
+    t = qkv.reshape(nb, seq, heads // group, group + 2, head_dim)
+    q = swap(t[:, :, :, :group].reshape(nb, seq, heads, head_dim))
+    return [q, repeat(swap(t[:, :, :, group]), group), repeat(swap(t[:, :, :, group + 1]), group)]
+
+
+def _merge(dq, dk, dv, shape, group: int, swap, stack, cat):
+    """dQKV in the block's layout from dQ [nb, heads, s, d] and the repeated dK, dV (summed per group)."""
+    nb, heads, seq, d = dq.shape
+    if group == 1:
+        return stack([swap(t) for t in (dq, dk, dv)], 3).reshape(shape)
+    per_group = [swap(t.reshape(nb, heads // group, group, seq, d).sum(2)).reshape(nb, seq, heads // group, 1, d)
+                 for t in (dk, dv)]
+    q = swap(dq).reshape(nb, seq, heads // group, group, d)
+    return cat([q, *per_group], 3).reshape(shape)
 
 
 def _prob_index(nb: int, heads: int, seq: int, batch0: int, head0: int, heads_total: int, arange):
@@ -60,10 +82,14 @@ def _keep(p, seed, stream, nb, heads, seq, batch0, head0, heads_total):
     return keep_mask(seed, stream, p, index) / (1.0 - p)
 
 
+def _np_repeat(t, group: int):
+    return np.repeat(t, group, axis=1)
+
+
 def attention(qkv, *, seed: int, stream: int, p: float, seq: int, heads: int, head_dim: int, batch0: int,
-              head0: int, heads_total: int) -> np.ndarray:
+              head0: int, heads_total: int, group: int = 1) -> np.ndarray:
     """The context [nb * s, heads * d] of the block ``qkv`` (module doc)."""
-    q, k, v = _heads(qkv, seq, heads, head_dim, _np_swap)
+    q, k, v = _heads(qkv, seq, heads, head_dim, _np_swap, group, _np_repeat)
     probs = _probabilities(q, k, 1.0 / np.sqrt(head_dim))
     if p > 0:
         probs = probs * _keep(p, seed, stream, q.shape[0], heads, seq, batch0, head0, heads_total)
@@ -71,9 +97,9 @@ def attention(qkv, *, seed: int, stream: int, p: float, seq: int, heads: int, he
 
 
 def attention_backward(dctx, qkv, *, seed: int, stream: int, p: float, seq: int, heads: int, head_dim: int,
-                       batch0: int, head0: int, heads_total: int) -> np.ndarray:
+                       batch0: int, head0: int, heads_total: int, group: int = 1) -> np.ndarray:
     """dQKV [nb * s, heads * 3 * d] from the context's gradient ``dctx`` (module doc)."""
-    q, k, v = _heads(qkv, seq, heads, head_dim, _np_swap)
+    q, k, v = _heads(qkv, seq, heads, head_dim, _np_swap, group, _np_repeat)
     nb, scale = q.shape[0], 1.0 / np.sqrt(head_dim)
     probs = _probabilities(q, k, scale)
     keep = _keep(p, seed, stream, nb, heads, seq, batch0, head0, heads_total) if p > 0 else 1.0
@@ -82,16 +108,15 @@ def attention_backward(dctx, qkv, *, seed: int, stream: int, p: float, seq: int,
     dp = (d_out @ v.swapaxes(-1, -2)) * keep
     ds = probs * (dp - (dp * probs).sum(axis=-1, keepdims=True))
     dq, dk = (ds @ k) * scale, (ds.swapaxes(-1, -2) @ q) * scale
-    out = np.stack([_np_swap(t) for t in (dq, dk, dv)], axis=3)  # [nb, s, heads, 3, d]
-    return out.reshape(qkv.shape)
+    return _merge(dq, dk, dv, qkv.shape, group, _np_swap, np.stack, np.concatenate)
 
 
 # -- torch versions: the same steps on tensors, written into ``out`` -------------------------------
-def _torch_parts(qkv, seed, stream, p, seq, heads, head_dim, batch0, head0, heads_total):
+def _torch_parts(qkv, seed, stream, p, seq, heads, head_dim, batch0, head0, heads_total, group=1):
     import torch  # keeps torch out of the simulator: only the executor calls this
 
     swap = lambda t: t.permute(0, 2, 1, 3)  # noqa: E731 - the one reshuffle, named once
-    q, k, v = _heads(qkv, seq, heads, head_dim, swap)
+    q, k, v = _heads(qkv, seq, heads, head_dim, swap, group, lambda t, r: t.repeat_interleave(r, dim=1))
     scale = 1.0 / float(np.sqrt(head_dim))
     causal = torch.ones(seq, seq, dtype=torch.bool, device=qkv.device).triu(1)
     probs = torch.softmax(((q @ k.transpose(-1, -2)) * scale).masked_fill(causal, float("-inf")), dim=-1)
@@ -103,20 +128,21 @@ def _torch_parts(qkv, seed, stream, p, seq, heads, head_dim, batch0, head0, head
     return swap, q, k, v, scale, probs, keep
 
 
-def _torch_attention(out, qkv, *, seed, stream, p, seq, heads, head_dim, batch0, head0, heads_total) -> None:
+def _torch_attention(out, qkv, *, seed, stream, p, seq, heads, head_dim, batch0, head0, heads_total,
+                     group=1) -> None:
     swap, q, k, v, scale, probs, keep = _torch_parts(qkv, seed, stream, p, seq, heads, head_dim, batch0, head0,
-                                                     heads_total)
+                                                     heads_total, group)
     if keep is not None:
         probs = probs * keep
     out.copy_(swap(probs @ v).reshape(out.shape))
 
 
 def _torch_attention_backward(out, dctx, qkv, *, seed, stream, p, seq, heads, head_dim, batch0, head0,
-                              heads_total) -> None:
+                              heads_total, group=1) -> None:
     import torch  # keeps torch out of the simulator: only the executor calls this
 
     swap, q, k, v, scale, probs, keep = _torch_parts(qkv, seed, stream, p, seq, heads, head_dim, batch0, head0,
-                                                     heads_total)
+                                                     heads_total, group)
     d_out = swap(dctx.reshape(q.shape[0], seq, heads, head_dim))
     dropped = probs if keep is None else probs * keep
     dv = dropped.transpose(-1, -2) @ d_out
@@ -125,8 +151,9 @@ def _torch_attention_backward(out, dctx, qkv, *, seed, stream, p, seq, heads, he
         dp = dp * keep
     ds = probs * (dp - (dp * probs).sum(dim=-1, keepdim=True))
     dq, dk = (ds @ k) * scale, (ds.transpose(-1, -2) @ q) * scale
-    out.copy_(torch.stack([swap(t) for t in (dq, dk, dv)], dim=3).reshape(out.shape))
+    out.copy_(_merge(dq, dk, dv, out.shape, group, swap, torch.stack, torch.cat))
 
 
-TORCH = {"attention": _torch_attention, "attention_backward": _torch_attention_backward}
+TORCH = {"attention": _torch_attention, "attention_backward": _torch_attention_backward,
+         "attention_gqa": _torch_attention, "attention_gqa_backward": _torch_attention_backward}
 """The torch version of each kernel, by its function-table name."""

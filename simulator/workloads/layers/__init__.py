@@ -9,6 +9,9 @@ module              layer kind
 ``attention``       ``Attention``: the causal multi-head attention core on whole sequences and heads
 ``dropout``         ``Dropout``: y = dropout(x) with a mask from the seed and the global index
 ``residual``        ``Residual``: y = a + b, the gradient passed to both
+``rmsnorm``         ``RMSNorm``: y = x / rms(x) gamma, with the row sum of squares as a tensor (Llama)
+``swiglu``          ``SwiGLU``: z = silu(gate) up on interleaved gate/up columns (Llama's MLP)
+``rotary``          ``Rotary``: rotary position embeddings of the query and key heads (Llama)
 ``common``          what every kind shares: gradient names (``grad``), the ``Sum`` record
 ==================  ===============================================================================
 
@@ -35,8 +38,12 @@ from simulator.workloads.layers.elementwise import Elementwise
 from simulator.workloads.layers.layernorm import LayerNorm
 from simulator.workloads.layers.linear import Linear
 from simulator.workloads.layers.residual import Residual
+from simulator.workloads.layers.rmsnorm import RMSNorm
+from simulator.workloads.layers.rotary import Rotary
+from simulator.workloads.layers.swiglu import SwiGLU
 
-Layer = Linear | Elementwise | LayerNorm | Attention | Dropout | Residual
+Layer = Linear | Elementwise | LayerNorm | RMSNorm | Attention | Rotary | SwiGLU | Dropout | Residual
 """Every layer kind."""
 
-__all__ = ["Attention", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear", "Residual", "Sum", "grad"]
+__all__ = ["Attention", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear", "RMSNorm", "Residual", "Rotary",
+           "SwiGLU", "Sum", "grad"]

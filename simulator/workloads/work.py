@@ -1,0 +1,19 @@
+"""``Work``: what one ``local`` function call costs, for the compute model (``simulator.compute``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Work"]
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one call costs, for the compute model: its products, and its memory-bound passes."""
+
+    gemms: tuple[tuple[int, int, int, int], ...] = ()
+    """(count, m, k, n) for each batch of ``count`` (m x k) @ (k x n) products it runs."""
+    elements: int = 0
+    """Elements its memory-bound passes read plus write (times the dtype's size: bytes)."""
+    flops: int = 0
+    """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
