@@ -1,0 +1,144 @@
+"""A sweep spec: axes whose Cartesian product is the plans, and options every plan shares.
+
+A spec is a YAML mapping with two keys, both optional but for what predict requires::
+
+    axes:                      # each a non-empty list; the sweep is their Cartesian product
+      model: [gpt3-125m, gpt3-350m]
+      topology: [dgx-a100:1, dgx-a100:2]
+      global-batch: [64, 256]
+    fixed:                     # one value each, the same in every plan
+      tp-sizes: "1,2"
+      simulate-top: 1
+
+Every key is a `tpsim predict` option without its dashes (``global-batch`` or ``global_batch``);
+a flag (``overlap``, ``no-prune``) takes true or false, a repeatable option (``algo-override``) a
+string or a list of strings. ``global-batch`` and ``topology`` are required; without ``gpus`` each
+plan uses every GPU of its topology. Plans are numbered from 0 in product order, the last axis
+fastest. The spec's hash (``SweepSpec.digest``) names the sweep in its output, so a rerun resumes
+only the same sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+
+import yaml
+
+from simulator.errors import InputError
+
+__all__ = ["SweepSpec", "parse_spec", "option_of", "column_of"]
+
+SECTIONS = ("axes", "fixed")
+REQUIRED = ("global-batch", "topology")
+
+
+def option_of(key: str) -> str:
+    """The predict option a spec key names: ``global_batch`` and ``global-batch`` -> ``--global-batch``."""
+    return "--" + key.replace("_", "-")
+
+
+def column_of(key: str) -> str:
+    """The output column of a spec key: ``global-batch`` -> ``global_batch``."""
+    return key.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated spec's shape: the axes (key, values) in spec order and the fixed (key, value) pairs.
+
+    Keys are in option form without dashes (``global-batch``); values are YAML scalars (a list of
+    strings for a repeatable option). Whether predict accepts them is ``simulator.sweep.checks``'s job.
+    """
+
+    axes: tuple[tuple[str, tuple], ...]
+    fixed: tuple[tuple[str, object], ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key, axes first."""
+        return tuple(k for k, _ in self.axes) + tuple(k for k, _ in self.fixed)
+
+    @property
+    def size(self) -> int:
+        """How many plans: the product of the axes' lengths."""
+        n = 1
+        for _, values in self.axes:
+            n *= len(values)
+        return n
+
+    @property
+    def digest(self) -> str:
+        """12 hex digits of SHA-256 over the canonical JSON of the axes and fixed options, in spec order."""
+        text = json.dumps({"axes": [[k, list(v)] for k, v in self.axes], "fixed": [[k, v] for k, v in self.fixed]},
+                          sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def combinations(self):
+        """Each plan's inputs as a dict key -> value (axes, then fixed), in plan order."""
+        keys = [k for k, _ in self.axes]
+        for values in itertools.product(*(v for _, v in self.axes)):
+            yield {**dict(zip(keys, values)), **dict(self.fixed)}
+
+
+def _key(raw, where: str) -> str:
+    if not isinstance(raw, str) or not raw.strip("-_"):
+        raise InputError(f"{where}: a key is a predict option name such as global-batch, got {raw!r}")
+    return raw.strip().lstrip("-").replace("_", "-")
+
+
+def _value(value, key: str, where: str):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value) and value:
+        return tuple(value)  # a repeatable option's several values (algo-override)
+    if value is None or not isinstance(value, (str, int, float, bool)):
+        raise InputError(f"{where} {key}: {value!r} is not a single value (a string, number or true/false)")
+    return value
+
+
+def parse_spec(text: str, name: str) -> SweepSpec:
+    """The ``SweepSpec`` in the YAML ``text`` of the file ``name``; an InputError naming the first problem."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InputError(f"{name}: not valid YAML{at}: {problem}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{name}: a sweep spec is a mapping with {' and '.join(SECTIONS)}, got "
+                         f"{type(doc).__name__}")
+    unknown = [k for k in doc if k not in SECTIONS]
+    if unknown:
+        raise InputError(f"{name}: unknown key {unknown[0]!r} at the top; valid: {', '.join(SECTIONS)}")
+    axes, fixed, seen = [], [], {}
+    for section in SECTIONS:
+        body = doc.get(section) or {}
+        if not isinstance(body, dict):
+            raise InputError(f"{name}: {section} is a mapping of option -> "
+                             f"{'list of values' if section == 'axes' else 'value'}, got {type(body).__name__}")
+        for raw, values in body.items():
+            key = _key(raw, f"{name}: {section}")
+            if key in seen:
+                raise InputError(f"{name}: {key} is given twice ({seen[key]} and {section}); give it once")
+            seen[key] = section
+            where = f"{name}: {section}"
+            if section == "fixed":
+                fixed.append((key, _value(values, key, where)))
+                continue
+            if not isinstance(values, list):
+                raise InputError(f"{where} {key}: an axis is a list of values, e.g. [{values!r}]; a single value "
+                                 f"goes under fixed")
+            if not values:
+                raise InputError(f"{where} {key}: the axis is empty; list at least one value")
+            values = tuple(_value(v, key, where) for v in values)
+            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if twice is not None:
+                raise InputError(f"{where} {key}: {twice!r} is listed twice")
+            axes.append((key, values))
+    missing = [k for k in REQUIRED if k not in seen]
+    if missing:
+        raise InputError(f"{name}: {missing[0]} is required (under axes or fixed); a sweep runs "
+                         f"`tpsim predict --global-batch` plans")
+    return SweepSpec(tuple(axes), tuple(fixed))
