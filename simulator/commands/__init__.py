@@ -8,6 +8,7 @@ module                what it holds
 ``training_args``     optimizer, ZeRO, recomputation and data-parallel flags: a training setup
 ``predict``           ``tpsim predict``: every arrangement ranked (the main job)
 ``predict_training``  ``tpsim predict --global-batch``: the whole model's tensor x data parallel plan
+``sweep``             ``tpsim sweep``: a grid of training plans, one row each (``simulator.sweep``)
 ``schedule``          ``tpsim schedule`` and ``tpsim verify``
 ``model``             ``tpsim model list``: the published model presets, as a table or JSON
 ``simulate``          ``tpsim simulate``: one schedule on one topology
@@ -20,4 +21,4 @@ module                what it holds
 """
 
 __all__ = ["calibrate", "collective", "compare", "model", "predict", "predict_training", "schedule", "schedule_args",
-           "sim_args", "simulate", "training_args"]
+           "sim_args", "simulate", "sweep", "training_args"]
