@@ -18,6 +18,7 @@ import io
 import math
 
 from simulator.errors import InputError
+from simulator.sweep.spec import check_required
 
 __all__ = ["predict_parser", "argv_of", "check_spec", "OWNED"]
 
@@ -143,6 +144,7 @@ def check_spec(spec, name: str, parser: argparse.ArgumentParser) -> dict[str, in
 
     checks = _checks()
     actions = {key: _action(parser, key, name) for key in spec.keys}
+    check_required(spec, name)
     values = {k: list(v) for k, v in spec.axes} | {k: [v] for k, v in spec.fixed}
     base = ["--gpus", "1", "--topology", "loopback:1", "--global-batch", "1"]  # what the parser requires
     for key, options in values.items():

@@ -63,5 +63,6 @@ def plans_of(spec: SweepSpec, parser, gpus: dict[str, int]) -> list[Plan]:
     for index, inputs in enumerate(spec.combinations()):
         if "gpus" not in inputs:
             inputs = {**inputs, "gpus": gpus[inputs["topology"]]}
-        plans.append(Plan(index, tuple(_cell(inputs[k]) for k in keys), tuple(argv_of(parser, inputs))))
+        ordered = {k: inputs[k] for k in keys}
+        plans.append(Plan(index, tuple(_cell(v) for v in ordered.values()), tuple(argv_of(parser, ordered))))
     return plans

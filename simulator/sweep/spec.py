@@ -29,15 +29,10 @@ import yaml
 
 from simulator.errors import InputError
 
-__all__ = ["SweepSpec", "parse_spec", "option_of", "column_of"]
+__all__ = ["SweepSpec", "parse_spec", "check_required", "column_of"]
 
 SECTIONS = ("axes", "fixed")
 REQUIRED = ("global-batch", "topology")
-
-
-def option_of(key: str) -> str:
-    """The predict option a spec key names: ``global_batch`` and ``global-batch`` -> ``--global-batch``."""
-    return "--" + key.replace("_", "-")
 
 
 def column_of(key: str) -> str:
@@ -97,6 +92,14 @@ def _value(value, key: str, where: str):
     return value
 
 
+def check_required(spec: "SweepSpec", name: str) -> None:
+    """An InputError if ``spec`` (of the file ``name``) lacks a key every sweep needs (``REQUIRED``)."""
+    missing = [k for k in REQUIRED if k not in spec.keys]
+    if missing:
+        raise InputError(f"{name}: {missing[0]} is required (under axes or fixed); a sweep runs "
+                         f"`tpsim predict --global-batch` plans")
+
+
 def parse_spec(text: str, name: str) -> SweepSpec:
     """The ``SweepSpec`` in the YAML ``text`` of the file ``name``; an InputError naming the first problem."""
     try:
@@ -137,8 +140,4 @@ def parse_spec(text: str, name: str) -> SweepSpec:
             if twice is not None:
                 raise InputError(f"{where} {key}: {twice!r} is listed twice")
             axes.append((key, values))
-    missing = [k for k in REQUIRED if k not in seen]
-    if missing:
-        raise InputError(f"{name}: {missing[0]} is required (under axes or fixed); a sweep runs "
-                         f"`tpsim predict --global-batch` plans")
     return SweepSpec(tuple(axes), tuple(fixed))
