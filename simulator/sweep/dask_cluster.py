@@ -49,8 +49,10 @@ class DaskCluster:
         d = self._distributed
         try:
             if self.address is None:
+                # ":0": the scheduler's HTTP server on a free port; None would still take 8787 or warn
+                # that another cluster holds it.
                 self._cluster = d.LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                               dashboard_address=None, silence_logs=logging.ERROR)
+                                               dashboard_address=":0", silence_logs=logging.ERROR)
                 self._client = d.Client(self._cluster)
             else:
                 self._client = d.Client(self.address, timeout=CONNECT_TIMEOUT_S)
