@@ -45,6 +45,11 @@ class DaskCluster:
             return f"a local Dask cluster of {self.workers} processes"
         return f"the Dask cluster at {self.address}"
 
+    @property
+    def scheduler_address(self) -> str | None:
+        """The scheduler's address once entered (``tcp://127.0.0.1:PORT`` for a local cluster)."""
+        return self._client.scheduler.address if self._client is not None else self.address
+
     def __enter__(self) -> "DaskCluster":
         d = self._distributed
         try:

@@ -6,9 +6,11 @@ import csv
 import sys
 
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from simulator.cli import main
+from simulator.sweep.dask_cluster import DaskCluster
+from simulator.sweep.executor import make_executor
 from tests.cli_run import run
 
 SPEC = """\
@@ -25,10 +27,13 @@ fixed:
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A Dask cluster of two single-threaded worker processes on this machine, started once for the module."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as local, \
-            Client(local) as client:
-        assert len(client.scheduler_info()["workers"]) == 2
+    """The address of a Dask cluster of two worker processes on this machine, started once for the module
+    as `tpsim sweep --dask --workers 2` starts its own."""
+    with make_executor(workers=2, dask=True) as local:
+        assert isinstance(local, DaskCluster) and local.describe() == "a local Dask cluster of 2 processes"
+        with Client(local.scheduler_address) as client:
+            info = client.scheduler_info()["workers"].values()
+            assert len(info) == 2 and all(worker["nthreads"] == 1 for worker in info)
         yield local.scheduler_address
 
 
@@ -81,13 +86,3 @@ def test_parquet_without_pyarrow_is_one_line(pooled, tmp_path, capsys, monkeypat
     assert (status, out) == (2, "")
     assert err == (f"tpsim sweep: error: --out {tmp_path / 'rows.parquet'}: Parquet needs pyarrow, which is not "
                    f"installed (pip install pyarrow); or write a .csv\n")
-
-
-def test_dask_without_an_address_starts_its_own_cluster(tmp_path, capsys):
-    spec = tmp_path / "spec.yaml"
-    spec.write_text("axes:\n  global-batch: [8, 16]\nfixed:\n  model: gpt3-125m\n  topology: dgx-a100:1\n"
-                    "  gpus: 2\n  simulate-top: 1\n")
-    status, stdout, err = run(capsys, "sweep", spec, "--dask", "--workers", "2", "--out", tmp_path / "a.csv")
-    assert (status, err) == (0, "") and "on a local Dask cluster of 2 processes" in stdout
-    assert run(capsys, "sweep", spec, "--out", tmp_path / "b.csv")[0] == 0
-    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
