@@ -79,21 +79,22 @@ def sweep_command(args: argparse.Namespace) -> int:
             print(f"  {plan.index:>4}  {plan.command()}")
         return 0
     path = journal_path(out)
-    if args.resume and not os.path.exists(path):
-        raise InputError(f"--resume: {path} does not exist; leave --resume out to start the sweep")
     if fmt == "parquet" and not args.overwrite and not os.path.exists(path) and parquet_done(out, spec.digest,
                                                                                              len(plans)):
         print(f"tpsim sweep: {_axes_line(spec)}, all done already: {out}")
         return 0
+    if args.resume and not os.path.exists(path):
+        raise InputError(f"--resume: {path} does not exist; leave --resume out to start the sweep")
     journal = Journal(path, columns_of(spec), spec.digest)
     done = journal.open(fresh=args.overwrite)
     todo = [plan for plan in plans if plan.index not in done]
-    executor = make_executor(args.workers, args.dask)
+    executor = make_executor(min(args.workers, max(len(todo), 1)) if not args.dask else args.workers, args.dask)
     print(f"tpsim sweep: {_axes_line(spec)}, {len(done):,} done, {len(todo):,} to run on {executor.describe()}",
           flush=True)
     try:
-        with executor, Progress("tpsim sweep", total=len(todo), unit="plan", background=False) as bar:
-            counts = run_sweep(todo, journal, executor, bar)
+        if todo:  # a finished sweep starts no processes, nor a cluster
+            with executor, Progress("tpsim sweep", total=len(todo), unit="plan", background=False) as bar:
+                run_sweep(todo, journal, executor, bar)
     except KeyboardInterrupt:
         journal.close()
         sys.stderr.write(f"tpsim sweep: interrupted; the finished rows are in {path}: rerun the same command to "

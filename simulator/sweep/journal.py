@@ -38,27 +38,31 @@ class Journal:
 
     def open(self, fresh: bool = False) -> set[int]:
         """Create the file (or, with ``fresh``, replace it) or resume it; the plan numbers already in it."""
-        done = set() if fresh or not os.path.exists(self.path) else self._resume()
-        if fresh or not os.path.exists(self.path):
+        done = None if fresh or not os.path.exists(self.path) else self._resume()
+        if done is None:  # nothing to keep: a new file with its header
             with replacing(self.path) as tmp, open(tmp, "w") as handle:
                 handle.write(_line(list(self.columns)))
                 handle.flush()
                 os.fsync(handle.fileno())
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        return done
+        return done or set()
 
-    def _resume(self) -> set[int]:
+    def _resume(self) -> set[int] | None:
+        """The plans done in the existing file, after dropping a partial last line; None when it holds not
+        even the header (a sweep killed as it created the file: start afresh)."""
         text = read_text(self.path, "sweep output", limit=1 << 40)
         whole = text[:text.rfind("\n") + 1]
+        other = (f"{self.path} holds another sweep's rows; give --out another file, or --overwrite to start "
+                 f"this sweep afresh there")
+        if not whole:
+            if _line(list(self.columns)).startswith(text):
+                return None
+            raise InputError(f"{other} (it is not a tpsim sweep's CSV)")
         if whole != text:  # a row cut short by a kill: it is run again
             with open(self.path, "r+b") as handle:
                 handle.truncate(len(whole.encode()))
                 os.fsync(handle.fileno())
         rows = list(csv.reader(io.StringIO(whole)))
-        other = (f"{self.path} holds another sweep's rows; give --out another file, or --overwrite to start "
-                 f"this sweep afresh there")
-        if not rows:
-            return set()
         if tuple(rows[0]) != self.columns:
             raise InputError(f"{other} (its columns differ)")
         done = set()

@@ -22,6 +22,8 @@ import contextlib
 import io
 import json
 
+from simulator.errors import InputError
+
 __all__ = ["RESULT_FIELDS", "STATUSES", "run_plan"]
 
 STATUSES = ("ok", "bound", "no-fit", "none", "refused", "error")
@@ -85,6 +87,8 @@ def run_plan(argv: list[str]) -> dict:
             status = main(["predict", *argv, "--json"])
     except SystemExit as exit_:  # argparse's own refusal of an argument
         status = exit_.code
+    except InputError as error:  # raised rather than printed under TPSIM_DEBUG=1
+        return _empty("refused", _one_line(error))
     except Exception as error:  # a bug in predict: the row says so, the other plans go on
         return _empty("error", f"{type(error).__name__}: {_one_line(error) or 'no message'}")
     if status == 130:

@@ -104,5 +104,18 @@ def test_a_foreign_csv_is_refused(tmp_path, full, capsys):
     spec, _ = full
     out = tmp_path / "rows.csv"
     out.write_text("a,b\n1,2\n")
+    (tmp_path / "note.csv").write_text("a note")  # no whole line, and not the start of a sweep's header
     status, _, err = run(capsys, "sweep", spec, "--out", out)
     assert status == 2 and "holds another sweep's rows; give --out another file" in err
+    status, _, err = run(capsys, "sweep", spec, "--out", tmp_path / "note.csv")
+    assert status == 2 and "(it is not a tpsim sweep's CSV)" in err
+    assert (tmp_path / "note.csv").read_text() == "a note"
+
+
+@pytest.mark.parametrize("left", ["", "plan,topo"])
+def test_a_sweep_killed_before_its_header_was_whole_starts_afresh(full, tmp_path, capsys, left):
+    spec, data = full
+    out = tmp_path / "rows.csv"
+    out.write_text(left)
+    status, stdout, _ = run(capsys, "sweep", spec, "--out", out, "--workers", "2")
+    assert status == 0 and "0 done, 8 to run" in stdout and out.read_bytes() == data
