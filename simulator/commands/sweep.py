@@ -38,6 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dask", nargs="?", const=True, metavar="ADDRESS",
                    help="run the plans on Dask: a local cluster of --workers processes, or the scheduler at "
                         "ADDRESS (tcp://host:8786); needs pip install -e '.[cluster]'")
+    # Not an engine here (docs/sweep.md says why Dask); the option is kept to say so in one line.
+    p.add_argument("--ray", nargs="?", const=True, help=argparse.SUPPRESS)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true",
                       help="require the output to exist and hold this sweep's rows (resuming is the default "
@@ -66,6 +68,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     from simulator.sweep.runner import run_sweep
     from simulator.sweep.spec import parse_spec
 
+    if args.ray is not None:
+        raise InputError("--ray: sweeps run on Dask distributed, not Ray: --dask [ADDRESS] (pip install -e "
+                         "'.[cluster]'); docs/sweep.md says why")
     if not 1 <= args.workers <= MAX_WORKERS:
         raise InputError(f"--workers must be 1..{MAX_WORKERS} (processes), got {args.workers}")
     out = args.out or os.path.splitext(args.spec)[0] + ".csv"

@@ -5,7 +5,8 @@ With one worker the calls run in this process, one after another. With more, a
 imports, so a plan starts in milliseconds), at most two calls queued per process (a sweep of 50,000
 plans does not hold 50,000 futures). A worker that dies (killed, out of memory) stops the run with
 ``WorkerLost`` rather than hanging, as ``multiprocessing.Pool`` would. Workers ignore Ctrl-C:
-the sweep's own process handles it, stops the pool and leaves the rows written so far.
+the sweep's own process handles it, ends the workers (the plans they were running are run again on
+resuming) and leaves the rows written so far.
 """
 
 from __future__ import annotations
@@ -41,10 +42,16 @@ class LocalPool:
                                              initializer=_ignore_interrupt)
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def __exit__(self, kind=None, *exc) -> None:
+        if self._pool is None:
+            return
+        if kind is not None:
+            # Stopped (Ctrl-C, a lost worker): the plans still running would be thrown away anyway, and
+            # shutdown would wait for each to finish; the executor offers no other way to end them.
+            for process in list((self._pool._processes or {}).values()):
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
 
     def run(self, fn: Callable[[Any], Any], items: list) -> Iterator[tuple[int, Any]]:
         if self._pool is None:

@@ -104,6 +104,7 @@ def test_a_bad_spec_is_one_line_and_exit_2_before_any_work(tmp_path, capsys, tex
     (("--out", "rows.txt"), "--out rows.txt: write a .csv or a .parquet file"),
     (("--workers", "0"), "--workers must be 1..256 (processes), got 0"),
     (("--resume",), "--resume: "),
+    (("--ray",), "--ray: sweeps run on Dask distributed, not Ray: --dask [ADDRESS]"),
 ])
 def test_bad_options_are_one_line(tmp_path, capsys, argv, message):
     spec = tmp_path / "s.yaml"
