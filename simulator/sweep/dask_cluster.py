@@ -61,7 +61,7 @@ class DaskCluster:
                 self._client = d.Client(self._cluster)
             else:
                 self._client = d.Client(self.address, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as error:
+        except (OSError, TimeoutError, ValueError) as error:  # ValueError: an address Dask cannot parse
             self.__exit__()
             where = self.address or "a local cluster"
             raise InputError(f"--dask {where}: cannot reach the scheduler ({error})") from None

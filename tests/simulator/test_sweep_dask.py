@@ -86,3 +86,11 @@ def test_parquet_without_pyarrow_is_one_line(pooled, tmp_path, capsys, monkeypat
     assert (status, out) == (2, "")
     assert err == (f"tpsim sweep: error: --out {tmp_path / 'rows.parquet'}: Parquet needs pyarrow, which is not "
                    f"installed (pip install pyarrow); or write a .csv\n")
+
+
+def test_an_address_dask_cannot_use_is_one_line(pooled, tmp_path, capsys):
+    spec, _ = pooled
+    status, _, err = run(capsys, "sweep", spec, "--out", tmp_path / "rows.csv", "--dask", "udp://127.0.0.1:1")
+    assert status == 2 and len(err.splitlines()) == 1
+    assert err.startswith("tpsim sweep: error: --dask udp://127.0.0.1:1: cannot reach the scheduler (unknown address "
+                          "scheme 'udp'")
