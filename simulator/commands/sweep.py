@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `sweep`."""
     p = subparsers.add_parser("sweep", help="run a grid of training plans (predict --global-batch), one row each",
                               description="Run the Cartesian product of a spec's axes as `tpsim predict "
-                                          "--global-batch` plans and write one row per plan, resumably.")
+                                          "--global-batch` plans and write one row per plan, resumably "
+                                          "(docs/sweep.md).")
     p.add_argument("spec", metavar="SPEC.yaml", help="axes (lists of predict option values) and fixed options")
     p.add_argument("--out", metavar="FILE", help="rows as CSV, or Parquet for a .parquet name (needs pyarrow); "
                                                   "default: the spec's name with .csv")

@@ -94,3 +94,11 @@ def test_an_address_dask_cannot_use_is_one_line(pooled, tmp_path, capsys):
     assert status == 2 and len(err.splitlines()) == 1
     assert err.startswith("tpsim sweep: error: --dask udp://127.0.0.1:1: cannot reach the scheduler (unknown address "
                           "scheme 'udp'")
+
+
+def test_dask_without_the_cluster_extra_is_one_line(pooled, tmp_path, capsys, monkeypatch):
+    spec, _ = pooled
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: importing it fails
+    status, _, err = run(capsys, "sweep", spec, "--out", tmp_path / "rows.csv", "--dask")
+    assert status == 2 and err == ("tpsim sweep: error: --dask needs Dask distributed, which is not installed: "
+                                   "pip install -e '.[cluster]' (or pip install 'dask[distributed]')\n")
