@@ -119,3 +119,24 @@ def test_a_sweep_killed_before_its_header_was_whole_starts_afresh(full, tmp_path
     out.write_text(left)
     status, stdout, _ = run(capsys, "sweep", spec, "--out", out, "--workers", "2")
     assert status == 0 and "0 done, 8 to run" in stdout and out.read_bytes() == data
+
+
+def test_a_worker_killed_under_a_plan_stops_the_sweep_in_one_line_and_a_rerun_resumes(full, tmp_path, capsys):
+    psutil = pytest.importorskip("psutil")  # Dask's own dependency: the test install has it
+    spec, data = full
+    out = tmp_path / "rows.csv"
+    child = subprocess.Popen([sys.executable, "-m", "simulator.cli", "sweep", str(spec), "--out", str(out),
+                              "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    workers = []
+    while child.poll() is None and len(workers) < 2:
+        workers = psutil.Process(child.pid).children()
+        time.sleep(0.01)
+    if workers:
+        workers[0].kill()  # as the kernel's out-of-memory killer would
+    _, err = child.communicate(timeout=120)
+    if not workers or child.returncode == 0:
+        pytest.skip("the sweep finished before a worker could be killed")
+    assert child.returncode == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith("tpsim sweep: error: a worker process died") and f"are in {out}: rerun to resume" in err
+    status, _, _ = run(capsys, "sweep", spec, "--out", out)
+    assert status == 0 and out.read_bytes() == data
