@@ -1,6 +1,6 @@
 """A sweep spec: axes whose Cartesian product is the plans, and options every plan shares.
 
-A spec is a YAML mapping with two keys, both optional but for what predict requires::
+A spec is a YAML (or JSON, by a .json name) mapping with two keys, both optional but for what predict requires::
 
     axes:                      # each a non-empty list; the sweep is their Cartesian product
       model: [gpt3-125m, gpt3-350m]
@@ -23,13 +23,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import reprlib
 from dataclasses import dataclass
 
-import yaml
-
 from simulator.errors import InputError
+from topologies.fileformat import read_document
 
 __all__ = ["SweepSpec", "parse_spec", "check_required", "column_of"]
+
+_SHOWN = reprlib.Repr()
+"""What a message shows of a YAML value: short, however large the value (a YAML alias bomb included)."""
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 60, 60
 
 SECTIONS = ("axes", "fixed")
 REQUIRED = ("global-batch", "topology")
@@ -80,7 +84,7 @@ class SweepSpec:
 
 def _key(raw, where: str) -> str:
     if not isinstance(raw, str) or not raw.strip("-_"):
-        raise InputError(f"{where}: a key is a predict option name such as global-batch, got {raw!r}")
+        raise InputError(f"{where}: a key is a predict option name such as global-batch, got {_SHOWN.repr(raw)}")
     return raw.strip().lstrip("-").replace("_", "-")
 
 
@@ -88,7 +92,7 @@ def _value(value, key: str, where: str):
     if isinstance(value, list) and all(isinstance(v, str) for v in value) and value:
         return tuple(value)  # a repeatable option's several values (algo-override)
     if value is None or not isinstance(value, (str, int, float, bool)):
-        raise InputError(f"{where} {key}: {value!r} is not a single value (a string, number or true/false)")
+        raise InputError(f"{where} {key}: {_SHOWN.repr(value)} is not a single value (a string, number or true/false)")
     return value
 
 
@@ -102,19 +106,16 @@ def check_required(spec: "SweepSpec", name: str) -> None:
 
 def parse_spec(text: str, name: str) -> SweepSpec:
     """The ``SweepSpec`` in the YAML ``text`` of the file ``name``; an InputError naming the first problem."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise InputError(f"{name}: not valid YAML{at}: {problem}") from None
+    try:  # the hardened reader topology files use: safe loader, nesting and number sizes bounded
+        doc = read_document(name, text)
+    except InputError as error:
+        raise InputError(f"{name}: {error}") from None
     if not isinstance(doc, dict):
         raise InputError(f"{name}: a sweep spec is a mapping with {' and '.join(SECTIONS)}, got "
                          f"{type(doc).__name__}")
     unknown = [k for k in doc if k not in SECTIONS]
     if unknown:
-        raise InputError(f"{name}: unknown key {unknown[0]!r} at the top; valid: {', '.join(SECTIONS)}")
+        raise InputError(f"{name}: unknown key {_SHOWN.repr(unknown[0])} at the top; valid: {', '.join(SECTIONS)}")
     axes, fixed, seen = [], [], {}
     for section in SECTIONS:
         body = doc.get(section) or {}
@@ -131,13 +132,15 @@ def parse_spec(text: str, name: str) -> SweepSpec:
                 fixed.append((key, _value(values, key, where)))
                 continue
             if not isinstance(values, list):
-                raise InputError(f"{where} {key}: an axis is a list of values, e.g. [{values!r}]; a single value "
-                                 f"goes under fixed")
+                raise InputError(f"{where} {key}: an axis is a list of values, e.g. [{_SHOWN.repr(values)}]; a "
+                                 f"single value goes under fixed")
             if not values:
                 raise InputError(f"{where} {key}: the axis is empty; list at least one value")
             values = tuple(_value(v, key, where) for v in values)
-            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
-            if twice is not None:
-                raise InputError(f"{where} {key}: {twice!r} is listed twice")
+            seen_values = set()
+            for value in values:
+                if (type(value), value) in seen_values:  # the type too: YAML's 1 and true are not one value
+                    raise InputError(f"{where} {key}: {value!r} is listed twice")
+                seen_values.add((type(value), value))
             axes.append((key, values))
     return SweepSpec(tuple(axes), tuple(fixed))

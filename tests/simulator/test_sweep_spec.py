@@ -58,7 +58,7 @@ def test_a_repeatable_option_and_a_flag_become_their_arguments(tmp_path, capsys)
 
 BAD = [
     ("axes: [1, 2]\n", "axes is a mapping of option -> list of values"),
-    ("axes:\n  topology: [dgx-a100:1\n", "not valid YAML at line"),
+    ("axes:\n  topology: [dgx-a100:1\n", "bad YAML at line"),
     ("sweeps: {}\n", "unknown key 'sweeps' at the top; valid: axes, fixed"),
     ("axes:\n  global-batch: []\nfixed:\n  topology: dgx-a100:1\n", "global-batch: the axis is empty"),
     ("axes:\n  global-batch: 8\nfixed:\n  topology: dgx-a100:1\n", "an axis is a list of values"),
@@ -111,6 +111,16 @@ def test_bad_options_are_one_line(tmp_path, capsys, argv, message):
     spec.write_text(GOOD)
     status, out, err = run(capsys, "sweep", spec, *argv)
     assert (status, out, len(err.splitlines())) == (2, "", 1) and message in err, err
+
+
+def test_a_yaml_alias_bomb_is_refused_in_one_short_line():
+    # Anchors under fixed, the bomb (10^9 leaves if expanded) as an axis value: axes are read first.
+    text = "fixed:\n  l0: &l0 [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n" + "".join(
+        f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 10)) + "axes:\n  model: [*l9]\n"
+    with pytest.raises(InputError, match=r"^b\.yaml: axes model: \[\[\[\.\.\.\], .*, \.\.\.\] is not a single value "
+                                         r"\(a string, number or true/false\)$") as error:
+        parse_spec(text, "b.yaml")
+    assert len(str(error.value)) < 300
 
 
 def test_parse_spec_names_the_file():
