@@ -18,7 +18,7 @@ import io
 import math
 
 from simulator.errors import InputError
-from simulator.sweep.spec import check_required
+from simulator.sweep.spec import check_required, shown
 
 __all__ = ["predict_parser", "argv_of", "check_spec", "OWNED"]
 
@@ -150,7 +150,7 @@ def check_spec(spec, name: str, parser: argparse.ArgumentParser) -> dict[str, in
     for key, options in values.items():
         action = actions[key]
         for value in options:
-            where = f"{name}: {key} {value!r}"
+            where = f"{name}: {key} {shown(value)}"
             if _is_flag(action) and not isinstance(value, bool):
                 raise InputError(f"{where}: --{key} is a flag; give true or false")
             if isinstance(value, tuple) and action.nargs is None and not isinstance(action, argparse._AppendAction):
@@ -168,7 +168,8 @@ def check_spec(spec, name: str, parser: argparse.ArgumentParser) -> dict[str, in
     gpus = {}
     for topology in values["topology"]:
         for calibration in calibrations:
-            where = f"{name}: topology {topology!r}" + (f" with calibration {calibration!r}" if calibration else "")
+            where = f"{name}: topology {shown(topology)}" + (f" with calibration {shown(calibration)}" if calibration
+                                                              else "")
             try:
                 gpus[topology] = len(gpu_nodes(load_topology(str(topology), calibration)))
             except InputError as error:

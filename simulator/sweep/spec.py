@@ -29,11 +29,18 @@ from dataclasses import dataclass
 from simulator.errors import InputError
 from topologies.fileformat import read_document
 
-__all__ = ["SweepSpec", "parse_spec", "check_required", "column_of"]
+__all__ = ["SweepSpec", "parse_spec", "check_required", "column_of", "shown"]
 
 _SHOWN = reprlib.Repr()
 """What a message shows of a YAML value: short, however large the value (a YAML alias bomb included)."""
 _SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 60, 60
+
+
+
+def shown(value) -> str:
+    """``value`` as a message shows it: its repr, shortened (``_SHOWN``)."""
+    return _SHOWN.repr(value)
+
 
 SECTIONS = ("axes", "fixed")
 REQUIRED = ("global-batch", "topology")
@@ -84,7 +91,7 @@ class SweepSpec:
 
 def _key(raw, where: str) -> str:
     if not isinstance(raw, str) or not raw.strip("-_"):
-        raise InputError(f"{where}: a key is a predict option name such as global-batch, got {_SHOWN.repr(raw)}")
+        raise InputError(f"{where}: a key is a predict option name such as global-batch, got {shown(raw)}")
     return raw.strip().lstrip("-").replace("_", "-")
 
 
@@ -92,7 +99,7 @@ def _value(value, key: str, where: str):
     if isinstance(value, list) and all(isinstance(v, str) for v in value) and value:
         return tuple(value)  # a repeatable option's several values (algo-override)
     if value is None or not isinstance(value, (str, int, float, bool)):
-        raise InputError(f"{where} {key}: {_SHOWN.repr(value)} is not a single value (a string, number or true/false)")
+        raise InputError(f"{where} {key}: {shown(value)} is not a single value (a string, number or true/false)")
     return value
 
 
@@ -115,7 +122,7 @@ def parse_spec(text: str, name: str) -> SweepSpec:
                          f"{type(doc).__name__}")
     unknown = [k for k in doc if k not in SECTIONS]
     if unknown:
-        raise InputError(f"{name}: unknown key {_SHOWN.repr(unknown[0])} at the top; valid: {', '.join(SECTIONS)}")
+        raise InputError(f"{name}: unknown key {shown(unknown[0])} at the top; valid: {', '.join(SECTIONS)}")
     axes, fixed, seen = [], [], {}
     for section in SECTIONS:
         body = doc.get(section) or {}
@@ -132,7 +139,7 @@ def parse_spec(text: str, name: str) -> SweepSpec:
                 fixed.append((key, _value(values, key, where)))
                 continue
             if not isinstance(values, list):
-                raise InputError(f"{where} {key}: an axis is a list of values, e.g. [{_SHOWN.repr(values)}]; a "
+                raise InputError(f"{where} {key}: an axis is a list of values, e.g. [{shown(values)}]; a "
                                  f"single value goes under fixed")
             if not values:
                 raise InputError(f"{where} {key}: the axis is empty; list at least one value")
