@@ -36,7 +36,6 @@ _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 60, 60
 
 
-
 def shown(value) -> str:
     """``value`` as a message shows it: its repr, shortened (``_SHOWN``)."""
     return _SHOWN.repr(value)
