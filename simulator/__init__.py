@@ -24,6 +24,8 @@ sub-package        what it holds
                    data-parallel reduction, the time of one training step
 ``pipeline``       pipeline parallelism: GPipe, 1F1B and interleaved orders as data, their replay,
                    validation, closed forms and stage x time grid
+``sweep``          ``tpsim sweep``: a grid of training plans on local processes or a Dask cluster,
+                   one row each, resumable
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 

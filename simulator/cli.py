@@ -26,6 +26,7 @@ from simulator.errors import InputError
 # (a part not built yet) is skipped, so each part of tpsim can be developed and tested on its own.
 COMMAND_MODULES = (
     "simulator.commands.predict",
+    "simulator.commands.sweep",
     "simulator.commands.schedule",
     "simulator.commands.model",
     "simulator.commands.simulate",

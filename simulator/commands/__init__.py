@@ -10,6 +10,7 @@ module                what it holds
 ``training_args``     optimizer, ZeRO, recomputation and data-parallel flags: a training setup
 ``predict``           ``tpsim predict``: every arrangement ranked (the main job)
 ``predict_training``  ``tpsim predict --global-batch``: the whole model's tensor x data parallel plan
+``sweep``             ``tpsim sweep``: a grid of training plans, one row each (``simulator.sweep``)
 ``schedule``          ``tpsim schedule`` and ``tpsim verify``
 ``model``             ``tpsim model list``: the published model presets, as a table or JSON
 ``simulate``          ``tpsim simulate``: one schedule on one topology
@@ -21,5 +22,5 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "model", "pipeline_args", "pipeline_show", "predict", "predict_training", "schedule", "schedule_args",
-           "sim_args", "simulate", "training_args"]
+__all__ = ["calibrate", "collective", "compare", "model", "pipeline_args", "pipeline_show", "predict", "predict_training",
+           "schedule", "schedule_args", "sim_args", "simulate", "sweep", "training_args"]
