@@ -6,6 +6,8 @@ module                what it holds
 ``schedule_args``     the schedule arguments shared by schedule, verify, simulate and run
 ``sim_args``          topology, placement and collective overrides, shared by simulate and predict
 ``training_args``     optimizer, ZeRO, recomputation and data-parallel flags: a training setup
+``defaults``          ``--gpus`` from the topology, ``run --nproc`` from the schedule, where left out
+``lazy``              every sub-command's name, module and help: ``tpsim`` imports only the one it runs
 ``predict``           ``tpsim predict``: every arrangement ranked (the main job)
 ``predict_training``  ``tpsim predict --global-batch``: the whole model's tensor x data parallel plan
 ``schedule``          ``tpsim schedule`` and ``tpsim verify``
@@ -19,5 +21,5 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "model", "predict", "predict_training", "schedule", "schedule_args",
+__all__ = ["calibrate", "collective", "compare", "defaults", "lazy", "model", "predict", "predict_training", "schedule", "schedule_args",
            "sim_args", "simulate", "training_args"]
