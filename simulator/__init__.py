@@ -27,7 +27,8 @@ sub-package        what it holds
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
-At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
+At the top: ``cli`` (the ``tpsim`` entry point), ``api`` (the commands as Python functions returning
+dataclasses, for notebooks), ``errors`` (``InputError``, ``NotApplicable``),
 ``sizes`` (byte sizes as people write them), ``limits`` (what tpsim and this machine accept before any
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
 model), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long

@@ -268,8 +268,11 @@ def _fat_tree(reader: _Reader, doc: dict) -> nx.DiGraph | None:
     if servers == 1 and any(key in doc for key in ("rail_optimised", "leaf_ports", "oversubscription", "spines")):
         reader.bad("one server has no fabric: rail_optimised, leaf_ports, oversubscription and spines need "
                    "servers >= 2")
-    notes = PRESETS[preset].notes + " " if preset is not None else ""
-    G.graph["notes"] = notes + f"Built from a compact cluster: {servers} x ({server.describe()})" + (
+    changed = [f"{key} {doc[key]}" for key in ("nics", "nic_Gbps") if key in doc]
+    notes = "" if preset is None else PRESETS[preset].notes + " " if not changed else (
+        f"The {preset} server with {' and '.join(changed)} (`tpsim topology show {preset}` gives the sources of its "
+        f"other figures). ")
+    G.graph["notes"] = notes + f"{servers} x ({server.describe()})" + (
         f"; {fabric.describe()}, NICs {rate} Gb/s." if servers > 1 else ".")
     G.graph["sim"] = sim
     return G
