@@ -30,7 +30,8 @@ module                     what it holds
 Their results and the lab notes behind them are in experiments/README.md.
 """
 
-__all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time", "calibration_holdout",
+__all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time",
+           "calibration_holdout",
            "cpu_loop", "gpu_check",
            "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "published", "quiet_host",
            "repro_3d", "repro_megatron", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

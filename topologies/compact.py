@@ -165,8 +165,9 @@ def _gpu_model(reader: _Reader, text) -> str | None:
     """The device a ``gpu`` value names: an exact model or one prefix of one (``H100``), any case."""
     if text is None:
         return None
-    matches = [name for name in NVLINK_GPUS if isinstance(text, str) and name.lower() == text.lower()]
-    matches = matches or [name for name in NVLINK_GPUS if isinstance(text, str) and name.lower().startswith(text.lower())]
+    text_ = text.lower() if isinstance(text, str) else None
+    matches = [name for name in NVLINK_GPUS if name.lower() == text_]
+    matches = matches or [name for name in NVLINK_GPUS if text_ and name.lower().startswith(text_)]
     if len(matches) != 1:
         reader.bad(f"gpu {_shown(text)}: {'which of ' if matches else ''}one of {', '.join(matches or NVLINK_GPUS)}"
                    + ("?" if matches else ""))

@@ -21,5 +21,6 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "defaults", "lazy", "model", "predict", "predict_training", "schedule", "schedule_args",
+__all__ = ["calibrate", "collective", "compare", "defaults", "lazy", "model", "predict", "predict_training", "schedule",
+           "schedule_args",
            "sim_args", "simulate", "training_args"]

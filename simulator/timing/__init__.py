@@ -16,4 +16,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["critical_path", "engine", "kineto", "link_sampler", "parts", "plan", "results", "simulation", "solo_bound", "trace"]
+__all__ = ["critical_path", "engine", "kineto", "link_sampler", "parts", "plan", "results", "simulation", "solo_bound",
+           "trace"]
