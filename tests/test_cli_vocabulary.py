@@ -98,3 +98,10 @@ def test_a_default_that_does_not_fit_says_where_it_came_from(capsys, algo, says)
 def test_given_counts_still_contradict_the_topology(capsys):
     status, _, err = run(capsys, "simulate", "--algo", "1d", "--gpus", "16", "--topology", "a100-4gpu", *GEMM)
     assert status == 2 and err.count("\n") == 1 and "16" in err
+
+
+def test_collective_group_size_defaults_to_every_gpu_of_the_topology(capsys):
+    common = ("collective", "--op", "all_reduce", "--bytes", "1MiB", "--topology", "a100-4gpu:2")
+    default = run(capsys, *common)
+    assert default[0] == 0 and default == run(capsys, *common, "--group-size", "8")
+    assert " on 8 ranks of a100-4gpu:2 " in default[1]
