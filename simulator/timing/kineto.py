@@ -7,7 +7,9 @@ those names, as PyTorch defines them (torch/csrc/profiler/util.h: ``kCommsName``
 ``kDtype``, ``kInMsgNelems``, ``kOutMsgNelems``, ``kGroupSize``, ``kProcessGroupName``, ``kGroupRanks``,
 ``kRank``, ``kP2pSrc``, ``kP2pDst``). Their values follow PyTorch's too: ``Collective name`` as
 ProcessGroupNCCL records it (``allreduce``, ``allgather``, ``reduce_scatter``, ``broadcast``,
-``reduce``, ``send``, ``recv``), ``dtype`` as c10 prints a scalar type (``Float``, ``BFloat16``),
+``reduce``, ``send``, ``recv``: the names of its list forms; its single-tensor forms record
+``_allgather_base`` and ``_reduce_scatter_base``, and tpsim names the operation, whichever call the
+executor makes), ``dtype`` as c10 prints a scalar type (``Float``, ``BFloat16``),
 element counts per rank, and the group's global ranks as one string (``"[0, 1, 2, 3]"``).
 
 Both tpsim traces use it: the simulator's (``simulator.timing.trace.simulated_trace``) and the
