@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # The old name, which `tpsim schedule --ranks` (a range of ranks to show) made ambiguous.
     p.add_argument("--ranks", type=int, dest="old_ranks", help=argparse.SUPPRESS)
     p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
-    p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
+    p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...), cluster "
+                   "(server=dgx-h100,servers=2,...) or file")
     p.add_argument("--calibration", metavar="FILE",
                    help="a calibration profile (tpsim calibrate --profile, or the topology file it "
                         "wrote) applied to the topology: fitted link rates and latencies carry to any "
