@@ -26,6 +26,7 @@ import signal
 import sys
 
 from executor.faults import Fault
+from simulator.commands.defaults import default_schedule_gpus
 from simulator.commands.pipeline_show import pipeline_line
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
 from simulator.errors import InputError
@@ -45,8 +46,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, under_torchrun: bool = Fa
     if under_torchrun:
         group.add_argument("--nproc", type=int, metavar="N", help="optional; must equal torchrun's WORLD_SIZE")
     else:
-        group.add_argument("--nproc", type=int, metavar="N", required=True,
-                           help="local ranks to start (must equal the schedule's world size)")
+        group.add_argument("--nproc", type=int, metavar="N",
+                           help="local ranks to start (default: the schedule's world size; must equal it)")
     group.add_argument("--warmup", type=int, default=1, metavar="W", help="untimed iterations first (default 1)")
     group.add_argument("--iters", type=int, default=5, metavar="I", help="timed iterations (default 5)")
     group.add_argument("--seed", type=int, default=0, help="seed of the input values (default 0)")
@@ -162,10 +163,15 @@ def _terminate(signum, _frame):
 def run_command(args: argparse.Namespace) -> int:
     """`tpsim run`: the arguments, then the schedule, then whether it fits in memory and time, before any
     rank starts."""
-    check_local_ranks(args.nproc)  # forked here; torchrun's ranks (executor.__main__) are not
+    if args.nproc is not None:
+        check_local_ranks(args.nproc)  # forked here; torchrun's ranks (executor.__main__) are not
+        default_schedule_gpus(args, args.nproc, "--nproc")
     note = json_out_from_args(args, "tpsim run")
     options = options_from_args(args)
     schedule = schedule_from_args(args)
+    if args.nproc is None:
+        args.nproc = schedule.world_size
+        check_local_ranks(args.nproc, f"--nproc (the schedule's {schedule.world_size} ranks)")
     from executor.estimate import check_run_time  # torch, as above
     from executor.launch import JobFailed, check_job, run_local
     from executor.memory import check_run_memory

@@ -39,6 +39,7 @@ from executor.check import combine, tolerance_for
 from executor.run_rank import RunOptions
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import schedule_to_dict
+from simulator.timing.kineto import kineto_args
 from simulator.timing.trace import chrome_trace as draw
 
 FORMAT = "tpsim-measured"
@@ -108,7 +109,8 @@ def chrome_trace(schedule: Schedule, record: dict) -> dict:
     rows = []
     for op in record["ops"]:
         ir_op = schedule.programs[op["rank"]][op["step"]]
-        rows.append(dict(op, name=ir_op.short(), **({"async": True} if getattr(ir_op, "handle", None) else {})))
+        rows.append(dict(op, name=ir_op.short(), kineto=kineto_args(schedule, op["rank"], ir_op),
+                         **({"async": True} if getattr(ir_op, "handle", None) else {})))
     return draw(rows, metadata={"source": "tpsim executor (measured)", "algorithm": record["algorithm"],
                                 "grid": record["grid"], "backend": record["backend"],
                                 "time_s": record["time_s"]},

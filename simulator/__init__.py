@@ -29,7 +29,8 @@ sub-package        what it holds
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
-At the top: ``cli`` (the ``tpsim`` entry point), ``errors`` (``InputError``, ``NotApplicable``),
+At the top: ``cli`` (the ``tpsim`` entry point), ``api`` (the commands as Python functions returning
+dataclasses, for notebooks), ``errors`` (``InputError``, ``NotApplicable``),
 ``sizes`` (byte sizes as people write them), ``fp8`` (``--dtype fp8``: the hybrid FP8 recipe as a
 compute-model setting), ``limits`` (what tpsim and this machine accept before any
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
@@ -49,7 +50,7 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files", "fp8",
+__all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files", "fp8",
            "gcpause", "gemm_shape", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot",
            "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

@@ -59,7 +59,7 @@ CASES = [
     ([*COLLECTIVE, "--group-size", "0"], "--group-size 0: a group has at least 1 rank"),
     ([*COLLECTIVE, "--group-size", "-2"], "--group-size -2: a group has at least 1 rank"),
     ([*COLLECTIVE, "--group-size", "9"], "--group-size 9: topology dgx-a100 has only 8 GPUs"),
-    (COLLECTIVE, "give --op and --group-size (or --compare LOG, which names both)"),
+    (["collective", "--bytes", "1MiB", "--topology", "dgx-a100"], "give --op (or --compare LOG, which names it and"),
     ([*COLLECTIVE, "--ranks", "4", "--group-size", "8"],
      "--ranks 4 is the deprecated name of --group-size, given too (8); give --group-size N only"),
     ([*COLLECTIVE, "--ranks", "9"], "--group-size 9: topology dgx-a100 has only 8 GPUs"),

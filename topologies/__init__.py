@@ -19,6 +19,7 @@ module              what it holds
 ``cluster``         servers joined by a leaf/spine fat tree
 ``builders``        pure builder functions, one per interconnect shape
 ``presets``         named presets: real machines and the figures they come from
+``compact``         clusters in five lines: a server, a count and a fabric, as a file or a string
 ``fileformat``      the YAML/JSON topology file
 ``graphml``         GraphML files through networkx
 ``loader``          a topology from a preset name or a file, and saving one

@@ -36,7 +36,8 @@ def register(subparsers) -> None:
     show = actions.add_parser("show", help="GPUs, nodes, link kinds, injection and bisection bandwidth",
                               description="A topology's GPUs, nodes, link kinds, per-GPU injection and bisection "
                                           "bandwidth.")
-    show.add_argument("topology", metavar="NAME|FILE", help="a preset (dgx-a100, dgx-a100:16, ...) or a topology file")
+    show.add_argument("topology", metavar="NAME|FILE", help="a preset (dgx-a100, dgx-a100:16, ...), a cluster "
+                      "(server=dgx-h100,servers=16,oversubscription=2) or a topology file")
     show.add_argument("--calibration", metavar="FILE",
                       help="a calibration profile (tpsim calibrate --profile, or the topology file it "
                            "wrote) applied to the topology: fitted link rates and latencies carry to any "

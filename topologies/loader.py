@@ -1,7 +1,8 @@
 """Load a topology from a preset name or a file, and save one to a file.
 
 ``load_topology(spec, calibration=None)``: ``spec`` is a preset (``dgx-a100``), a preset with a suffix
-(``dgx-a100:16``), a path ending in .yaml, .yml, .json or .graphml, or such a path with a suffix
+(``dgx-a100:16``), a compact cluster (``server=dgx-h100,servers=16,nics=4``, ``topologies.compact``; a
+file holding those fields is one too), a path ending in .yaml, .yml, .json or .graphml, or such a path with a suffix
 (``calibrated.yaml:16``): a topology that ``tpsim calibrate`` wrote from a preset, rebuilt at that size
 (its preset with the suffix, then its embedded calibration profile, ``topologies.profile``); a file
 that names no preset is refused for a suffix, one line. ``calibration`` is a profile file (or a
@@ -27,6 +28,7 @@ import networkx as nx
 
 from simulator.errors import InputError
 from simulator.files import read_bytes, read_text
+from topologies.compact import compact_cluster, is_compact_document, is_compact_string, parse_compact
 from topologies.errors import TopologyError
 from topologies.fileformat import document_to_graph, graph_to_document, read_document, write_document
 from topologies.graphml import read_graphml, write_graphml
@@ -75,6 +77,8 @@ def _sized_file(spec: str, path: str, size: str) -> nx.DiGraph:
 def _load(spec: str) -> nx.DiGraph:
     if not isinstance(spec, str) or not spec:
         raise TopologyError(f"a topology is a preset name or a file path, got {spec!r}")
+    if is_compact_string(spec) and not os.path.exists(spec):
+        return _compact(parse_compact(spec), "")
     sized = _SIZED_FILE.match(spec)
     if sized and not os.path.exists(spec) and os.path.isfile(sized.group(1)):
         return _sized_file(spec, sized.group(1), sized.group(2))
@@ -98,9 +102,26 @@ def _load(spec: str) -> nx.DiGraph:
     try:
         if graphml:
             return read_graphml(io.BytesIO(data))
-        return document_to_graph(read_document(spec, data))
+        document = read_document(spec, data)
+        if is_compact_document(document):
+            return _compact(document, os.path.dirname(spec))
+        return document_to_graph(document)
     except TopologyError as error:
         raise TopologyError(f"{spec}: {error}") from None
+
+
+def _compact(doc: dict, folder: str) -> nx.DiGraph:
+    """A compact cluster (``topologies.compact``) with its ``calibration`` applied, read relative to ``folder``
+    (a file's own; the working directory for a command-line string)."""
+    G = compact_cluster(doc)
+    calibration = doc.get("calibration")
+    if calibration is not None:
+        if not isinstance(calibration, str) or not calibration:
+            raise TopologyError(f"calibration {calibration!r}: a profile file's path")
+        path = os.path.join(folder, calibration)
+        G = apply_profile(G, read_profile(path), f"calibration {calibration}")
+    validate_graph(G)
+    return G
 
 
 def save_topology(G: nx.DiGraph, path: str) -> None:

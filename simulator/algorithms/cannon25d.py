@@ -84,6 +84,7 @@ class Cannon25D(GridAlgorithm):
 
     grid: ProcessGrid
     name: ClassVar[str] = "cannon25d"
+    aliases: ClassVar[tuple[str, ...]] = ("cannon",)
     summary: ClassVar[str] = ("Cannon 2.5-D (Solomonik & Demmel 2011): depth broadcast, skew, q/c shifts, depth "
                               "reduce, [q,q,c] with c | q")
     grid_rule: ClassVar[str] = "P = q*q*c GPUs with the depth c dividing q (a [q,q,c] grid)"

@@ -56,6 +56,7 @@ class Megatron1D(Algorithm):
 
     p: int
     name: ClassVar[str] = "1d"
+    aliases: ClassVar[tuple[str, ...]] = ("megatron",)
     summary: ClassVar[str] = "Megatron-LM (Shoeybi et al. 2019): column- then row-parallel linears, --gpus P"
     square_grid: ClassVar[bool] = False
 

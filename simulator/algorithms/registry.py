@@ -12,9 +12,11 @@ algorithm        grid                        class (module)
 ``3d``           ``[q, q, q]``               ``Tensor3D`` (``tensor3d``: Bian et al., Colossal-AI 3-D)
 ===============  ==========================  ===================================================
 
-``tesseract`` is an alias of ``summa25d``, ``megatron-sp`` of ``1d-sp``. The command line's ``--algo``
-choices, ``predict --algos``, the help texts and the error messages all read ``ALGORITHMS`` and
-``ALIASES`` from here.
+Each algorithm is also known by the name ``predict``'s training plan prints
+(``simulator.training.arrangement.NAMES``): ``megatron`` = ``1d``, ``megatron-sp`` = ``1d-sp``,
+``optimus`` = ``2d``, ``tesseract`` = ``summa25d``, ``cannon`` = ``cannon25d`` (``3d`` is both). The
+command line's ``--algo`` choices, ``predict --algos``, the help texts and the error messages all read
+``ALGORITHMS`` and ``ALIASES`` from here, so every name tpsim prints is one it accepts.
 
 To add an algorithm: write one module in ``simulator/algorithms/`` with a subclass of
 ``simulator.algorithms.base.Algorithm`` (its name, aliases, ``depth_error`` or its own grid methods,

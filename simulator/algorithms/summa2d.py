@@ -17,7 +17,7 @@ class Summa2D(Summa25D):
     """2-D SUMMA on [q, q, 1]; ``overlap`` prefetches the next step's broadcasts."""
 
     name: ClassVar[str] = "2d"
-    aliases: ClassVar[tuple[str, ...]] = ()
+    aliases: ClassVar[tuple[str, ...]] = ("optimus",)
     summary: ClassVar[str] = "SUMMA / Optimus (Xu et al. 2021): q steps of row and column broadcasts, [q,q,1]"
     grid_rule: ClassVar[str] = "P = q^2 GPUs (a [q,q,1] grid; summa25d and cannon25d also take depth d > 1)"
 

@@ -8,6 +8,8 @@ module                what it holds
 ``pipeline_show``     a pipelined step's summary line, stage x time grid and proof printout
 ``sim_args``          topology, placement and collective overrides, shared by simulate and predict
 ``training_args``     optimizer, ZeRO, recomputation and data-parallel flags: a training setup
+``defaults``          ``--gpus`` from the topology, ``run --nproc`` from the schedule, where left out
+``lazy``              every sub-command's name, module and help: ``tpsim`` imports only the one it runs
 ``predict``           ``tpsim predict``: every arrangement ranked (the main job)
 ``predict_training``  ``tpsim predict --global-batch``: the whole model's tensor x data parallel plan
 ``sweep``             ``tpsim sweep``: a grid of training plans, one row each (``simulator.sweep``)
@@ -22,5 +24,5 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "model", "pipeline_args", "pipeline_show", "predict", "predict_training",
-           "schedule", "schedule_args", "sim_args", "simulate", "sweep", "training_args"]
+__all__ = ["calibrate", "collective", "compare", "defaults", "lazy", "model", "pipeline_args", "pipeline_show",
+           "predict", "predict_training", "schedule", "schedule_args", "sim_args", "simulate", "sweep", "training_args"]

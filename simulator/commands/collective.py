@@ -28,6 +28,7 @@ from simulator.calibrate.enqueue_floor import ENQUEUE_S_PER_GPU, enqueue_floor_s
 from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
+from simulator.commands.defaults import topology_gpu_count
 from simulator.errors import InputError
 from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
@@ -44,12 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "collective", help="simulate one collective on a topology (time, algbw, busbw)",
         description="Simulate one NCCL-style collective on a topology with the flow-level network model.")
     p.add_argument("--op", choices=OPS, help="the collective (with --compare: the log's)")
-    p.add_argument("--group-size", type=int, metavar="N", help="ranks in the group (with --compare: the log's; "
-                   "--ranks N is its deprecated name)")
+    p.add_argument("--group-size", type=int, metavar="N", help="ranks in the group (default: every GPU of --topology; "
+                   "with --compare: the log's; --ranks N is its deprecated name)")
     # The old name, which `tpsim schedule --ranks` (a range of ranks to show) made ambiguous.
     p.add_argument("--ranks", type=int, dest="old_ranks", help=argparse.SUPPRESS)
     p.add_argument("--bytes", metavar="SIZE", help="nccl-tests S: 1048576, 64KB (10^3), 1MiB (2^20), 1GiB ...")
-    p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...) or file")
+    p.add_argument("--topology", required=True, metavar="T", help="preset (dgx-a100, dgx-a100:16, ...), cluster "
+                   "(server=dgx-h100,servers=2,...) or file")
     p.add_argument("--calibration", metavar="FILE",
                    help="a calibration profile (tpsim calibrate --profile, or the topology file it "
                         "wrote) applied to the topology: fitted link rates and latencies carry to any "
@@ -113,12 +115,14 @@ def collective_command(args: argparse.Namespace) -> int:
             raise InputError(f"{args.compare}: cannot tell how many ranks ran it (no '# Rank' lines, and its "
                              f"busbw / algbw do not pin the count); give --group-size")
         measured = {row.size_bytes: row.time_us * 1e-6 for row in log.rows}
-    if args.op is None or args.group_size is None:
-        raise InputError("give --op and --group-size (or --compare LOG, which names both)")
+    if args.op is None:
+        raise InputError("give --op (or --compare LOG, which names it and the group size)")
     if sum((args.sweep, args.bytes is not None, measured is not None)) != 1:
         raise InputError("give exactly one of --bytes SIZE, --sweep or --compare LOG")
     sizes = SWEEP_SIZES if args.sweep else tuple(measured) if measured else (parse_size(args.bytes),)
     G = load_topology(args.topology, args.calibration)
+    if args.group_size is None:
+        args.group_size = topology_gpu_count(G)  # every GPU, as nccl-tests on a whole machine
     members = _members(args, G)
     params = CollectiveParams.from_graph(G)
     if args.protocol:

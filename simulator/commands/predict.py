@@ -34,6 +34,7 @@ import json
 import sys
 
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
+from simulator.commands.defaults import default_gpus
 from simulator.commands.predict_training import add_training_plan_arguments, training_plan_command
 from simulator.commands.schedule_args import add_workload_arguments, layers_of, workload_from_args
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
@@ -59,11 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("predict", help="rank every arrangement of P GPUs for a workload (the main job)",
                               description="Simulate every legal arrangement of P GPUs for every algorithm and "
                                           "rank them by predicted time.")
-    p.add_argument("--gpus", type=int, required=True, metavar="P", help="number of GPUs to arrange")
+    p.add_argument("--gpus", type=int, metavar="P",
+                   help="number of GPUs to arrange (default: every GPU of --topology)")
     add_topology_arguments(p)
     add_workload_arguments(p.add_argument_group("workload"))
     s = p.add_argument_group("search")
-    s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)})")
+    s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)}; "
+                                                   f"or the names the plan prints: {','.join(ALIASES)})")
     s.add_argument("--overlap", action="store_true",
                    help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
     s.add_argument("--no-prune", action="store_true",
@@ -87,7 +90,7 @@ def _algorithms(text: str | None) -> tuple[str, ...]:
     bad = [n for n in names if n not in ALGORITHMS and n not in ALIASES]
     if not names or bad:
         raise InputError(f"--algos {text!r}: unknown algorithm {bad[0] if bad else '(none)'!r}; valid: "
-                         f"{', '.join(ALGORITHMS)}")
+                         f"{', '.join(ALGORITHMS + tuple(ALIASES))}")
     return tuple(names)
 
 
@@ -99,9 +102,10 @@ def _placements(text: str | None) -> tuple[str | None, ...]:
 
 def predict_command(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
-    if args.gpus < 1:
+    if args.gpus is not None and args.gpus < 1:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
-    check_ranks(args.gpus, f"--gpus {args.gpus}")
+    if args.gpus is not None:
+        check_ranks(args.gpus, f"--gpus {args.gpus}")
     if not 1 <= args.workers <= MAX_WORKERS:
         raise InputError(f"--workers must be 1..{MAX_WORKERS} (processes), got {args.workers}")
     training = args.global_batch is not None
@@ -118,6 +122,9 @@ def predict_command(args: argparse.Namespace) -> int:
     G = load_topology(args.topology, args.calibration)
     if args.fp8:
         G = fp8_topology(G)
+    if args.gpus is None:
+        default_gpus(args, G)
+        check_ranks(args.gpus, f"--gpus {args.gpus} (every GPU of {args.topology})")
     available = sum(1 for _, kind in G.nodes(data="kind") if kind == "gpu")
     if args.gpus > available:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "

@@ -18,8 +18,8 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--topology``, ``--calibration``, ``--placement`` and ``--algo-override``."""
     group = parser.add_argument_group("machine")
     group.add_argument("--topology", required=True, metavar="NAME|FILE",
-                       help="a preset (dgx-a100, dgx-h100:128, a100-4gpu:16, loopback:8, ...) or a "
-                            ".yaml/.json/.graphml file")
+                       help="a preset (dgx-a100, dgx-h100:128, a100-4gpu:16, loopback:8, ...), a cluster "
+                            "(server=dgx-h100,servers=16,nics=4,nic_Gbps=200) or a .yaml/.json/.graphml file")
     group.add_argument("--calibration", metavar="FILE",
                        help="a calibration profile (tpsim calibrate --profile, or the topology file it "
                             "wrote) applied to the topology: fitted link rates and latencies carry to any "

@@ -38,6 +38,7 @@ import json
 import sys
 import time
 
+from simulator.commands.defaults import default_schedule_gpus, topology_gpu_count
 from simulator.commands.pipeline_args import pipelined
 from simulator.commands.pipeline_show import pipeline_line
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args, vocab_of
@@ -128,6 +129,7 @@ def simulate_command(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology, args.calibration)
+    default_schedule_gpus(args, topology_gpu_count(G), f"the topology {args.topology}")
     check_placement(args.placement, G, None)  # the name now, before the schedule is built
     setup_from_args(args, 1, None)  # the training flags too
     with Progress("tpsim simulate", what="building the schedule") as progress:

@@ -12,7 +12,9 @@ module              what it holds
 ``parts``           time per layer part (qkv, attn, fc1, ...): a rank's split op by op
 ``trace``           Chrome / Perfetto trace files (the executor writes the same format)
 ``link_sampler``    sampled link utilisation for the trace's counter tracks
+``kineto``          a communication op's trace arguments under the PyTorch profiler's names
 ==================  ===============================================================================
 """
 
-__all__ = ["critical_path", "engine", "link_sampler", "parts", "plan", "results", "simulation", "solo_bound", "trace"]
+__all__ = ["critical_path", "engine", "kineto", "link_sampler", "parts", "plan", "results", "simulation", "solo_bound",
+           "trace"]

@@ -11,7 +11,8 @@ into ``{"traceEvents": [...]}``:
 - complete events ``ph: "X"`` with ``ts`` and ``dur`` in microseconds, named by the record's ``name``
   if it has one, else its kind and group, after the layer part it lowers when the record has a
   non-empty ``part`` ("qkv: gemm"); ``args`` carry step, group, bytes, flops (and ``wait_us`` when
-  the record has ``wait_s``, ``part`` when it has a part);
+  the record has ``wait_s``, ``part`` when it has a part), and a communication op's record's ``kineto``
+  mapping: the PyTorch profiler's names for a collective (``simulator.timing.kineto``);
 - counters (``ph: "C"``) on an extra process "links" (``pid`` = number of ranks): for each named series,
   a list of (time_s, utilisation) points, e.g. a busy link's used fraction of its capacity.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 from simulator.files import write_json_atomic
+from simulator.timing.kineto import kineto_args
 from simulator.timing.parts import part_labels
 
 __all__ = ["chrome_trace", "write_trace", "COMPUTE_KINDS"]
@@ -81,6 +83,7 @@ def chrome_trace(records: Iterable[Mapping], counters: Mapping[str, Sequence[tup
         args = {"step": record["step"], "group": group, "bytes": record["bytes"], "flops": record["flops"]}
         if "wait_s" in record:
             args["wait_us"] = _us(record["wait_s"])
+        args.update(record.get("kineto") or {})
         part = record.get("part")
         if part:
             name = f"{part}: {name}"
@@ -123,6 +126,7 @@ def simulated_trace(result) -> dict:
         op = schedule.programs[record["rank"]][record["step"]]
         record["name"] = op.short()
         record["wait_s"] = timeline.waits[record["rank"]][record["step"]]
+        record["kineto"] = kineto_args(schedule, record["rank"], op)
         if labels is not None:
             record["part"] = labels[record["rank"]][record["step"]]
         if getattr(op, "handle", None):

@@ -92,7 +92,7 @@ def test_the_command_line_offers_exactly_the_registered_algorithms():
 
 
 def test_an_unknown_algorithm_names_every_registered_one():
-    aliases = r" \(megatron-sp = 1d-sp, tesseract = summa25d\)"
+    aliases = r" \(megatron = 1d, megatron-sp = 1d-sp, optimus = 2d, cannon = cannon25d, tesseract = summa25d\)"
     with pytest.raises(InputError, match="valid: " + ", ".join(ALGORITHMS) + aliases):
         canonical_algorithm("4d")
 
