@@ -8,6 +8,7 @@ trusted; ``attrs`` also returns the protobuf field each attribute was stored in.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,44 @@ def ancestors(nodes) -> list[set[int]]:
 
 def is_comm(op) -> bool:
     return isinstance(op, CommOp)
+
+
+
+def replay_finishes(graphs, groups: dict[str, list[int]]) -> bool:
+    """Whether every rank's nodes can all complete when a send and its receive must both be ready to run
+    (a rendezvous, the strictest pairing) and a collective needs every member of its group (``groups``,
+    the comm-group file): a trace that passes cannot hang a simulator that honours its dependencies."""
+    done = [set() for _ in graphs]
+    coll_index = []  # per rank: node id -> (pg_name, n-th collective of this rank on it)
+    for nodes in graphs:
+        seen, index = Counter(), {}
+        for node in nodes:
+            if type_name(node) == "COMM_COLL_NODE":
+                pg = value(node, "pg_name")
+                index[node.id] = (pg, seen[pg])
+                seen[pg] += 1
+        coll_index.append(index)
+    while not all(len(d) == len(nodes) for d, nodes in zip(done, graphs)):
+        progress = False
+        posted: dict[tuple, list[tuple[int, int]]] = {}
+        for rank, nodes in enumerate(graphs):
+            for node in nodes:
+                if node.id in done[rank] or not all(d in done[rank] for d in node.data_deps):
+                    continue
+                kind = type_name(node)
+                if kind == "COMP_NODE":
+                    done[rank].add(node.id)
+                    progress = True
+                elif kind == "COMM_COLL_NODE":
+                    posted.setdefault(coll_index[rank][node.id], []).append((rank, node.id))
+                else:
+                    key = (value(node, "comm_src"), value(node, "comm_dst"), value(node, "comm_tag"))
+                    posted.setdefault(key, []).append((rank, node.id))
+        for key, sides in posted.items():
+            if len(sides) == (len(groups[key[0]]) if isinstance(key[0], str) else 2):
+                for rank, node_id in sides:
+                    done[rank].add(node_id)
+                progress = True
+        if not progress:
+            return False
+    return True
