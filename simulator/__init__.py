@@ -24,6 +24,7 @@ sub-package        what it holds
                    data-parallel reduction, the time of one training step
 ``pipeline``       pipeline parallelism: GPipe, 1F1B and interleaved orders as data, their replay,
                    validation, closed forms and stage x time grid
+``export``         schedules for other tools: Chakra execution traces (ASTRA-sim)
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
@@ -46,6 +47,6 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files",
+__all__ = ["algorithms", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "export", "files",
            "gcpause", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

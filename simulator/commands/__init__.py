@@ -12,6 +12,7 @@ module                what it holds
 ``model``             ``tpsim model list``: the published model presets, as a table or JSON
 ``simulate``          ``tpsim simulate``: one schedule on one topology
 ``collective``        ``tpsim collective``: one collective, or an nccl-tests-style sweep
+``export``            ``tpsim export --chakra``: a schedule as Chakra execution traces
 ``calibrate``         ``tpsim calibrate``: fit a topology to bench or nccl-tests measurements
 ``compare``           ``tpsim compare``: a measured run against its simulation
 ====================  ===============================================================================
@@ -19,5 +20,5 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "model", "predict", "predict_training", "schedule", "schedule_args",
+__all__ = ["calibrate", "collective", "compare", "export", "model", "predict", "predict_training", "schedule", "schedule_args",
            "sim_args", "simulate", "training_args"]

@@ -10,3 +10,5 @@
 Only ``files`` needs ``mlc-chakra`` (an optional extra, ``pip install 'tpsim[chakra]'``), and imports
 it when it writes; the rest is plain Python, so the simulator still imports without it.
 """
+
+__all__ = ["chains", "files", "nodes", "times"]
