@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from simulator.export.files import write_traces
+from simulator.export.nodes import EtNode
 from tests.cli_run import run
 from tests.export.chakra_reader import CASES, decode_all
 
@@ -84,3 +86,19 @@ def test_without_mlc_chakra_the_export_says_how_to_install_it(capsys, tmp_path, 
     status, _, err = run(capsys, "export", "--chakra", tmp_path / "out", *GEMM, *TOPOLOGY)
     assert status == 2 and "pip install 'tpsim[chakra]'" in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_failure_while_writing_leaves_the_target_as_it_was(tmp_path):
+    good = EtNode(0, "x", "COMP_NODE", 0, [], [], 0.0, {"num_ops": 1})
+    bad = EtNode(1, "y", "COMP_NODE", 1, [0], [0], 0.0, {"no_such_attribute": 1})  # rank 1 fails mid-file
+    with pytest.raises(KeyError):
+        write_traces([[good], [good, bad]], {1: (0, 1)}, tmp_path / "new")
+    assert not (tmp_path / "new").exists() and leftovers(tmp_path) == []
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "keep.txt").write_text("mine")
+    with pytest.raises(KeyError):
+        write_traces([[good], [good, bad]], {1: (0, 1)}, tmp_path / "old", force=True)
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["keep.txt"] and leftovers(tmp_path) == []
+    write_traces([[good], [good]], {1: (0, 1)}, tmp_path / "old", force=True)
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["comm_group.json", "tpsim.0.et", "tpsim.1.et"]
+    assert leftovers(tmp_path) == []
