@@ -98,7 +98,7 @@ def summary_lines(args, graphs, paths, n_groups: int, makespan: float, topology:
                                           ("send", "COMM_SEND_NODE"), ("recv", "COMM_RECV_NODE")))
     folder = str(args.chakra).rstrip("/")
     return [f"wrote {len(paths)} Chakra traces {folder}/{args.prefix}.0.et .. {paths[-1].name} and "
-            f"{folder}/{COMM_GROUP_FILE} ({n_groups} groups)",
+            f"{folder}/{COMM_GROUP_FILE} ({n_groups} group{'' if n_groups == 1 else 's'})",
             f"  nodes / rank    {spread([len(nodes) for nodes in graphs])} ({kinds})"
             + ("; broadcasts and reduces as send/recv chains" if args.lower_p2p else ""),
             f"  tpsim makespan  {format_time(makespan)} on {topology} (the durations the nodes carry)",
