@@ -23,8 +23,9 @@ wrote it on this rank. Chakra's simulators resolve ``data_deps`` (Chakra's PyTor
 control edges there for that reason), so the order goes in both. Group ids start at 1: ASTRA-sim reads
 ``pg_name`` "0" as "every rank".
 
-Example: rank 0 of ``1d --gpus 2`` gemm fwd+bwd, a gemm then an all_reduce, becomes
-``[COMP_NODE(id 0), COMM_COLL_NODE(id 1, ALL_REDUCE, data_deps [0])]`` (plus the backward's nodes).
+Example: rank 0 of ``1d --gpus 2 --workload mlp --pass fwd`` (``H=X*W1``, ``Z=gelu(H)``, ``Y=Z*W2``,
+``ar world Y``) becomes COMP_NODEs 0, 1, 2 (1 depends on 0, 2 on 1) and COMM_COLL_NODE 3 (ALL_REDUCE,
+``pg_name`` "1", data_deps [2]: the order and the write of Y are the same node).
 """
 
 from __future__ import annotations
