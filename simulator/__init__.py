@@ -24,6 +24,7 @@ sub-package        what it holds
                    data-parallel reduction, the time of one training step
 ``pipeline``       pipeline parallelism: GPipe, 1F1B and interleaved orders as data, their replay,
                    validation, closed forms and stage x time grid
+``export``         schedules for other tools: Chakra execution traces (ASTRA-sim)
 ``sweep``          ``tpsim sweep``: a grid of training plans on local processes or a Dask cluster,
                    one row each, resumable
 ``commands``       one module per ``tpsim`` sub-command
@@ -50,7 +51,7 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "files", "fp8",
-           "gcpause", "gemm_shape", "ir", "limits", "memory", "network", "pipeline", "predict", "predict_plot",
-           "progress", "simpy_internals",
+__all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "export",
+           "files", "fp8", "gcpause", "gemm_shape", "ir", "limits", "memory", "network", "pipeline", "predict",
+           "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "simulator.commands.model",
     "simulator.commands.simulate",
     "simulator.commands.collective",
+    "simulator.commands.export",
     "topologies.command",
     "executor.command",
     "executor.bench_command",

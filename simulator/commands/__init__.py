@@ -17,6 +17,7 @@ module                what it holds
 ``model``             ``tpsim model list``: the published model presets, as a table or JSON
 ``simulate``          ``tpsim simulate``: one schedule on one topology
 ``collective``        ``tpsim collective``: one collective, or an nccl-tests-style sweep
+``export``            ``tpsim export --chakra``: a schedule as Chakra execution traces
 ``calibrate``         ``tpsim calibrate``: fit a topology to bench or nccl-tests measurements
 ``compare``           ``tpsim compare``: a measured run against its simulation
 ====================  ===============================================================================
@@ -24,5 +25,6 @@ module                what it holds
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "defaults", "lazy", "model", "pipeline_args", "pipeline_show",
-           "predict", "predict_training", "schedule", "schedule_args", "sim_args", "simulate", "sweep", "training_args"]
+__all__ = ["calibrate", "collective", "compare", "defaults", "export", "lazy", "model", "pipeline_args",
+           "pipeline_show", "predict", "predict_training", "schedule", "schedule_args", "sim_args", "simulate", "sweep",
+           "training_args"]

@@ -25,6 +25,7 @@ COMMANDS = (
     ("model", "simulator.commands.model", "list the transformer model presets, show one or a model file"),
     ("simulate", "simulator.commands.simulate", "simulate one schedule on a topology (flow-level network)"),
     ("collective", "simulator.commands.collective", "simulate one collective on a topology (time, algbw, busbw)"),
+    ("export", "simulator.commands.export", "write a schedule as Chakra execution traces (for ASTRA-sim)"),
     ("topology", "topologies.command", "show, list and save interconnect topologies"),
     ("run", "executor.command", "run a schedule with torch.distributed (gloo or NCCL): check it and time it"),
     ("bench", "executor.bench_command",
