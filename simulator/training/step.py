@@ -53,7 +53,7 @@ from simulator.training.optimizer_step import optimizer_step_s
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.workloads.workload import Workload
 
-__all__ = ["StepOptions", "PassTime", "StepTime", "build_block", "step_time"]
+__all__ = ["BlockTimes", "StepOptions", "PassTime", "StepTime", "block_times", "build_block", "step_time"]
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +121,18 @@ class StepTime:
     flops_per_step: float
     passes: dict = field(default_factory=dict, compare=False)
     """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd"): its ``PassTime``, one micro-batch."""
+    bubble_s: float = 0.0
+    """Pipelines: the busiest rank's idle time with free pipeline communication (the schedule's bubble)."""
+    pp_comm_s: float = 0.0
+    """Pipelines: what the sends between stages add to the pipeline's makespan."""
+    imbalance_s: float = 0.0
+    """Pipelines: the busiest rank's compute over the least busy one's (the last stage's LM head and loss)."""
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
                 "micro_batches": self.micro_batches, "step_time_s": self.step_s, "compute_s": self.compute_s,
                 "tp_comm_s": self.tp_comm_s, "dp_comm_s": self.dp_comm_s, "optimizer_s": self.optimizer_s,
+                "bubble_s": self.bubble_s, "pp_comm_s": self.pp_comm_s, "imbalance_s": self.imbalance_s,
                 "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
                 "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
                            for k, p in self.passes.items()}}
@@ -151,15 +158,34 @@ def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None =
     return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s)
 
 
-def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
-              router=None, algorithms: dict[str, str] | None = None) -> StepTime:
-    """The step of ``a`` training ``options.layers`` blocks like ``block`` (its batch is the micro-batch);
-    NotApplicable where sizes do not divide (module docstring)."""
-    if block.name != "transformer":
-        raise InputError(f"a training step needs a transformer block, got {block.name}")
-    m = micro_batches(options.global_batch, block.batch, a.dp)
-    dtype, L = options.dtype, options.layers
-    gpus = tp_group_gpus(G, a)
+@dataclass(frozen=True)
+class BlockTimes:
+    """What a step repeats: one micro-batch's passes on the tensor-parallel group, and each rank's weights."""
+
+    passes: dict
+    """"block_fwd", "block_bwd" (recomputation included), "head_fwd", "head_bwd": a ``PassTime`` each."""
+    layer_el: tuple
+    """Per tensor-parallel rank: elements of each of the block's weights, in ``workload.weights()`` order."""
+    word_el: tuple
+    """Per tensor-parallel rank: elements of its shard of the tied word embedding / LM head (0 without one)."""
+    positions_el: int
+    """Elements of the position embedding (s x h), replicated on every rank; 0 without an embedding."""
+    final_norm_el: int
+    """Elements of the final LayerNorm (2 h); 0 without an embedding."""
+    activation_bytes: tuple = ()
+    """Per tensor-parallel rank: bytes of its block of the block's input, the layout the algorithm leaves
+    between blocks: what a pipeline stage sends to the next one."""
+
+
+def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
+                router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> BlockTimes:
+    """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
+    dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype)
+    if cache is not None and key in cache:
+        return cache[key]
+    dtype = options.dtype
+    gpus = tp_group_gpus(G, TrainingArrangement(a.tensor, 1))  # the same GPUs for every pp and D
     fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype)
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
@@ -174,13 +200,37 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    layer_el = tuple(tuple(weight_elements(fwd_s, block, r)) for r in range(a.tp))
+    word_el = tuple((sum(weight_elements(head_f, head, r)) if head else 0) for r in range(a.tp))
+    x = block.layers()[0].inputs[0]
+    acts = tuple(fwd_s.buffers[r][x].nbytes if x in fwd_s.buffers[r] else 0 for r in range(a.tp))
+    out = BlockTimes(t, layer_el, word_el, block.seq * block.hidden if head else 0, 2 * block.hidden if head else 0,
+                     acts)
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
+              router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> StepTime:
+    """The step of ``a`` training ``options.layers`` blocks like ``block`` (its batch is the micro-batch);
+    NotApplicable where sizes do not divide (module docstring). Pipelined arrangements (pp > 1) are timed by
+    ``simulator.pipeline.stage_step``; ``cache`` as ``block_times``'s."""
+    if block.name != "transformer":
+        raise InputError(f"a training step needs a transformer block, got {block.name}")
+    if a.pp > 1:
+        from simulator.pipeline.stage_step import pipeline_step_time  # the pipeline package builds on this one
+        return pipeline_step_time(G, a, block, options, bound, router, algorithms, cache)
+    m = micro_batches(options.global_batch, block.batch, a.dp)
+    dtype, L = options.dtype, options.layers
+    bt = block_times(G, a, block, options, bound, router, algorithms, cache)
+    t = bt.passes
     micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"]
 
     # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's.
     per = DTYPE_BYTES[dtype]
-    extra = (block.seq * block.hidden + 2 * block.hidden) if head else 0  # position embedding, final LayerNorm
-    layer_el = [weight_elements(fwd_s, block, r) for r in range(a.tp)]
-    embed_el = [(sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
+    layer_el = bt.layer_el
+    embed_el = [bt.word_el[r] + bt.positions_el + bt.final_norm_el for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
     bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
     streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
@@ -204,7 +254,7 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
             ag = stream_s("all_gather", gather)
             fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
             dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
-    device = G.nodes[gpus[0]]["device"]
+    device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
     opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
