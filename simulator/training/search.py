@@ -1,6 +1,8 @@
-"""The training-plan search: every tensor x data arrangement bounded, the leading ones simulated, ranked.
+"""The training-plan search: every tensor x pipeline x data arrangement bounded, the leading ones simulated, ranked.
 
-For each ``TrainingArrangement`` (``simulator.training.arrangement``):
+For each ``TrainingArrangement`` (``simulator.training.arrangement``), and each of its schedule variants
+(``variants(a)``: a pipelined row's 1F1B and interleaved schedules, ``simulator.pipeline.search_space``;
+the row keeps the variant that fits with the lowest bound, as it keeps the best micro-batch):
 
 1. the micro-batch: the one given, or else the smallest B dividing G / D whose block and LM head the
    algorithm can build (``NotApplicable`` for every B: the row is skipped with the reason of the
@@ -99,17 +101,36 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
                   options: StepOptions, micro_batch: int | None = None, simulate_top: int = 4,
                   memory: Callable | None = None, device_bytes: int | None = None, try_build: Callable | None = None,
                   router=None, algorithms: dict[str, str] | None = None,
-                  progress: Callable[[str], None] | None = None) -> list[PlanRow]:
+                  progress: Callable[[str], None] | None = None,
+                  variants: Callable[[TrainingArrangement], list[TrainingArrangement]] | None = None,
+                  cache: dict | None = None) -> list[PlanRow]:
     """Rows for ``candidates`` in the order of the module docstring. ``make_block(B)`` is the transformer
-    block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row."""
+    block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row;
+    ``variants(a)`` the schedules a row tries (default: ``a`` alone); ``cache`` keeps block times (and
+    whatever ``memory`` keeps there) across rows: they depend on the tensor arrangement and B only."""
     candidates = list(candidates)
     router = router if router is not None else TopologyCache(G)  # routes and plans shared by every row
+    cache = {} if cache is None else cache
     rows: list[PlanRow] = []
-    def bounded(a: TrainingArrangement, b: int) -> PlanRow:
-        block = make_block(b)
-        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms)
+
+    def one(a: TrainingArrangement, block) -> PlanRow:
+        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms, cache=cache)
         return PlanRow(a, bound, memory=memory(a, block, options) if memory is not None else None,
                        device_bytes=device_bytes)
+
+    def bounded(a: TrainingArrangement, b: int) -> PlanRow:
+        block, best, first = make_block(b), None, None
+        for variant in (variants(a) if variants is not None else [a]):
+            try:
+                row = one(variant, block)
+            except NotApplicable as error:
+                first = first or error
+                continue
+            if best is None or (row.fits is False, row.bound.step_s) < (best.fits is False, best.bound.step_s):
+                best = row
+        if best is None:
+            raise first
+        return best
 
     for a in candidates:
         try:
@@ -130,14 +151,15 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
             rows.append(PlanRow(a, skipped=str(error).splitlines()[0]))
         if progress is not None:
             progress(a.label)
-    order = {a: i for i, a in enumerate(candidates)}
+    order = {r.arrangement: i for i, r in enumerate(rows)}  # listing order, with the variant each row chose
     ok = [r for r in rows if not r.skipped and r.fits is not False]
     ok.sort(key=lambda r: (r.bound.step_s, order[r.arrangement]))
     done = []
     for i, r in enumerate(ok):
         if i < simulate_top:
             block = make_block(r.bound.micro_batch)
-            sim = step_time(G, r.arrangement, block, options, bound=False, router=router, algorithms=algorithms)
+            sim = step_time(G, r.arrangement, block, options, bound=False, router=router, algorithms=algorithms,
+                            cache=cache)
             r = PlanRow(r.arrangement, r.bound, sim, r.memory, r.device_bytes)
             if progress is not None:
                 progress(r.arrangement.label + " (simulated)")
