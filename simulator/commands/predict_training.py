@@ -32,6 +32,7 @@ from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.memory import usable_device_bytes
 from simulator.pipeline.search_space import check_schedule_flags, pipeline_sizes, pipelined, schedule_variants
+from simulator.pipeline.stage_step import pipeline_floor_s
 from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
@@ -117,7 +118,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:
         rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top,
                              functools.partial(memory_of, cache=cache), usable, algorithms=overrides,
-                             progress=lambda _: bar.update(), variants=variants, cache=cache)
+                             progress=lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s)
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     title = _title(args, G, workload, options, device, usable)
     if args.csv:

@@ -34,7 +34,8 @@ from simulator.memory.liveness import peak_live
 from simulator.memory.setup import TrainingSetup
 from simulator.memory.states import state_items
 from simulator.memory.training import _skip  # the same buffers left out of the workspace
-from simulator.pipeline.order import Action, pipeline_order
+from simulator.pipeline.order import Action
+from simulator.pipeline.stage_step import cached_order
 from simulator.workloads.workload import Workload
 
 __all__ = ["PipelineMemory", "RankParts", "rank_parts", "pipeline_memory", "peak_in_flight"]
@@ -158,7 +159,7 @@ def pipeline_memory(parts: list[RankParts], setup: TrainingSetup, dtype: str, pp
                     micro_batches: int, virtual_stages: int = 1) -> PipelineMemory:
     """Each stage's breakdown for tensor-parallel ranks ``parts`` (module docstring); ``setup.layers`` is the
     whole model's L and ``setup.dp`` the data-parallel degree."""
-    order = pipeline_order(schedule, pp, micro_batches, virtual_stages)
+    order = cached_order(schedule, pp, micro_batches, virtual_stages)
     distinct = list(dict.fromkeys(parts))  # ranks alike in every count are sized once
     stages = []
     for rank in range(pp):

@@ -25,8 +25,9 @@ For a ``TrainingArrangement`` with pp stages (v model chunks per pipeline rank, 
    LM head gradient first, the first stage's embedding gradient last. Every stage's groups run together on
    one network (``dp_reduce.simulate_waves``: they share NICs where stages share servers; a wave is held to
    its latest bucket, so the first stage, whose backward ends last, sets the pace). The bound times stages
-   0 and pp - 1 only: the middle ones hold no embedding and end their backward earlier. What runs past
-   the makespan is exposed (``dp_comm_s``).
+   0 and pp - 1 only (the middle ones hold no embedding and end their backward earlier), each by the
+   group of its tensor-parallel rank with the most gradient bytes (the groups of a stage differ only
+   in which GPU of each server they use). What runs past the makespan is exposed (``dp_comm_s``).
 5. The tied embedding's gradient all-reduce between the first and last stage (Megatron-LM's
    ``_allreduce_word_embedding_grads``: each rank's word-embedding shard with its counterpart, all tp x D
    pairs at once), after the reduction; counted in ``pp_comm_s``. ZeRO-1's parameter all-gather after the
@@ -39,6 +40,7 @@ hold the two equal); the planner calls it only for pp > 1.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import networkx as nx
@@ -46,8 +48,9 @@ import networkx as nx
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.errors import NotApplicable
 from simulator.ir.schedule import DTYPE_BYTES
+from simulator.pipeline.closed_forms import ideal_step_s
 from simulator.pipeline.order import Action, pipeline_order
-from simulator.pipeline.timeline import Timeline, replay
+from simulator.pipeline.timeline import replay_times
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.dp_reduce import bound_stream, simulate_waves
@@ -58,9 +61,16 @@ from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime, block_times
 from simulator.workloads.workload import Workload
 
-__all__ = ["check_pipeline_plan", "pipeline_step_time", "stage_passes", "stage_parameters"]
+__all__ = ["cached_order", "check_pipeline_plan", "pipeline_floor_s", "pipeline_step_time", "stage_passes",
+           "stage_parameters"]
 
 log = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=256)
+def cached_order(schedule: str, pp: int, micro_batches: int, virtual_stages: int) -> list[list[Action]]:
+    """``pipeline_order``, kept: the search replays one order for many stage times (read it, never change it)."""
+    return pipeline_order(schedule, pp, micro_batches, virtual_stages)
 
 
 def check_pipeline_plan(a: TrainingArrangement, m: int, options: StepOptions) -> None:
@@ -108,18 +118,19 @@ def _boundary_s(G: nx.DiGraph, a: TrainingArrangement, bt: BlockTimes, src: int,
     return run(G, groups, streams, "send", router=router, algorithms=algorithms)
 
 
-def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, timeline: Timeline, m: int, rank: int, slot: int,
+def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, last_backward: dict[int, float], rank: int, slot: int,
                      layers: int, per_byte: int) -> list[tuple[float, float]]:
-    """(bytes, ready) of each gradient pipeline rank ``rank``'s ``slot`` produces in its last backwards."""
-    S, per = timeline.stages, layers // timeline.stages
-    start = {t.action: t.start_s for t in timeline.ranks[rank]}
+    """(bytes, ready) of each gradient pipeline rank ``rank``'s ``slot`` produces in its last backwards
+    (``last_backward``: virtual stage -> the start of its last micro-batch's backward)."""
+    S = a.pp * a.virtual_stages
+    per = layers // S
     layer_bwd, head_bwd = bt.passes["block_bwd"].time_s, bt.passes["head_bwd"].time_s
     weights = [e * per_byte for e in reversed(bt.layer_el[slot])]
     word = bt.word_el[slot] * per_byte
     stream: list[tuple[float, float]] = []
-    chunks = sorted((s for s in range(S) if s % a.pp == rank), key=lambda s: start[Action("B", m - 1, s)])
+    chunks = sorted((s for s in range(S) if s % a.pp == rank), key=lambda s: last_backward[s])
     for s in chunks:
-        t0 = start[Action("B", m - 1, s)]
+        t0 = last_backward[s]
         if s == S - 1:
             t0 += head_bwd
             if S > 1:  # the last stage's LM head (its copy of the tied weight) and final LayerNorm
@@ -132,16 +143,20 @@ def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, timeline: Timeline,
     return stream
 
 
-def _reduction_end_s(G, a, bt, timeline, m, options, bound, router, algorithms) -> tuple[float, float]:
+def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms) -> tuple[float, float]:
     """When every stage's data-parallel reduction ends (absolute), and ZeRO-1's parameter all-gather's seconds."""
     if a.dp == 1:
         return 0.0, 0.0
     per_byte = DTYPE_BYTES[options.dtype]
     groups, streams = [], []
+    heaviest = max(range(a.tp), key=lambda r: (sum(bt.layer_el[r]) + bt.word_el[r], -r))
     for rank in (sorted({0, a.pp - 1}) if bound else range(a.pp)):
-        raw = [_gradient_stream(bt, a, timeline, m, rank, slot, options.layers, per_byte) for slot in range(a.tp)]
-        groups += dp_groups(G, a, rank)
-        streams += aligned_stream_buckets(raw, options.bucket_bytes)
+        raw = [_gradient_stream(bt, a, last_backward, rank, slot, options.layers, per_byte) for slot in range(a.tp)]
+        buckets, members = aligned_stream_buckets(raw, options.bucket_bytes), dp_groups(G, a, rank)
+        if bound:  # the group of the tensor-parallel rank with the most gradient bytes stands for its stage
+            buckets, members = [buckets[heaviest]], [members[heaviest]]
+        groups += members
+        streams += buckets
     run = bound_stream if bound else simulate_waves
     kind = "all_reduce" if options.zero == 0 else "reduce_scatter"
     end = run(G, groups, streams, kind, router=router, algorithms=algorithms)
@@ -164,6 +179,27 @@ def _embedding_sync_s(G, a, bt, options, bound, router, algorithms) -> float:
             streams.append([Bucket(n * per_byte, 0.0)])
     run = bound_stream if bound else simulate_waves
     return run(G, groups, streams, "all_reduce", router=router, algorithms=algorithms)
+
+
+def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, router=None,
+                     algorithms: dict[str, str] | None = None, cache: dict | None = None) -> float:
+    """A cheap floor under ``pipeline_step_time(..., bound=True)``, for the search to skip schedules that cannot
+    win: the closed-form step of equal stages (``closed_forms.ideal_step_s``, every stage as fast as a middle
+    one, free sends; the replay can only be slower) or the last rank's busy time, whichever is larger, plus
+    the optimizer step. NotApplicable as ``pipeline_step_time``."""
+    m = micro_batches(options.global_batch, block.batch, a.dp)
+    check_pipeline_plan(a, m, options)
+    bt = block_times(G, a, block, options, True, router, algorithms, cache)
+    passes = stage_passes(bt, a, options.layers)
+    v = a.virtual_stages
+    f, b = passes["F", False].time_s * v, passes["B", False].time_s * v
+    head = bt.passes["head_fwd"].time_s + bt.passes["head_bwd"].time_s
+    floor = max(ideal_step_s(a.schedule, a.pp, m, f, b, v), m * (f + b + head))
+    params = max(stage_parameters(bt, a, options.layers, r, slot) for r in (0, a.pp - 1) for slot in range(a.tp))
+    device = G.nodes[tp_group_gpus(G, a)[0]]["device"]
+    config = ComputeConfig.from_sim(G.graph.get("sim"))
+    return floor + optimizer_step_s(params / (a.dp if options.zero >= 1 else 1), options.optimizer, device,
+                                    config.memory_efficiency)
 
 
 def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions,
@@ -196,17 +232,20 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
         crosses_wrap = rank == pp - 1 if x.kind == "F" else rank == 0
         return wrap if crosses_wrap else hop
 
-    order = pipeline_order(a.schedule, pp, m, v)
-    timeline = replay(order, m, S, time_s, p2p_s)
-    free = replay(order, m, S, time_s) if pp > 1 else timeline
-    busy = [sum((passes[t.action.kind, t.action.stage == S - 1] for t in r), PassTime(0.0, 0.0, 0.0))
-            for r in timeline.ranks]
+    order = cached_order(a.schedule, pp, m, v)
+    timed = replay_times(order, m, S, time_s, p2p_s, validate=False)  # pipeline_order's orders are well formed
+    makespan = max(r[-1][1] for r in timed)
+    free = max(r[-1][1] for r in replay_times(order, m, S, time_s, validate=False)) if pp > 1 else makespan
+    # Rank r runs m passes of each of its v chunks; the last rank's last chunk also carries the LM head.
+    chunk, head = passes["F", False] + passes["B", False], bt.passes["head_fwd"] + bt.passes["head_bwd"]
+    busy = [chunk * (m * v) + head * (m if r == pp - 1 else 0) for r in range(pp)]
     critical = max(range(pp), key=lambda r: (busy[r].time_s, -r))
-    makespan = timeline.makespan_s
-    bubble = free.makespan_s - busy[critical].time_s
-    sends = makespan - free.makespan_s
+    bubble = free - busy[critical].time_s
+    sends = makespan - free
+    last_backward = {x.stage: start for actions, rank in zip(order, timed)
+                     for x, (start, _) in zip(actions, rank) if x.kind == "B" and x.micro_batch == m - 1}
 
-    end, gather = _reduction_end_s(G, a, bt, timeline, m, options, bound, router, algorithms)
+    end, gather = _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms)
     dp = max(0.0, end - makespan) + gather
     embedding = _embedding_sync_s(G, a, bt, options, bound, router, algorithms)
     params = max(stage_parameters(bt, a, L, r, slot) for r in range(pp) for slot in range(a.tp))

@@ -101,7 +101,8 @@ def bound_stream(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequen
     if _nothing_to_reduce(groups, streams):
         return 0.0
     env, net, params, algorithm = _network(G, router, algorithms, kind)
-    times: dict[tuple, float] = {}
+    # Kept in the network's plan cache: a search bounds the same groups' buckets for many rows.
+    times: dict[tuple, float] = net.cache.setdefault(("bound_stream", kind, algorithm, params), {})
     end = 0.0
     for members, buckets in zip(groups, streams):
         clock = 0.0

@@ -27,6 +27,9 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
     if a.pp == 1:
         return training_memory(build_block(a, block, "both", options.dtype), setup)
     from simulator.pipeline.stage_memory import pipeline_memory, rank_parts  # the pipeline package builds on this
+    from simulator.pipeline.stage_step import check_pipeline_plan
+    m = micro_batches(options.global_batch, block.batch, a.dp)
+    check_pipeline_plan(a, m, options)  # NotApplicable: the row is skipped with the reason
     key = ("memory parts", a.tensor, block, options.recompute, options.vocab, options.dtype)
     parts = cache.get(key) if cache is not None else None
     if parts is None:
@@ -34,6 +37,5 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
         parts = [rank_parts(schedule, setup, r) for r in range(schedule.world_size)]
         if cache is not None:
             cache[key] = parts
-    m = micro_batches(options.global_batch, block.batch, a.dp)
     return pipeline_memory(parts, setup, options.dtype, a.pp, a.schedule, m, a.virtual_stages)
 

@@ -103,31 +103,54 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
                   router=None, algorithms: dict[str, str] | None = None,
                   progress: Callable[[str], None] | None = None,
                   variants: Callable[[TrainingArrangement], list[TrainingArrangement]] | None = None,
-                  cache: dict | None = None) -> list[PlanRow]:
+                  cache: dict | None = None, floor: Callable | None = None) -> list[PlanRow]:
     """Rows for ``candidates`` in the order of the module docstring. ``make_block(B)`` is the transformer
     block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row;
     ``variants(a)`` the schedules a row tries (default: ``a`` alone); ``cache`` keeps block times (and
-    whatever ``memory`` keeps there) across rows: they depend on the tensor arrangement and B only."""
+    whatever ``memory`` keeps there) across rows: they depend on the tensor arrangement and B only.
+    ``floor(G, a, block, options, router, algorithms, cache)``, a cheap lower bound of a variant's bound: variants are tried lowest floor first,
+    and one whose floor is not below the best fitting variant's bound is skipped (it cannot be chosen)."""
     candidates = list(candidates)
     router = router if router is not None else TopologyCache(G)  # routes and plans shared by every row
     cache = {} if cache is None else cache
     rows: list[PlanRow] = []
 
-    def one(a: TrainingArrangement, block) -> PlanRow:
+    def one(a: TrainingArrangement, block, beaten: Callable[[bool | None], bool] = lambda fits: False) -> PlanRow | None:
+        """``a``'s row, or None when ``beaten(fits)`` says a variant already found is better (memory first)."""
+        mem = memory(a, block, options) if memory is not None else None
+        fits = None if mem is None or device_bytes is None else mem.peak_bytes <= device_bytes
+        if beaten(fits):
+            return None
         bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms, cache=cache)
-        return PlanRow(a, bound, memory=memory(a, block, options) if memory is not None else None,
-                       device_bytes=device_bytes)
+        return PlanRow(a, bound, memory=mem, device_bytes=device_bytes)
 
     def bounded(a: TrainingArrangement, b: int) -> PlanRow:
         block, best, first = make_block(b), None, None
-        for variant in (variants(a) if variants is not None else [a]):
+        tries = list(enumerate(variants(a) if variants is not None else [a]))
+        floors: dict[int, float] = {}
+        if floor is not None and len(tries) > 1:
+            for i, variant in tries:
+                try:
+                    floors[i] = floor(G, variant, block, options, router, algorithms, cache)
+                except NotApplicable as error:
+                    first = first or error
+            tries = sorted(((i, v) for i, v in tries if i in floors), key=lambda t: (floors[t[0]], t[0]))
+        rank = None
+        for i, variant in tries:
+            if best is not None and best.fits is not False and floors.get(i, -1.0) >= best.bound.step_s:
+                break  # sorted by floor: no later variant can beat the best fitting one
+            def beaten(fits, i=i) -> bool:  # a variant that does not fit, at least as slow as the best: not chosen
+                return best is not None and fits is False and floors.get(i, -1.0) >= best.bound.step_s
             try:
-                row = one(variant, block)
+                row = one(variant, block, beaten)
             except NotApplicable as error:
                 first = first or error
                 continue
-            if best is None or (row.fits is False, row.bound.step_s) < (best.fits is False, best.bound.step_s):
-                best = row
+            if row is None:
+                continue
+            key = (row.fits is False, row.bound.step_s, i)
+            if best is None or key < rank:
+                best, rank = row, key
         if best is None:
             raise first
         return best
