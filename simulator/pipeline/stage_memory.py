@@ -96,6 +96,24 @@ def peak_in_flight(actions: list[Action], stages: int, weight) -> dict[str, int]
     return best
 
 
+_UNIFORM: dict[tuple, dict[str, int]] = {}
+"""Walks of ranks whose passes all weigh the same, by (schedule, pp, micro-batches, v, rank): their counts do
+not depend on the weights."""
+
+
+def _in_flight(order, key: tuple, stages: int, layers_bytes: int, first_bytes: int, last_bytes: int) -> dict[str, int]:
+    """``peak_in_flight`` of rank ``key[-1]`` of ``order`` (``key``: its schedule, pp, m, v, rank): walked with
+    its weights where its passes differ (the first stage's embedding, the last's LM head), else counted once."""
+    rank = key[-1]
+    weights = {s: layers_bytes + (first_bytes if s == 0 else 0) + (last_bytes if s == stages - 1 else 0)
+               for s in range(rank, stages, len(order))}
+    if len(set(weights.values())) > 1:
+        return peak_in_flight(order[rank], stages, weights.__getitem__)
+    if key not in _UNIFORM:
+        _UNIFORM[key] = peak_in_flight(order[rank], stages, lambda s: 1)
+    return _UNIFORM[key]
+
+
 @dataclass(frozen=True)
 class PipelineMemory:
     """Every pipeline stage's memory breakdown; the arrangement's figures are the worst stage's."""
@@ -127,7 +145,8 @@ class PipelineMemory:
         return out
 
 
-def _stage_items(parts: RankParts, setup: TrainingSetup, dtype: str, pp: int, v: int, order, rank: int) -> list[Item]:
+def _stage_items(parts: RankParts, setup: TrainingSetup, dtype: str, pp: int, v: int, order, key: tuple) -> list[Item]:
+    rank = key[-1]
     L, S = setup.layers, pp * v
     per = L // S
     first, last = rank == 0, rank == pp - 1
@@ -139,8 +158,7 @@ def _stage_items(parts: RankParts, setup: TrainingSetup, dtype: str, pp: int, v:
     layer = sum(k.nbytes for k in parts.layer_kept)
     head_first = sum(k.nbytes for k in parts.first_kept)
     head_last = sum(k.nbytes for k in parts.last_kept)
-    weight = {s: per * layer + (head_first if s == 0 else 0) + (head_last if s == S - 1 else 0) for s in range(S)}
-    n = peak_in_flight(order[rank], S, weight.__getitem__)
+    n = _in_flight(order, key, S, per * layer, head_first, head_last)
     passes = n["passes"]
     items += [Item("activations", f"{k.what} (x {per * passes} layers: {passes} passes of {per} in flight)",
                    k.nbytes * per * passes) for k in parts.layer_kept]
@@ -165,7 +183,8 @@ def pipeline_memory(parts: list[RankParts], setup: TrainingSetup, dtype: str, pp
     for rank in range(pp):
         best = None
         for p in distinct:
-            items = _stage_items(p, setup, dtype, pp, virtual_stages, order, rank)
+            items = _stage_items(p, setup, dtype, pp, virtual_stages, order,
+                                 (schedule, pp, micro_batches, virtual_stages, rank))
             peak = sum(i.nbytes for i in items)
             if best is None or peak > best[0]:
                 best = (peak, parts.index(p), items)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 
 import networkx as nx
 
@@ -67,7 +68,7 @@ __all__ = ["cached_order", "check_pipeline_plan", "pipeline_floor_s", "pipeline_
 log = logging.getLogger(__name__)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)
 def cached_order(schedule: str, pp: int, micro_batches: int, virtual_stages: int) -> list[list[Action]]:
     """``pipeline_order``, kept: the search replays one order for many stage times (read it, never change it)."""
     return pipeline_order(schedule, pp, micro_batches, virtual_stages)
@@ -151,10 +152,11 @@ def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms
     groups, streams = [], []
     heaviest = max(range(a.tp), key=lambda r: (sum(bt.layer_el[r]) + bt.word_el[r], -r))
     for rank in (sorted({0, a.pp - 1}) if bound else range(a.pp)):
-        raw = [_gradient_stream(bt, a, last_backward, rank, slot, options.layers, per_byte) for slot in range(a.tp)]
+        # The bound: the group of the tensor-parallel rank with the most gradient bytes stands for its stage.
+        slots = [heaviest] if bound else range(a.tp)
+        raw = [_gradient_stream(bt, a, last_backward, rank, slot, options.layers, per_byte) for slot in slots]
         buckets, members = aligned_stream_buckets(raw, options.bucket_bytes), dp_groups(G, a, rank)
-        if bound:  # the group of the tensor-parallel rank with the most gradient bytes stands for its stage
-            buckets, members = [buckets[heaviest]], [members[heaviest]]
+        members = [members[slot] for slot in slots]
         groups += members
         streams += buckets
     run = bound_stream if bound else simulate_waves
@@ -204,8 +206,10 @@ def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, opt
 
 def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions,
                        bound: bool = False, router=None, algorithms: dict[str, str] | None = None,
-                       cache: dict | None = None) -> StepTime:
-    """The step of pipelined ``a`` (module docstring); NotApplicable where sizes or ZeRO do not allow it."""
+                       cache: dict | None = None, split: bool = True) -> StepTime:
+    """The step of pipelined ``a`` (module docstring); NotApplicable where sizes or ZeRO do not allow it.
+    ``split=False`` leaves ``bubble_s`` and ``pp_comm_s`` NaN and skips the replay with free sends that
+    splits them (the search compares schedules by step time, and splits only the one it keeps)."""
     m = micro_batches(options.global_batch, block.batch, a.dp)
     check_pipeline_plan(a, m, options)
     pp, v, L = a.pp, a.virtual_stages, options.layers
@@ -233,17 +237,28 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
         return wrap if crosses_wrap else hop
 
     order = cached_order(a.schedule, pp, m, v)
-    timed = replay_times(order, m, S, time_s, p2p_s, validate=False)  # pipeline_order's orders are well formed
-    makespan = max(r[-1][1] for r in timed)
-    free = max(r[-1][1] for r in replay_times(order, m, S, time_s, validate=False)) if pp > 1 else makespan
+    key = ("pipeline replay", a, m, tuple(times.items()), hop, wrap)
+    replayed = cache.get(key) if cache is not None else None
+    if replayed is None:
+        timed = replay_times(order, m, S, time_s, p2p_s, validate=False)  # pipeline_order's are well formed
+        replayed = (max(r[-1][1] for r in timed),
+                    {x.stage: start for actions, rank in zip(order, timed)
+                     for x, (start, _) in zip(actions, rank) if x.kind == "B" and x.micro_batch == m - 1})
+        if cache is not None:
+            cache[key] = replayed
+    makespan, last_backward = replayed
+    if pp == 1:
+        free = makespan
+    elif split:
+        free = max(r[-1][1] for r in replay_times(order, m, S, time_s, validate=False))
+    else:
+        free = math.nan
     # Rank r runs m passes of each of its v chunks; the last rank's last chunk also carries the LM head.
     chunk, head = passes["F", False] + passes["B", False], bt.passes["head_fwd"] + bt.passes["head_bwd"]
     busy = [chunk * (m * v) + head * (m if r == pp - 1 else 0) for r in range(pp)]
     critical = max(range(pp), key=lambda r: (busy[r].time_s, -r))
     bubble = free - busy[critical].time_s
     sends = makespan - free
-    last_backward = {x.stage: start for actions, rank in zip(order, timed)
-                     for x, (start, _) in zip(actions, rank) if x.kind == "B" and x.micro_batch == m - 1}
 
     end, gather = _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms)
     dp = max(0.0, end - makespan) + gather

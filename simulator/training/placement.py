@@ -29,6 +29,8 @@ Example::
 
 from __future__ import annotations
 
+import weakref
+
 import networkx as nx
 
 from simulator.errors import InputError
@@ -45,8 +47,15 @@ def _rank_slots(a: TrainingArrangement) -> list[int]:
     return placement_indices(a.tensor.placement, a.tp, a.tp, grid)
 
 
+_GPUS: "weakref.WeakKeyDictionary[nx.DiGraph, tuple[int, list[str]]]" = weakref.WeakKeyDictionary()
+"""``gpu_nodes`` per graph (with its node count, to notice a graph grown since): a search asks thousands of times."""
+
+
 def _gpus(G: nx.DiGraph, a: TrainingArrangement) -> list[str]:
-    gpus = gpu_nodes(G)
+    known = _GPUS.get(G)
+    if known is None or known[0] != G.number_of_nodes():
+        known = _GPUS[G] = (G.number_of_nodes(), gpu_nodes(G))
+    gpus = known[1]
     if a.gpus > len(gpus):
         raise InputError(f"{a.label} needs {a.gpus} GPUs; the topology {G.graph.get('name', '?')} has {len(gpus)}")
     return gpus

@@ -121,7 +121,8 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
         fits = None if mem is None or device_bytes is None else mem.peak_bytes <= device_bytes
         if beaten(fits):
             return None
-        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms, cache=cache)
+        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms, cache=cache,
+                          split=False)
         return PlanRow(a, bound, memory=mem, device_bytes=device_bytes)
 
     def bounded(a: TrainingArrangement, b: int) -> PlanRow:
@@ -153,6 +154,10 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
                 best, rank = row, key
         if best is None:
             raise first
+        if best.arrangement.pp > 1:  # the kept schedule's bubble and pipeline communication, split
+            best = PlanRow(best.arrangement, step_time(G, best.arrangement, block, options, bound=True, router=router,
+                                                       algorithms=algorithms, cache=cache),
+                           memory=best.memory, device_bytes=device_bytes)
         return best
 
     for a in candidates:

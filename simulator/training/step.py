@@ -212,15 +212,16 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
 
 
 def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
-              router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> StepTime:
+              router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None,
+              split: bool = True) -> StepTime:
     """The step of ``a`` training ``options.layers`` blocks like ``block`` (its batch is the micro-batch);
     NotApplicable where sizes do not divide (module docstring). Pipelined arrangements (pp > 1) are timed by
-    ``simulator.pipeline.stage_step``; ``cache`` as ``block_times``'s."""
+    ``simulator.pipeline.stage_step`` (``split`` as its); ``cache`` as ``block_times``'s."""
     if block.name != "transformer":
         raise InputError(f"a training step needs a transformer block, got {block.name}")
     if a.pp > 1:
         from simulator.pipeline.stage_step import pipeline_step_time  # the pipeline package builds on this one
-        return pipeline_step_time(G, a, block, options, bound, router, algorithms, cache)
+        return pipeline_step_time(G, a, block, options, bound, router, algorithms, cache, split)
     m = micro_batches(options.global_batch, block.batch, a.dp)
     dtype, L = options.dtype, options.layers
     bt = block_times(G, a, block, options, bound, router, algorithms, cache)
