@@ -105,3 +105,35 @@ def test_megatron_rank_order_puts_stages_on_consecutive_blocks_of_gpus():
 def test_what_a_pipeline_cannot_run_is_not_applicable(G, a, options, match):
     with pytest.raises(NotApplicable, match=match):
         step_time(G, a, BLOCK, options, bound=True)
+
+
+@pytest.mark.parametrize("schedule,pp,v", [("1f1b", 2, 1), ("1f1b", 4, 1), ("gpipe", 2, 1), ("interleaved", 2, 2),
+                                           ("interleaved", 4, 2)])
+@pytest.mark.parametrize("vocab", [None, 5000])
+def test_the_search_floor_never_exceeds_the_bound(G, schedule, pp, v, vocab):
+    # The search skips a schedule whose floor is not below the best bound: a floor above its own bound could
+    # skip the winner.
+    from simulator.pipeline.stage_step import pipeline_floor_s
+
+    a = TrainingArrangement(Arrangement("1d", (4,)), 8 // pp, pp, schedule, v)
+    options = StepOptions(global_batch=32, layers=8, vocab=vocab, zero=1)
+    floor = pipeline_floor_s(G, a, BLOCK, options)
+    bound = step_time(G, a, BLOCK, options, bound=True)
+    assert floor <= bound.step_s * (1 + 1e-12)
+
+
+def test_pruned_search_keeps_what_the_exhaustive_one_keeps(G):
+    from simulator.pipeline.search_space import pipelined, schedule_variants
+    from simulator.pipeline.stage_step import pipeline_floor_s
+    from simulator.training.search import plan_training
+
+    options = StepOptions(global_batch=32, layers=8, vocab=5000)
+    base = [TrainingArrangement(Arrangement("1d", (4,)), 8), TrainingArrangement(Arrangement("2d", (2, 2, 1)), 8)]
+    candidates = pipelined(base, (1, 2, 4))
+
+    def plan(floor):
+        rows = plan_training(G, candidates, lambda b: Workload.transformer(b, 128, 256, 4), options, simulate_top=0,
+                             variants=lambda a: schedule_variants(a, 8), floor=floor)
+        return [(r.arrangement.label, r.best.micro_batch, r.best.step_s, r.best.bubble_s) for r in rows]
+
+    assert plan(pipeline_floor_s) == plan(None)
