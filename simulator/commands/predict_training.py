@@ -4,6 +4,7 @@
                   [--batch B] [--layers L] [--zero Z] [--recompute R] [--optimizer O] [--algos ...]
                   [--tp-sizes 1,8,64] [--pp-sizes 1,8,16] [--schedule S] [--virtual-stages V]
                   [--simulate-top K] [--bucket-mb MB] [--json] [--csv FILE] [--png FILE]
+                  [--trace FILE [--trace-row N]]
 
 Every ``simulator.training`` arrangement (pure data parallelism, and each algorithm's grids of every tp
 size), cut into every pipeline size (``simulator.pipeline.search_space``: each row keeps its fastest
@@ -32,7 +33,10 @@ from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.memory import usable_device_bytes
 from simulator.pipeline.search_space import check_schedule_flags, pipeline_sizes, pipelined, schedule_variants
+from simulator.network.topology_cache import TopologyCache
 from simulator.pipeline.stage_step import pipeline_floor_s
+from simulator.pipeline.trace import step_trace
+from simulator.timing.trace import write_trace
 from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
@@ -67,6 +71,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    "(default: 1f1b and interleaved with every v dividing a stage's layers, the fastest that fits)")
     g.add_argument("--virtual-stages", type=int, metavar="V", help="pin interleaved 1F1B's model chunks per "
                    "pipeline rank (implies --schedule interleaved)")
+    g.add_argument("--trace", metavar="FILE", help="write the chosen plan's step as a Chrome / Perfetto trace "
+                   "(a track per pipeline stage: forwards, backwards, bubbles, sends, DP reduction)")
+    g.add_argument("--trace-row", type=int, metavar="N", help="trace row N of the table instead of the plan")
     g.add_argument("--simulate-top", type=int, default=4, metavar="K", help="simulate the K fitting "
                    "arrangements with the best bound (default 4); the rest show their contention-free bound")
     g.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB", help="gradient bucket size in MB "
@@ -114,12 +121,18 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
 
     device = G.nodes[gpu_nodes(G)[0]]["device"]
     usable = usable_device_bytes(device)
+    if args.trace_row is not None and not args.trace:
+        raise InputError(f"--trace-row {args.trace_row} needs --trace FILE")
     cache: dict = {}  # block times and memory parts, shared by every pipeline size and schedule of a row
+    router = TopologyCache(G)
     with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:
         rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top,
                              functools.partial(memory_of, cache=cache), usable, algorithms=overrides,
-                             progress=lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s)
+                             progress=lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s,
+                             router=router)
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
+    if args.trace:
+        _write_step_trace(args, G, rows, make_block, options, router, overrides, cache)
     title = _title(args, G, workload, options, device, usable)
     if args.csv:
         _write_csv(args.csv, records)
@@ -131,10 +144,26 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         return 0
     for line in table_lines(rows, title, options, usable):
         print(line)
-    for label, path in (("csv", args.csv), ("png", args.png)):
+    for label, path in (("csv", args.csv), ("png", args.png), ("trace", args.trace)):
         if path:
             print(f"{label}: {path}")
     return 0
+
+
+def _write_step_trace(args, G, rows, make_block, options, router, overrides, cache) -> None:
+    """``--trace``: the step of the plan (the best simulated fitting row) or of ``--trace-row N``."""
+    listed = [r for r in rows if not r.skipped]
+    if args.trace_row is not None:
+        if not 1 <= args.trace_row <= len(listed):
+            raise InputError(f"--trace-row {args.trace_row}: the table has rows 1 to {len(listed)}")
+        row = listed[args.trace_row - 1]
+    else:
+        row = next((r for r in listed if r.fits is not False and r.simulated), None)
+        if row is None:
+            raise InputError("--trace: no fitting row was simulated to trace; give --trace-row N")
+    trace = step_trace(G, row.arrangement, make_block(row.best.micro_batch), options, bound=row.simulated is None,
+                       router=router, algorithms=overrides, cache=cache)
+    write_trace(args.trace, trace)
 
 
 def _title(args, G, workload, options, device, usable) -> str:

@@ -62,8 +62,8 @@ from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime, block_times
 from simulator.workloads.workload import Workload
 
-__all__ = ["cached_order", "check_pipeline_plan", "pipeline_floor_s", "pipeline_step_time", "stage_passes",
-           "stage_parameters"]
+__all__ = ["boundary_sends_s", "cached_order", "check_pipeline_plan", "crossing_s", "pipeline_floor_s",
+           "pipeline_step_time", "stage_passes", "stage_parameters"]
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,30 @@ def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms
     return end, gather
 
 
+def boundary_sends_s(G: nx.DiGraph, a: TrainingArrangement, bt: BlockTimes, block: Workload, bound: bool, router,
+                     algorithms, cache: dict | None) -> tuple[float, float]:
+    """Seconds for one boundary's sends between pipeline ranks r and r + 1, and from the last back to the first
+    (interleaved schedules' chunk wrap); (0, 0) without a pipeline."""
+    if a.pp == 1:
+        return 0.0, 0.0
+    key = ("pipeline sends", a.tensor, a.pp, a.dp, block.batch, bound)
+    hop = cache.get(key) if cache is not None else None
+    if hop is None:
+        hop = _boundary_s(G, a, bt, 0, 1, bound, router, algorithms)
+        if cache is not None:
+            cache[key] = hop
+    return hop, _boundary_s(G, a, bt, a.pp - 1, 0, bound, router, algorithms) if a.virtual_stages > 1 else hop
+
+
+def crossing_s(pp: int, hop: float, wrap: float):
+    """``p2p_s`` for the replay: an action's output crosses to rank (stage +- 1) % pp, the wrap from the last
+    rank to the first (forward) or back (backward)."""
+    def p2p_s(x: Action) -> float:
+        rank = x.stage % pp
+        return wrap if (rank == pp - 1 if x.kind == "F" else rank == 0) else hop
+    return p2p_s
+
+
 def _embedding_sync_s(G, a, bt, options, bound, router, algorithms) -> float:
     """The tied word embedding's gradient all-reduce between each first-stage GPU and its last-stage peer."""
     if a.pp == 1 or not options.vocab:
@@ -221,20 +245,8 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
     def time_s(x: Action) -> float:
         return times[x.kind, x.stage == S - 1]
 
-    hop = wrap = 0.0
-    if pp > 1:
-        key = ("pipeline sends", a.tensor, a.pp, a.dp, block.batch, bound)
-        hop = cache.get(key) if cache is not None else None
-        if hop is None:
-            hop = _boundary_s(G, a, bt, 0, 1, bound, router, algorithms)
-            if cache is not None:
-                cache[key] = hop
-        wrap = _boundary_s(G, a, bt, pp - 1, 0, bound, router, algorithms) if v > 1 else hop
-
-    def p2p_s(x: Action) -> float:  # x's output crosses to rank (x.stage +- 1) % pp
-        rank = x.stage % pp
-        crosses_wrap = rank == pp - 1 if x.kind == "F" else rank == 0
-        return wrap if crosses_wrap else hop
+    hop, wrap = boundary_sends_s(G, a, bt, block, bound, router, algorithms, cache)
+    p2p_s = crossing_s(pp, hop, wrap)
 
     order = cached_order(a.schedule, pp, m, v)
     key = ("pipeline replay", a, m, tuple(times.items()), hop, wrap)
