@@ -7,9 +7,9 @@ and the 96 layers, 1F1B and interleaved schedules) bounded and the leading 4 tha
 memory per GPU and stage: on 40 GB A100s (``dgx-a100:128``) with ZeRO-0 and ZeRO-1 (Megatron-LM's
 distributed optimizer), and on 80 GB A100s (``dgx-a100-80gb:128``, the servers Narayanan et al. 2021
 trained it on) with ZeRO-0, the issue's target: under 60 s on one core (the command is single-threaded,
-so its CPU seconds are its time on one core; wall time grows with whatever else shares the machine). The command a user types runs in a fresh process, timed from start to exit: wall seconds,
-CPU seconds (user + system) and peak memory; the target is under 60 s of wall time on the development
-machine. Fixed inputs, no randomness: the figures vary only with the machine and what else runs there.
+so its CPU seconds are its time on one core; wall time grows with whatever else shares the machine). The
+command a user types runs in a fresh process, timed from start to exit: wall seconds, CPU seconds (user +
+system) and peak memory. Fixed inputs, no randomness: the figures vary only with the machine and what else runs there.
 """
 
 from __future__ import annotations

@@ -214,9 +214,9 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         if over:
             lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
             lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]
-        lines.append("  B: micro-batch, m: micro-batches per step; step = compute + TP comm + pipeline bubble + PP comm + "
-                     "DP comm (exposed); states: parameters + gradients + optimizer; acts: kept activations; peak per "
-                     "GPU (pipelines: the worst stage's)")
+        lines.append("  B: micro-batch, m: micro-batches per step; step = compute + TP comm + pipeline bubble + "
+                     "PP comm + DP comm (exposed); states: parameters + gradients + optimizer; acts: kept "
+                     "activations; peak per GPU (pipelines: the worst stage's)")
         lines.append("  simulated: flow network, contention included; bound: contention-free analytic "
                      "(not simulated: --simulate-top K)")
     if skipped:

@@ -77,11 +77,12 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
     if a.algorithm in _MODES:
         depth = f", depth={grid[2]}" if a.algorithm == "summa25d" else ""
         tensor = f"tensor=dict(mode='{_MODES[a.algorithm]}', size={a.tp}{depth})"
+        placed = [f"  ranks placed {a.tensor.placement} inside each tensor-parallel group"] \
+            if a.tensor.placement else []
         if a.pp == 1:
             return [f"Colossal-AI: parallel = dict({tensor})",
                     f"  data-parallel size {a.dp} = {a.gpus} / {a.tp}, derived by Colossal-AI; micro-batch "
-                    f"{micro_batch}, global batch {global_batch}"] + \
-                ([f"  ranks placed {a.tensor.placement} inside each tensor-parallel group"] if a.tensor.placement else [])
+                    f"{micro_batch}, global batch {global_batch}"] + placed
         m = global_batch // (micro_batch * a.dp)
         chunks = f"; model num_chunks={a.virtual_stages} (InterleavedPipelineSchedule)" \
             if a.schedule == "interleaved" else ""

@@ -108,14 +108,16 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
     block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row;
     ``variants(a)`` the schedules a row tries (default: ``a`` alone); ``cache`` keeps block times (and
     whatever ``memory`` keeps there) across rows: they depend on the tensor arrangement and B only.
-    ``floor(G, a, block, options, router, algorithms, cache)``, a cheap lower bound of a variant's bound: variants are tried lowest floor first,
+    ``floor(G, a, block, options, router, algorithms, cache)``, a cheap lower bound of a variant's bound:
+    variants are tried lowest floor first,
     and one whose floor is not below the best fitting variant's bound is skipped (it cannot be chosen)."""
     candidates = list(candidates)
     router = router if router is not None else TopologyCache(G)  # routes and plans shared by every row
     cache = {} if cache is None else cache
     rows: list[PlanRow] = []
 
-    def one(a: TrainingArrangement, block, beaten: Callable[[bool | None], bool] = lambda fits: False) -> PlanRow | None:
+    def one(a: TrainingArrangement, block,
+            beaten: Callable[[bool | None], bool] = lambda fits: False) -> PlanRow | None:
         """``a``'s row, or None when ``beaten(fits)`` says a variant already found is better (memory first)."""
         mem = memory(a, block, options) if memory is not None else None
         fits = None if mem is None or device_bytes is None else mem.peak_bytes <= device_bytes
