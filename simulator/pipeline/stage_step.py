@@ -68,9 +68,11 @@ __all__ = ["boundary_sends_s", "cached_order", "check_pipeline_plan", "crossing_
 log = logging.getLogger(__name__)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=1024)
 def cached_order(schedule: str, pp: int, micro_batches: int, virtual_stages: int) -> list[list[Action]]:
-    """``pipeline_order``, kept: the search replays one order for many stage times (read it, never change it)."""
+    """``pipeline_order``, kept: the search replays one order for many stage times (read it, never change it).
+    A 1,024-GPU search asks for some 600 orders, each again for every algorithm of the same tp: a smaller
+    cache than all of them generated the orders anew, a third of the search's time (about 100 MB kept)."""
     return pipeline_order(schedule, pp, micro_batches, virtual_stages)
 
 
