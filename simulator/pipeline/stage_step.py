@@ -71,8 +71,8 @@ log = logging.getLogger(__name__)
 @functools.lru_cache(maxsize=1024)
 def cached_order(schedule: str, pp: int, micro_batches: int, virtual_stages: int) -> list[list[Action]]:
     """``pipeline_order``, kept: the search replays one order for many stage times (read it, never change it).
-    A 1,024-GPU search asks for some 600 orders, each again for every algorithm of the same tp: a smaller
-    cache than all of them generated the orders anew, a third of the search's time (about 100 MB kept)."""
+    The GPT-3 175B search on 1,024 GPUs asks 1,823 times for 155 orders, each again for every algorithm of
+    the same tp: a cache of 32 generated them anew, a third of the search's time (about 100 MB kept)."""
     return pipeline_order(schedule, pp, micro_batches, virtual_stages)
 
 
