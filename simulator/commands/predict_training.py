@@ -1,17 +1,21 @@
-"""`tpsim predict --global-batch G`: which tensor x data arrangement trains a whole model fastest and fits.
+"""`tpsim predict --global-batch G`: which tensor x pipeline x data arrangement trains a whole model fastest and fits.
 
     tpsim predict --gpus P --topology T (--model NAME | --workload transformer ...) --global-batch G
                   [--batch B] [--layers L] [--zero Z] [--recompute R] [--optimizer O] [--algos ...]
-                  [--tp-sizes 1,8,64] [--simulate-top K] [--bucket-mb MB] [--json] [--csv FILE] [--png FILE]
+                  [--tp-sizes 1,8,64] [--pp-sizes 1,8,16] [--schedule S] [--virtual-stages V]
+                  [--simulate-top K] [--bucket-mb MB] [--json] [--csv FILE] [--png FILE]
+                  [--trace FILE [--trace-row N]]
 
 Every ``simulator.training`` arrangement (pure data parallelism, and each algorithm's grids of every tp
-size) is bounded, the leading ``--simulate-top`` fitting ones are simulated (``simulator.training.search``)
+size), cut into every pipeline size (``simulator.pipeline.search_space``: each row keeps its fastest
+fitting schedule), is bounded, the leading ``--simulate-top`` fitting ones are simulated (``simulator.training.search``)
 and the table ranks them: fitting rows first by step time (simulated, then bounds), then those that do not
 fit with their peak memory against the device's usable memory, then the skipped ones with the reason.
 The best simulated row gets its launch line. ``--batch`` fixes the micro-batch; without it each
 arrangement gets the smallest one it can build, doubled while it fits and the step gets faster.
-``--json`` prints the rows (``PlanRow.to_dict``: arrangement, algorithm, grid, tp, dp, micro_batch,
-step_time_s, tokens_per_s, mfu, compute_s, tp_comm_s, dp_comm_s, memory, fits, ...).
+``--json`` prints the rows (``PlanRow.to_dict``: arrangement, algorithm, grid, tp, pp, dp, schedule,
+virtual_stages, micro_batch, step_time_s, tokens_per_s, mfu, compute_s, tp_comm_s, bubble_s, pp_comm_s,
+dp_comm_s, memory (with ``stages``: each pipeline stage's), fits, ...).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import functools
 import math
 import sys
 
@@ -28,6 +33,11 @@ from simulator.commands.training_args import add_model_state_arguments
 from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.memory import usable_device_bytes
+from simulator.pipeline.search_space import check_schedule_flags, pipeline_sizes, pipelined, schedule_variants
+from simulator.network.topology_cache import TopologyCache
+from simulator.pipeline.stage_step import pipeline_floor_s
+from simulator.pipeline.trace import step_trace
+from simulator.timing.trace import write_trace
 from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
@@ -42,20 +52,30 @@ from topologies import gpu_nodes
 
 __all__ = ["add_training_plan_arguments", "training_plan_command", "CSV_FIELDS"]
 
-CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp", "micro_batch", "micro_batches",
-              "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s",
-              "tp_comm_s",
-              "dp_comm_s", "optimizer_s", "peak_bytes", "fits", "status", "reason")
+CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "pp", "dp", "schedule", "virtual_stages",
+              "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu",
+              "hfu", "tflops_per_gpu", "compute_s", "tp_comm_s", "bubble_s", "pp_comm_s", "dp_comm_s", "optimizer_s",
+              "peak_bytes", "fits", "status", "reason")
 
 
 def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The whole-model options of `tpsim predict` (they apply with ``--global-batch``)."""
-    g = parser.add_argument_group("training plan (with --global-batch: the whole model, tensor x data parallel)")
+    g = parser.add_argument_group("training plan (with --global-batch: the whole model, tensor x pipeline x data "
+                                  "parallel)")
     g.add_argument("--global-batch", type=int, metavar="G", help="sequences per training step; turns on the "
                    "whole-model plan (--batch is then the micro-batch, searched when not given)")
     add_model_state_arguments(g)
     g.add_argument("--tp-sizes", metavar="T,T", help="tensor-parallel sizes to try (default: every divisor of "
                    "--gpus up to 64; 1 is pure data parallelism)")
+    g.add_argument("--pp-sizes", metavar="P,P", help="pipeline sizes to try (default: every divisor of --gpus "
+                   "that divides the layers; 1 is no pipeline)")
+    g.add_argument("--schedule", choices=("1f1b", "interleaved", "gpipe"), help="pin the pipeline schedule "
+                   "(default: 1f1b and interleaved with every v dividing a stage's layers, the fastest that fits)")
+    g.add_argument("--virtual-stages", type=int, metavar="V", help="pin interleaved 1F1B's model chunks per "
+                   "pipeline rank (implies --schedule interleaved)")
+    g.add_argument("--trace", metavar="FILE", help="write the chosen plan's step as a Chrome / Perfetto trace "
+                   "(a track per pipeline stage: forwards, backwards, bubbles, sends, DP reduction)")
+    g.add_argument("--trace-row", type=int, metavar="N", help="trace row N of the table instead of the plan")
     g.add_argument("--simulate-top", type=int, default=4, metavar="K", help="simulate the K fitting "
                    "arrangements with the best bound (default 4); the rest show their contention-free bound")
     g.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB", help="gradient bucket size in MB "
@@ -93,17 +113,30 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
                          f"{MAX_GLOBAL_BATCH:,}")
     options = _options(args, workload)
     sizes = tp_sizes_of(args.gpus, args.tp_sizes)
-    candidates = training_arrangements(args.gpus, algorithms, placements, sizes, args.overlap)
+    check_schedule_flags(args.schedule, args.virtual_stages)
+    pps = pipeline_sizes(args.gpus, options.layers, args.pp_sizes)
+    candidates = pipelined(training_arrangements(args.gpus, algorithms, placements, sizes, args.overlap), pps)
+
+    def variants(a):
+        return schedule_variants(a, options.layers, args.schedule, args.virtual_stages)
 
     def make_block(b: int) -> Workload:
         return workload.with_batch(b)
 
     device = G.nodes[gpu_nodes(G)[0]]["device"]
     usable = usable_device_bytes(device)
+    if args.trace_row is not None and not args.trace:
+        raise InputError(f"--trace-row {args.trace_row} needs --trace FILE")
+    cache: dict = {}  # block times and memory parts, shared by every pipeline size and schedule of a row
+    router = TopologyCache(G)
     with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:
-        rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top, memory_of, usable,
-                             algorithms=overrides, progress=lambda _: bar.update())
+        rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top,
+                             functools.partial(memory_of, cache=cache), usable, algorithms=overrides,
+                             progress=lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s,
+                             router=router)
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
+    if args.trace:
+        _write_step_trace(args, G, rows, make_block, options, router, overrides, cache)
     title = _title(args, G, workload, options, device, usable)
     if args.csv:
         _write_csv(args.csv, records)
@@ -118,10 +151,26 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     note = selective_note(workload.attention, options.recompute)
     if note:
         print(f"  note: {note}")
-    for label, path in (("csv", args.csv), ("png", args.png)):
+    for label, path in (("csv", args.csv), ("png", args.png), ("trace", args.trace)):
         if path:
             print(f"{label}: {path}")
     return 0
+
+
+def _write_step_trace(args, G, rows, make_block, options, router, overrides, cache) -> None:
+    """``--trace``: the step of the plan (the best simulated fitting row) or of ``--trace-row N``."""
+    listed = [r for r in rows if not r.skipped]
+    if args.trace_row is not None:
+        if not 1 <= args.trace_row <= len(listed):
+            raise InputError(f"--trace-row {args.trace_row}: the table has rows 1 to {len(listed)}")
+        row = listed[args.trace_row - 1]
+    else:
+        row = next((r for r in listed if r.fits is not False and r.simulated), None)
+        if row is None:
+            raise InputError("--trace: no fitting row was simulated to trace; give --trace-row N")
+    trace = step_trace(G, row.arrangement, make_block(row.best.micro_batch), options, bound=row.simulated is None,
+                       router=router, algorithms=overrides, cache=cache)
+    write_trace(args.trace, trace)
 
 
 def _title(args, G, workload, options, device, usable) -> str:
@@ -146,7 +195,8 @@ def _row(i, r, width: int, best: float) -> str:
     acts = _gb(None if m is None else m.activations_bytes)
     return (f"  {i:>3}  {r.arrangement.label:<{width}}  {s.micro_batch:>3} {s.micro_batches:>4}  "
             f"{format_time(s.step_s):>10}  {s.tokens_per_s:>9,.0f}  {100 * s.mfu:>5.1f}%  "
-            f"{format_time(s.tp_comm_s):>10}  {format_time(s.dp_comm_s):>10}  {states:>10}  {acts:>9}  {mem:>10}  "
+            f"{format_time(s.tp_comm_s):>10}  {format_time(s.bubble_s):>10}  {format_time(s.pp_comm_s):>10}  "
+            f"{format_time(s.dp_comm_s):>10}  {states:>10}  {acts:>9}  {mem:>10}  "
             f"{s.step_s / best:>6.2f}x  {s.model}")
 
 
@@ -163,7 +213,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         width = max(len(r.arrangement.label) for r in shown)
         best = (fit or over)[0].best.step_s
         lines.append(f"  {'#':>3}  {'arrangement':<{width}}  {'B':>3} {'m':>4}  {'step':>10}  {'tokens/s':>9}  "
-                     f"{'MFU':>6}  {'TP comm':>10}  {'DP comm':>10}  {'states':>10}  {'acts':>9}  {'peak':>10}  "
+                     f"{'MFU':>6}  {'TP comm':>10}  {'bubble':>10}  {'PP comm':>10}  {'DP comm':>10}  {'states':>10}  "
+                     f"{'acts':>9}  {'peak':>10}  "
                      f"{'vs best':>7}")
         lines += [_row(i, r, width, best) for i, r in enumerate(fit, 1)]
         if not fit:
@@ -172,8 +223,9 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         if over:
             lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
             lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]
-        lines.append("  B: micro-batch, m: micro-batches per step; step = compute + TP comm + DP comm (exposed); "
-                     "states: parameters + gradients + optimizer; acts: kept activations; peak per GPU")
+        lines.append("  B: micro-batch, m: micro-batches per step; step = compute + TP comm + pipeline bubble + "
+                     "PP comm + DP comm (exposed); states: parameters + gradients + optimizer; acts: kept "
+                     "activations; peak per GPU (pipelines: the worst stage's)")
         lines.append("  simulated: flow network, contention included; bound: contention-free analytic "
                      "(not simulated: --simulate-top K)")
     if skipped:
@@ -186,7 +238,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
     if winner is not None:
         lines.append(f"  launch {winner.arrangement.label}:")
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
-                                                         options.global_batch, options.zero, options.recompute)]
+                                                         options.global_batch, options.zero, options.recompute,
+                                                         options.layers)]
     return lines
 
 

@@ -18,8 +18,13 @@ module              what it holds
 ``tensors``         the step's global input and output tensors, by name
 ``reference``       the step's dense float64 reference
 ``proof``           the step run in the numpy interpreter against the reference
+``stage_step``      a pipelined training step from block times: the replay, sends, per-stage DP
+                    reduction, tied-embedding all-reduce, optimizer; the search's floor
+``stage_memory``    memory per pipeline stage: its layers' states and the activations in flight
+``search_space``    pipeline sizes, pipelined candidates and the schedules each tries in the planner
+``trace``           a planned step as a Perfetto trace, a process per pipeline stage
 ==================  ================================================================================
 """
 
-__all__ = ["block", "closed_forms", "head", "lower", "names", "order", "printout", "proof", "reference", "templates",
-           "tensors", "timeline"]
+__all__ = ["block", "closed_forms", "head", "lower", "names", "order", "printout", "proof", "reference",
+           "search_space", "stage_memory", "stage_step", "templates", "tensors", "timeline", "trace"]

@@ -25,7 +25,7 @@ from typing import Callable
 from simulator.errors import ScheduleError
 from simulator.pipeline.order import Action
 
-__all__ = ["Timed", "Timeline", "replay", "validate_order"]
+__all__ = ["Timed", "Timeline", "replay", "replay_times", "validate_order"]
 
 
 @dataclass(frozen=True)
@@ -101,34 +101,74 @@ def validate_order(order: list[list[Action]], micro_batches: int, stages: int) -
                     raise ScheduleError(f"pipeline: {Action(kind, i, s)} never runs on rank {s % pp} ({what})")
 
 
-def replay(order: list[list[Action]], micro_batches: int, stages: int, time_s: Callable[[Action], float],
-           p2p_s: Callable[[Action], float] = lambda a: 0.0) -> Timeline:
-    """The timeline of ``order`` with ``time_s(action)`` per action and ``p2p_s(action)`` for its output to
-    cross to the next (forward) or previous (backward) stage; ScheduleError on a malformed order or a deadlock."""
-    validate_order(order, micro_batches, stages)
-    pp = len(order)
-    end: dict[Action, float] = {}
-    timed: list[list[Timed]] = [[] for _ in range(pp)]
-    nxt = [0] * pp
-    free = [0.0] * pp
+def replay_times(order: list[list[Action]], micro_batches: int, stages: int, time_s: Callable[[Action], float],
+                 p2p_s: Callable[[Action], float] = lambda a: 0.0, validate: bool = True) -> list[list[tuple]]:
+    """``replay``'s clock without its records: per pipeline rank, (start, end) of each action in its order.
+    ``validate=False`` skips ``validate_order`` for orders known to be well formed (``pipeline_order``'s, in
+    the planner's search, where the replay is the inner loop); a deadlock is still found and named."""
+    if validate:
+        validate_order(order, micro_batches, stages)
+    pp, m, last = len(order), micro_batches, stages - 1
+    # Per (stage, micro-batch): when its forward ended, and when the forward's activation (or the backward's
+    # gradient) has crossed to the neighbouring stage: end + p2p_s, fixed once the action has run.
+    end_f: list = [None] * (stages * m)
+    arrive_f: list = [None] * (stages * m)
+    arrive_b: list = [None] * (stages * m)
+    out: list[list[tuple]] = [[] for _ in range(pp)]
+    nxt, free = [0] * pp, [0.0] * pp
     remaining = sum(len(o) for o in order)
     while remaining:
         progressed = False
         for r in range(pp):
-            while nxt[r] < len(order[r]):
-                a = order[r][nxt[r]]
-                needs = _inputs(a, stages)
-                if any(d not in end for d, _ in needs):
-                    break
-                start = max([free[r]] + [end[d] + (p2p_s(d) if crosses else 0.0) for d, crosses in needs])
-                end[a] = free[r] = start + time_s(a)
-                timed[r].append(Timed(a, start, end[a]))
-                nxt[r] += 1
-                remaining -= 1
+            actions, k, clock, times = order[r], nxt[r], free[r], out[r]
+            while k < len(actions):
+                a = actions[k]
+                at = a.stage * m + a.micro_batch
+                start = clock
+                if a.kind == "F":
+                    if a.stage:
+                        ready = arrive_f[at - m]
+                        if ready is None:
+                            break
+                        start = max(start, ready)
+                else:
+                    ready = end_f[at]
+                    if ready is None:
+                        break
+                    start = max(start, ready)
+                    if a.stage < last:
+                        ready = arrive_b[at + m]
+                        if ready is None:
+                            break
+                        start = max(start, ready)
+                clock = start + time_s(a)
+                times.append((start, clock))
+                if a.kind == "F":
+                    end_f[at] = clock
+                    if a.stage < last:
+                        arrive_f[at] = clock + p2p_s(a)
+                elif a.stage:
+                    arrive_b[at] = clock + p2p_s(a)
+                k += 1
+            if k != nxt[r]:
+                remaining -= k - nxt[r]
+                nxt[r], free[r] = k, clock
                 progressed = True
         if not progressed:
+            def ran(d: Action) -> bool:
+                return end_f[d.stage * m + d.micro_batch] is not None if d.kind == "F" else \
+                    any(d == t for t in order[d.stage % pp][:nxt[d.stage % pp]])
             blocked = "; ".join(f"rank {r} at {order[r][nxt[r]]} waits for "
-                                + ", ".join(str(d) for d, _ in _inputs(order[r][nxt[r]], stages) if d not in end)
+                                + ", ".join(str(d) for d, _ in _inputs(order[r][nxt[r]], stages) if not ran(d))
                                 for r in range(pp) if nxt[r] < len(order[r]))
             raise ScheduleError(f"pipeline order deadlocks: {blocked}")
-    return Timeline(tuple(tuple(t) for t in timed), stages)
+    return out
+
+
+def replay(order: list[list[Action]], micro_batches: int, stages: int, time_s: Callable[[Action], float],
+           p2p_s: Callable[[Action], float] = lambda a: 0.0) -> Timeline:
+    """The timeline of ``order`` with ``time_s(action)`` per action and ``p2p_s(action)`` for its output to
+    cross to the next (forward) or previous (backward) stage; ScheduleError on a malformed order or a deadlock."""
+    times = replay_times(order, micro_batches, stages, time_s, p2p_s)
+    return Timeline(tuple(tuple(Timed(a, start, end) for a, (start, end) in zip(actions, rank))
+                          for actions, rank in zip(order, times)), stages)

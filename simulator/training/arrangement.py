@@ -1,9 +1,11 @@
-"""A training arrangement: a tensor-parallel arrangement of ``tp`` GPUs times a data-parallel degree D.
+"""A training arrangement: a tensor-parallel arrangement of ``tp`` GPUs x pipeline stages x a data-parallel degree D.
 
-P GPUs train one model as D replicas (data parallelism), each replica a tensor-parallel group of
-tp = P / D GPUs running one ``simulator.algorithms.arrangement.Arrangement`` (algorithm, grid,
-placement). tp = 1 is pure data parallelism, a row of its own (``data parallel dp=64``), never a
-degenerate grid: grids with q = 1 (``summa25d [1,1,d]``, whose depth copies are data parallelism in
+P GPUs train one model as D replicas (data parallelism), each replica ``pp`` pipeline stages (pipeline
+parallelism: ``simulator.pipeline``; pp = 1 by default), each stage a tensor-parallel group of
+tp = P / (pp D) GPUs running one ``simulator.algorithms.arrangement.Arrangement`` (algorithm, grid,
+placement). A pipelined arrangement also names its schedule (``1f1b``, ``interleaved`` with
+``virtual_stages`` v, ``gpipe``). tp = 1 is pure data parallelism, a row of its own (``data parallel
+dp=64``), never a degenerate grid: grids with q = 1 (``summa25d [1,1,d]``, whose depth copies are data parallelism in
 disguise) are left out, and ``2d [q,q,1]`` and ``summa25d [q,q,1]``, the same algorithm (SUMMA2.5 with
 depth 1 is SUMMA), appear once, as ``2d``.
 
@@ -22,7 +24,9 @@ algorithm      label                                  source
 =============  =====================================  ======================================
 
 A non-linear placement and SUMMA prefetch are appended as in ``Arrangement.label``
-(``tesseract [4,4,4] depth-major x dp=2``).
+(``tesseract [4,4,4] depth-major x dp=2``). Pipelines add ``x pp=P`` before the data-parallel degree, and
+the schedule unless it is 1F1B: ``megatron tp=8 x pp=16 x dp=8 (interleaved v=3)``, ``tesseract [2,2,2] x
+pp=4 x dp=2``, ``data parallel pp=4 x dp=16`` (tp = 1).
 
 Example::
 
@@ -33,7 +37,7 @@ Example::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from simulator.algorithms.arrangement import Arrangement
@@ -42,6 +46,9 @@ from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, algor
 from simulator.errors import InputError
 
 __all__ = ["MAX_DEFAULT_TP", "TrainingArrangement", "training_arrangements", "tp_sizes_of"]
+
+_SCHEDULES = ("1f1b", "interleaved", "gpipe")
+"""``simulator.pipeline.order.SCHEDULES``, repeated so that this module does not import the pipeline package."""
 
 NAMES = {"1d": "megatron", "1d-sp": "megatron-sp", "2d": "optimus", "summa25d": "tesseract",
          "cannon25d": "cannon", "3d": "3d"}
@@ -55,11 +62,30 @@ class TrainingArrangement:
     tensor: Arrangement
     """The tensor-parallel group's arrangement; ``1d`` on [1] for pure data parallelism."""
     dp: int
-    """Data-parallel degree D: model replicas, each on one tensor-parallel group."""
+    """Data-parallel degree D: model replicas, each ``pp`` stages of one tensor-parallel group."""
+    pp: int = 1
+    """Pipeline stages per replica (pipeline-parallel size); 1: no pipeline."""
+    schedule: str = "1f1b"
+    """Pipeline schedule: ``1f1b`` (Megatron-LM's default), ``interleaved`` or ``gpipe``."""
+    virtual_stages: int = 1
+    """Model chunks per pipeline rank (v, interleaved only)."""
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.dp, int) and self.dp >= 1):
-            raise ValueError(f"data-parallel degree must be an integer >= 1, got {self.dp!r}")
+        for name, value in (("data-parallel degree", self.dp), ("pipeline size", self.pp),
+                            ("virtual stages", self.virtual_stages)):
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.schedule not in _SCHEDULES:
+            raise ValueError(f"pipeline schedule {self.schedule!r}; valid: {', '.join(_SCHEDULES)}")
+        if self.virtual_stages > 1 and self.schedule != "interleaved":
+            raise ValueError(f"virtual stages {self.virtual_stages} need the interleaved schedule, not {self.schedule}")
+
+    def pipelined(self, pp: int, schedule: str = "1f1b", virtual_stages: int = 1) -> "TrainingArrangement":
+        """The same tensor-parallel arrangement on the same GPUs cut into ``pp`` stages: D shrinks by pp / self.pp."""
+        gpus = self.gpus
+        if gpus % (self.tp * pp):
+            raise ValueError(f"pp={pp} x tp={self.tp} does not divide {gpus} GPUs")
+        return replace(self, dp=gpus // (self.tp * pp), pp=pp, schedule=schedule, virtual_stages=virtual_stages)
 
     @property
     def tp(self) -> int:
@@ -68,8 +94,8 @@ class TrainingArrangement:
 
     @property
     def gpus(self) -> int:
-        """tp x dp."""
-        return self.tp * self.dp
+        """tp x pp x dp."""
+        return self.tp * self.pp * self.dp
 
     @property
     def algorithm(self) -> str:
@@ -77,9 +103,13 @@ class TrainingArrangement:
 
     @property
     def label(self) -> str:
-        """E.g. ``megatron tp=8 x dp=8``, ``tesseract [4,4,4] x dp=2``, ``data parallel dp=64``."""
+        """E.g. ``megatron tp=8 x dp=8``, ``tesseract [4,4,4] x dp=2``, ``data parallel dp=64``,
+        ``megatron tp=8 x pp=16 x dp=8 (interleaved v=3)``."""
+        pipe = f"pp={self.pp} x " if self.pp > 1 else ""
+        how = "" if self.pp == 1 or self.schedule == "1f1b" else \
+            f" (interleaved v={self.virtual_stages})" if self.schedule == "interleaved" else f" ({self.schedule})"
         if self.tp == 1:
-            return f"data parallel dp={self.dp}"
+            return f"data parallel {pipe}dp={self.dp}{how}"
         a = self.tensor
         name = NAMES.get(a.algorithm, a.algorithm) + ("+overlap" if a.overlap else "")
         if not algorithm_class(a.algorithm).square_grid:
@@ -88,13 +118,16 @@ class TrainingArrangement:
             grid = a.grid[:2] if a.algorithm == "2d" else a.grid
             shape = "[" + ",".join(map(str, grid)) + "]"
         placement = f" {a.placement}" if a.placement else ""
-        return f"{name} {shape}{placement} x dp={self.dp}"
+        return f"{name} {shape}{placement} x {pipe}dp={self.dp}{how}"
 
     def to_dict(self) -> dict:
-        """The arrangement's JSON fields: label, algorithm key, grid, placement, overlap, tp, dp."""
+        """The arrangement's JSON fields: label, algorithm key, grid, placement, overlap, tp, pp, dp, schedule,
+        virtual_stages."""
         a = self.tensor
         return {"arrangement": self.label, "algorithm": a.algorithm, "grid": list(a.grid),
-                "placement": a.placement or "linear", "overlap": a.overlap, "tp": self.tp, "dp": self.dp}
+                "placement": a.placement or "linear", "overlap": a.overlap, "tp": self.tp, "pp": self.pp,
+                "dp": self.dp, "schedule": self.schedule if self.pp > 1 else None,
+                "virtual_stages": self.virtual_stages}
 
 
 MAX_DEFAULT_TP = 64

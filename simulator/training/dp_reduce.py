@@ -38,6 +38,7 @@ import simpy
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import predict_collective_s
 from simulator.network.flow_network import FlowNetwork
+from simulator.network.topology_cache import TopologyCache
 from simulator.training.gradients import Bucket
 
 __all__ = ["simulate_waves", "simulate_streams", "bound_stream"]
@@ -100,14 +101,19 @@ def bound_stream(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequen
     after its ready time; the latest group's end. A lower bound on ``simulate_streams``."""
     if _nothing_to_reduce(groups, streams):
         return 0.0
-    env, net, params, algorithm = _network(G, router, algorithms, kind)
-    times: dict[tuple, float] = {}
+    params, algorithm = CollectiveParams.from_graph(G), (algorithms or {}).get(kind)
+    # Kept in the topology's plan cache (a ``TopologyCache`` router's): a search bounds the same groups'
+    # buckets for many rows, and needs a network only for those it has not timed yet.
+    plans = router.plans if isinstance(router, TopologyCache) else {}
+    times: dict[tuple, float] = plans.setdefault(("bound_stream", kind, algorithm, params), {})
+    net = None
     end = 0.0
     for members, buckets in zip(groups, streams):
         clock = 0.0
         for bucket in (b for b in buckets if b.nbytes):
             key = (tuple(members), bucket.nbytes)
             if key not in times:
+                net = net or FlowNetwork(simpy.Environment(), G, router=router)
                 times[key] = predict_collective_s(net, kind, list(members), bucket.nbytes, algorithm=algorithm,
                                                   params=params)
             clock = max(clock, bucket.ready_s) + times[key]

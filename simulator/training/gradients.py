@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from simulator.ir.schedule import Schedule
 from simulator.workloads.workload import Workload
 
-__all__ = ["Bucket", "DDP_BUCKET_BYTES", "aligned_buckets", "gradient_buckets", "weight_elements"]
+__all__ = ["Bucket", "DDP_BUCKET_BYTES", "aligned_buckets", "aligned_stream_buckets", "gradient_buckets",
+           "weight_elements"]
 
 DDP_BUCKET_BYTES = 25 * 10**6
 """PyTorch DDP's default ``bucket_cap_mb`` = 25 (MB of 10^6 bytes: ``int(bucket_cap_mb * 1024 * 1024)`` in
@@ -103,6 +104,12 @@ def aligned_buckets(layer_bytes: list[list[float]], embedding_bytes: list[float]
     buckets by its own sizes) which lets ``dp_reduce.simulate_waves`` run every group's k-th bucket
     together."""
     streams = [_stream(lb, eb, layers, head_bwd_s, layer_bwd_s) for lb, eb in zip(layer_bytes, embedding_bytes)]
+    return aligned_stream_buckets(streams, bucket_bytes)
+
+
+def aligned_stream_buckets(streams: list[list[tuple[float, float]]], bucket_bytes: float) -> list[list[Bucket]]:
+    """``aligned_buckets`` of ready-made streams: per rank, (bytes, ready) of each parameter's gradient in the
+    order they are produced, every rank's list alike in length (a pipeline stage's, ``simulator.pipeline``)."""
     heaviest = max(range(len(streams)), key=lambda r: (sum(b for b, _ in streams[r]), -r))
     cuts = _cuts(streams[heaviest], bucket_bytes)
     return [_buckets(s, cuts, keep_empty=True) for s in streams]

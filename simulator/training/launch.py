@@ -2,15 +2,19 @@
 
 - 1-D (``megatron``), 1-D with sequence parallelism (``megatron-sp``) and pure data parallelism: the
   Megatron-LM arguments (``megatron/training/arguments.py``): ``--tensor-model-parallel-size T``,
-  ``--sequence-parallel``, ``--micro-batch-size B``, ``--global-batch-size G``; Megatron-LM derives the
-  data-parallel size as world size / T (no pipeline parallelism here). Recomputation:
+  ``--sequence-parallel``, ``--pipeline-model-parallel-size P``, ``--num-layers-per-virtual-pipeline-stage
+  L / (P v)`` (interleaved 1F1B; Megatron-LM runs 1F1B otherwise), ``--micro-batch-size B``,
+  ``--global-batch-size G``; Megatron-LM derives the data-parallel size as world size / (T x P). It has no
+  GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
   ``--recompute-activations`` (selective, Korthikanti et al.) or ``--recompute-granularity full
   --recompute-method uniform --recompute-num-layers 1``. ZeRO-1 is Megatron-LM's distributed optimizer
   (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed ``--zero-stage``).
 - 2-D (Optimus), 2.5-D (Tesseract) and 3-D: Colossal-AI's tensor-parallel configuration (its config
   file's ``parallel = dict(tensor=dict(mode=..., size=..., depth=...))``): mode ``2d`` with size q^2,
   ``2.5d`` with size q^2 d and depth d, ``3d`` with size q^3; Colossal-AI also derives the data-parallel
-  size as world size / (pipeline x tensor).
+  size as world size / (pipeline x tensor). Pipelines: ``parallel = dict(pipeline=P, tensor=...)``, its
+  ``NUM_MICRO_BATCHES`` m, and ``num_chunks=v`` for the interleaved schedule (Colossal-AI's
+  ``InterleavedPipelineSchedule``).
 - Cannon 2.5-D: no published training framework implements it; the line says so.
 
 Example::
@@ -31,10 +35,15 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 """tpsim algorithm -> Colossal-AI tensor-parallel mode."""
 
 
-def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str) -> list[str]:
+def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
+              layers: int | None) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
+    if a.pp > 1:
+        args.append(f"--pipeline-model-parallel-size {a.pp}")
+        if a.schedule == "interleaved" and layers:
+            args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (a.pp * a.virtual_stages)}")
     args += [f"--micro-batch-size {micro_batch}", f"--global-batch-size {global_batch}"]
     if recompute == "selective":
         args.append("--recompute-activations")
@@ -44,22 +53,45 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
         args.append("--use-distributed-optimizer")
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
-    return ["Megatron-LM: " + " ".join(args),
-            f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
-            f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
+    if a.pp == 1:
+        return ["Megatron-LM: " + " ".join(args),
+                f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
+                f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
+    lines = ["Megatron-LM: " + " ".join(args),
+             f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs, stage s on GPUs "
+             f"s x {a.dp * a.tp} onwards; data-parallel size {a.dp} = {a.gpus} / ({a.tp} x {a.pp}), derived by "
+             f"Megatron-LM"]
+    if a.schedule == "gpipe":
+        lines.append("  Megatron-LM has no GPipe schedule (it runs 1F1B): PyTorch's "
+                     "torch.distributed.pipelining.ScheduleGPipe runs this one")
+    return lines
 
 
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
-                 recompute: str = "none") -> list[str]:
-    """The launch configuration of ``a`` as lines to print (module docstring)."""
+                 recompute: str = "none", layers: int | None = None) -> list[str]:
+    """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
+    the interleaved schedule's layers per virtual stage."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
-        return _megatron(a, micro_batch, global_batch, zero, recompute)
+        return _megatron(a, micro_batch, global_batch, zero, recompute, layers)
     grid = a.tensor.grid
     if a.algorithm in _MODES:
         depth = f", depth={grid[2]}" if a.algorithm == "summa25d" else ""
-        lines = [f"Colossal-AI: parallel = dict(tensor=dict(mode='{_MODES[a.algorithm]}', size={a.tp}{depth}))",
-                 f"  data-parallel size {a.dp} = {a.gpus} / {a.tp}, derived by Colossal-AI; micro-batch "
+        tensor = f"tensor=dict(mode='{_MODES[a.algorithm]}', size={a.tp}{depth})"
+        placed = [f"  ranks placed {a.tensor.placement} inside each tensor-parallel group"] \
+            if a.tensor.placement else []
+        if a.pp == 1:
+            return [f"Colossal-AI: parallel = dict({tensor})",
+                    f"  data-parallel size {a.dp} = {a.gpus} / {a.tp}, derived by Colossal-AI; micro-batch "
+                    f"{micro_batch}, global batch {global_batch}"] + placed
+        m = global_batch // (micro_batch * a.dp)
+        chunks = f"; model num_chunks={a.virtual_stages} (InterleavedPipelineSchedule)" \
+            if a.schedule == "interleaved" else ""
+        lines = [f"Colossal-AI: parallel = dict(pipeline={a.pp}, {tensor}); NUM_MICRO_BATCHES = {m}{chunks}",
+                 f"  data-parallel size {a.dp} = {a.gpus} / ({a.tp} x {a.pp}), derived by Colossal-AI; micro-batch "
                  f"{micro_batch}, global batch {global_batch}"]
+        if a.schedule == "gpipe":
+            lines.append("  Colossal-AI's pipeline runs 1F1B; PyTorch's torch.distributed.pipelining.ScheduleGPipe "
+                         "runs GPipe")
         if a.tensor.placement:
             lines.append(f"  ranks placed {a.tensor.placement} inside each tensor-parallel group")
         return lines

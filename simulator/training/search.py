@@ -1,6 +1,8 @@
-"""The training-plan search: every tensor x data arrangement bounded, the leading ones simulated, ranked.
+"""The training-plan search: every tensor x pipeline x data arrangement bounded, the leading ones simulated, ranked.
 
-For each ``TrainingArrangement`` (``simulator.training.arrangement``):
+For each ``TrainingArrangement`` (``simulator.training.arrangement``), and each of its schedule variants
+(``variants(a)``: a pipelined row's 1F1B and interleaved schedules, ``simulator.pipeline.search_space``;
+the row keeps the variant that fits with the lowest bound, as it keeps the best micro-batch):
 
 1. the micro-batch: the one given, or else the smallest B dividing G / D whose block and LM head the
    algorithm can build (``NotApplicable`` for every B: the row is skipped with the reason of the
@@ -99,17 +101,66 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
                   options: StepOptions, micro_batch: int | None = None, simulate_top: int = 4,
                   memory: Callable | None = None, device_bytes: int | None = None, try_build: Callable | None = None,
                   router=None, algorithms: dict[str, str] | None = None,
-                  progress: Callable[[str], None] | None = None) -> list[PlanRow]:
+                  progress: Callable[[str], None] | None = None,
+                  variants: Callable[[TrainingArrangement], list[TrainingArrangement]] | None = None,
+                  cache: dict | None = None, floor: Callable | None = None) -> list[PlanRow]:
     """Rows for ``candidates`` in the order of the module docstring. ``make_block(B)`` is the transformer
-    block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row."""
+    block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row;
+    ``variants(a)`` the schedules a row tries (default: ``a`` alone); ``cache`` keeps block times (and
+    whatever ``memory`` keeps there) across rows: they depend on the tensor arrangement and B only.
+    ``floor(G, a, block, options, router, algorithms, cache)``, a cheap lower bound of a variant's bound:
+    variants are tried lowest floor first,
+    and one whose floor is not below the best fitting variant's bound is skipped (it cannot be chosen)."""
     candidates = list(candidates)
     router = router if router is not None else TopologyCache(G)  # routes and plans shared by every row
+    cache = {} if cache is None else cache
     rows: list[PlanRow] = []
+
+    def one(a: TrainingArrangement, block,
+            beaten: Callable[[bool | None], bool] = lambda fits: False) -> PlanRow | None:
+        """``a``'s row, or None when ``beaten(fits)`` says a variant already found is better (memory first)."""
+        mem = memory(a, block, options) if memory is not None else None
+        fits = None if mem is None or device_bytes is None else mem.peak_bytes <= device_bytes
+        if beaten(fits):
+            return None
+        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms, cache=cache,
+                          split=False)
+        return PlanRow(a, bound, memory=mem, device_bytes=device_bytes)
+
     def bounded(a: TrainingArrangement, b: int) -> PlanRow:
-        block = make_block(b)
-        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms)
-        return PlanRow(a, bound, memory=memory(a, block, options) if memory is not None else None,
-                       device_bytes=device_bytes)
+        block, best, first = make_block(b), None, None
+        tries = list(enumerate(variants(a) if variants is not None else [a]))
+        floors: dict[int, float] = {}
+        if floor is not None and len(tries) > 1:
+            for i, variant in tries:
+                try:
+                    floors[i] = floor(G, variant, block, options, router, algorithms, cache)
+                except NotApplicable as error:
+                    first = first or error
+            tries = sorted(((i, v) for i, v in tries if i in floors), key=lambda t: (floors[t[0]], t[0]))
+        rank = None
+        for i, variant in tries:
+            if best is not None and best.fits is not False and floors.get(i, -1.0) >= best.bound.step_s:
+                break  # sorted by floor: no later variant can beat the best fitting one
+            def beaten(fits, i=i) -> bool:  # a variant that does not fit, at least as slow as the best: not chosen
+                return best is not None and fits is False and floors.get(i, -1.0) >= best.bound.step_s
+            try:
+                row = one(variant, block, beaten)
+            except NotApplicable as error:
+                first = first or error
+                continue
+            if row is None:
+                continue
+            key = (row.fits is False, row.bound.step_s, i)
+            if best is None or key < rank:
+                best, rank = row, key
+        if best is None:
+            raise first
+        if best.arrangement.pp > 1:  # the kept schedule's bubble and pipeline communication, split
+            best = PlanRow(best.arrangement, step_time(G, best.arrangement, block, options, bound=True, router=router,
+                                                       algorithms=algorithms, cache=cache),
+                           memory=best.memory, device_bytes=device_bytes)
+        return best
 
     for a in candidates:
         try:
@@ -130,14 +181,15 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
             rows.append(PlanRow(a, skipped=str(error).splitlines()[0]))
         if progress is not None:
             progress(a.label)
-    order = {a: i for i, a in enumerate(candidates)}
+    order = {r.arrangement: i for i, r in enumerate(rows)}  # listing order, with the variant each row chose
     ok = [r for r in rows if not r.skipped and r.fits is not False]
     ok.sort(key=lambda r: (r.bound.step_s, order[r.arrangement]))
     done = []
     for i, r in enumerate(ok):
         if i < simulate_top:
             block = make_block(r.bound.micro_batch)
-            sim = step_time(G, r.arrangement, block, options, bound=False, router=router, algorithms=algorithms)
+            sim = step_time(G, r.arrangement, block, options, bound=False, router=router, algorithms=algorithms,
+                            cache=cache)
             r = PlanRow(r.arrangement, r.bound, sim, r.memory, r.device_bytes)
             if progress is not None:
                 progress(r.arrangement.label + " (simulated)")

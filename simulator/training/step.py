@@ -55,7 +55,7 @@ from simulator.training.optimizer_step import optimizer_step_s
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.workloads.workload import Workload
 
-__all__ = ["StepOptions", "PassTime", "StepTime", "build_block", "step_time"]
+__all__ = ["BlockTimes", "StepOptions", "PassTime", "StepTime", "block_times", "build_block", "step_time"]
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +130,18 @@ class StepTime:
     """Hardware FLOPs utilisation: recomputed work counted (``simulator.training.flops``)."""
     tflops_per_gpu: float = 0.0
     """Hardware TFLOP/s per GPU, as Megatron-LM logs it (recomputation counted)."""
+    bubble_s: float = 0.0
+    """Pipelines: the busiest rank's idle time with free pipeline communication (the schedule's bubble)."""
+    pp_comm_s: float = 0.0
+    """Pipelines: what the sends between stages add to the pipeline's makespan."""
+    imbalance_s: float = 0.0
+    """Pipelines: the busiest rank's compute over the least busy one's (the last stage's LM head and loss)."""
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
                 "micro_batches": self.micro_batches, "step_time_s": self.step_s, "compute_s": self.compute_s,
                 "tp_comm_s": self.tp_comm_s, "dp_comm_s": self.dp_comm_s, "optimizer_s": self.optimizer_s,
+                "bubble_s": self.bubble_s, "pp_comm_s": self.pp_comm_s, "imbalance_s": self.imbalance_s,
                 "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
                 "hfu": self.hfu, "tflops_per_gpu": self.tflops_per_gpu,
                 "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
@@ -161,15 +168,36 @@ def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None =
     return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s)
 
 
-def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
-              router=None, algorithms: dict[str, str] | None = None) -> StepTime:
-    """The step of ``a`` training ``options.layers`` blocks like ``block`` (its batch is the micro-batch);
-    NotApplicable where sizes do not divide (module docstring)."""
-    if block.name != "transformer":
-        raise InputError(f"a training step needs a transformer block, got {block.name}")
-    m = micro_batches(options.global_batch, block.batch, a.dp)
-    dtype, L = options.dtype, options.layers
-    gpus = tp_group_gpus(G, a)
+@dataclass(frozen=True)
+class BlockTimes:
+    """What a step repeats: one micro-batch's passes on the tensor-parallel group, and each rank's weights."""
+
+    passes: dict
+    """"block_fwd", "block_bwd" (recomputation included), "head_fwd", "head_bwd": a ``PassTime`` each."""
+    layer_el: tuple
+    """Per tensor-parallel rank: elements of each of the block's weights, in ``workload.weights()`` order."""
+    word_el: tuple
+    """Per tensor-parallel rank: elements of its shard of the word embedding / LM head (0 without one); an
+    untied model has two such weights."""
+    positions_el: int
+    """Elements of the learned position embedding (s x h), replicated on every rank; 0 without an embedding
+    or with rotary positions."""
+    final_norm_el: int
+    """Elements of the final norm (LayerNorm 2 h, RMSNorm h); 0 without an embedding."""
+    activation_bytes: tuple = ()
+    """Per tensor-parallel rank: bytes of its block of the block's input, the layout the algorithm leaves
+    between blocks: what a pipeline stage sends to the next one."""
+
+
+def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
+                router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> BlockTimes:
+    """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
+    dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype)
+    if cache is not None and key in cache:
+        return cache[key]
+    dtype = options.dtype
+    gpus = tp_group_gpus(G, TrainingArrangement(a.tensor, 1))  # the same GPUs for every pp and D
     fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype)
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
@@ -185,17 +213,41 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    layer_el = tuple(tuple(weight_elements(fwd_s, block, r)) for r in range(a.tp))
+    word_el = tuple((sum(weight_elements(head_f, head, r)) if head else 0) for r in range(a.tp))
+    x = block.layers()[0].inputs[0]
+    acts = tuple(fwd_s.buffers[r][x].nbytes if x in fwd_s.buffers[r] else 0 for r in range(a.tp))
+    # Learned position embeddings and the final norm (LayerNorm 2h, RMSNorm h), replicated on every rank.
+    positions = block.seq * block.hidden if head and block.position == "learned" else 0
+    final_norm = (2 if block.norm == "layernorm" else 1) * block.hidden if head else 0
+    out = BlockTimes(t, layer_el, word_el, positions, final_norm, acts)
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
+              router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None,
+              split: bool = True) -> StepTime:
+    """The step of ``a`` training ``options.layers`` blocks like ``block`` (its batch is the micro-batch);
+    NotApplicable where sizes do not divide (module docstring). Pipelined arrangements (pp > 1) are timed by
+    ``simulator.pipeline.stage_step`` (``split`` as its); ``cache`` as ``block_times``'s."""
+    if block.name != "transformer":
+        raise InputError(f"a training step needs a transformer block, got {block.name}")
+    if a.pp > 1:
+        from simulator.pipeline.stage_step import pipeline_step_time  # the pipeline package builds on this one
+        return pipeline_step_time(G, a, block, options, bound, router, algorithms, cache, split)
+    m = micro_batches(options.global_batch, block.batch, a.dp)
+    dtype, L = options.dtype, options.layers
+    bt = block_times(G, a, block, options, bound, router, algorithms, cache)
+    t = bt.passes
     micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"]
 
     # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's.
     per = DTYPE_BYTES[dtype]
-    # Learned position embeddings and the final norm (LayerNorm 2h, RMSNorm h), replicated; an untied
-    # input embedding is a second weight the size of the head's shard.
-    positions = block.seq * block.hidden if block.position == "learned" else 0
-    extra = (positions + (2 if block.norm == "layernorm" else 1) * block.hidden) if head else 0
-    copies = 1 if options.tied else 2
-    layer_el = [weight_elements(fwd_s, block, r) for r in range(a.tp)]
-    embed_el = [(copies * sum(weight_elements(head_f, head, r)) if head else 0) + extra for r in range(a.tp)]
+    copies = 1 if options.tied else 2  # an untied input embedding is a second weight the size of the head's shard
+    layer_el = bt.layer_el
+    embed_el = [copies * bt.word_el[r] + bt.positions_el + bt.final_norm_el for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
     bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
     streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
@@ -219,21 +271,29 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
             ag = stream_s("all_gather", gather)
             fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
             dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
-    device = G.nodes[gpus[0]]["device"]
+    device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
     opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
     step = m * micro.time_s + dp + opt
+    flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
+    tokens = options.global_batch * block.seq / step
+    log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
+    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
+                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops)
+
+
+def utilisation(block: Workload, options: StepOptions, device: dict, config: ComputeConfig, step_s: float,
+                gpus: int) -> tuple[float, float, float, float]:
+    """(model FLOPs per step, MFU, HFU, hardware TFLOP/s per GPU) of a step of ``step_s`` on ``gpus`` GPUs,
+    as Megatron-LM reports them (``simulator.training.flops``), against the peak of the rate the GEMMs use."""
+    L = options.layers
     weights = sum(linear.k * linear.n for linear in block.linears())
     flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0, weights)
     # Selective recompute under FlashAttention recomputes nothing more than flash's own backward does.
     recomputed = "none" if options.recompute == "selective" and block.attention != "unfused" else options.recompute
     hardware = hardware_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
                                        recomputed, weights)
-    peak = ComputeModel(config).peak_flops(device, FP8 if config.fp8_gemms else dtype)  # MFU of the rate used
-    tokens = options.global_batch * block.seq / step
-    log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
-    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
-                    m * micro.comm_s, dp, opt, tokens, mfu(flops, step, a.gpus, peak), flops, t,
-                    mfu(hardware, step, a.gpus, peak), hardware / (step * a.gpus) / 1e12)
+    peak = ComputeModel(config).peak_flops(device, FP8 if config.fp8_gemms else options.dtype)
+    return flops, mfu(flops, step_s, gpus, peak), mfu(hardware, step_s, gpus, peak), hardware / (step_s * gpus) / 1e12
 

@@ -19,7 +19,8 @@ def test_json_rows_carry_the_plan_and_the_memory_breakdown(capsys):
     assert status == 0, err
     rows = json.loads(out)
     ok = [r for r in rows if r["status"] == "ok"]
-    assert ok and all(r["tp"] * r["dp"] == 16 for r in rows)
+    assert ok and all(r["tp"] * r["pp"] * r["dp"] == 16 for r in rows)
+    assert {r["pp"] for r in ok} == {1, 2, 4}  # every divisor of 16 that divides the 4 layers
     keys = {"arrangement", "algorithm", "grid", "tp", "dp", "micro_batch", "step_time_s", "tokens_per_s", "mfu",
             "compute_s", "tp_comm_s", "dp_comm_s", "memory", "fits", "model", "bound_step_time_s"}
     assert keys <= set(ok[0])
@@ -33,7 +34,8 @@ def test_json_rows_carry_the_plan_and_the_memory_breakdown(capsys):
     assert all(r["model"] == "bound" for r in ok if not r["fits"])
     assert all(r["step_time_s"] >= r["bound_step_time_s"] * (1 - 1e-9) for r in ok)
     for r in ok:
-        assert r["compute_s"] + r["tp_comm_s"] + r["dp_comm_s"] == pytest.approx(r["step_time_s"], rel=1e-9)
+        parts = r["compute_s"] + r["tp_comm_s"] + r["bubble_s"] + r["pp_comm_s"] + r["dp_comm_s"]
+        assert parts == pytest.approx(r["step_time_s"], rel=1e-9)
         assert r["tokens_per_s"] == pytest.approx(32 * 256 / r["step_time_s"])
         assert 32 % (r["micro_batch"] * r["dp"]) == 0
     assert "data parallel dp=16" in [r["arrangement"] for r in rows]
@@ -103,11 +105,12 @@ def test_csv_rows_follow_the_json(capsys, tmp_path):
     import csv
 
     rows = list(csv.DictReader(path.open()))
-    assert rows and set(rows[0]) == {"rank", "arrangement", "algorithm", "grid", "placement", "tp", "dp",
-                                     "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s",
-                                     "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s", "tp_comm_s", "dp_comm_s", "optimizer_s",
+    assert rows and set(rows[0]) == {"rank", "arrangement", "algorithm", "grid", "placement", "tp", "pp", "dp",
+                                     "schedule", "virtual_stages", "micro_batch", "micro_batches", "model",
+                                     "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s",
+                                     "tp_comm_s", "bubble_s", "pp_comm_s", "dp_comm_s", "optimizer_s",
                                      "peak_bytes", "fits", "status", "reason"}
-    assert all(int(r["tp"]) * int(r["dp"]) == 16 for r in rows)
+    assert all(int(r["tp"]) * int(r["pp"]) * int(r["dp"]) == 16 for r in rows)
 
 
 def test_launch_lines_name_each_frameworks_configuration():

@@ -38,7 +38,19 @@ def test_json_keeps_the_registry_key():
     a = TrainingArrangement(Arrangement("summa25d", (4, 4, 4)), 2)
     assert a.label == "tesseract [4,4,4] x dp=2"
     assert a.to_dict() == {"arrangement": "tesseract [4,4,4] x dp=2", "algorithm": "summa25d", "grid": [4, 4, 4],
-                           "placement": "linear", "overlap": False, "tp": 64, "dp": 2}
+                           "placement": "linear", "overlap": False, "tp": 64, "pp": 1, "dp": 2, "schedule": None,
+                           "virtual_stages": 1}
+
+
+def test_pipelined_labels_read_as_people_write_them():
+    megatron = TrainingArrangement(Arrangement("1d", (8,)), 64).pipelined(16, "interleaved", 3)
+    assert (megatron.label, megatron.dp, megatron.gpus) == ("megatron tp=8 x pp=16 x dp=4 (interleaved v=3)", 4, 512)
+    tesseract = TrainingArrangement(Arrangement("summa25d", (2, 2, 2)), 8).pipelined(4)
+    assert tesseract.label == "tesseract [2,2,2] x pp=4 x dp=2"
+    assert TrainingArrangement(Arrangement("1d", (1,)), 16, 4, "gpipe").label == "data parallel pp=4 x dp=16 (gpipe)"
+    assert tesseract.to_dict()["schedule"] == "1f1b" and tesseract.to_dict()["pp"] == 4
+    with pytest.raises(ValueError, match="need the interleaved schedule"):
+        TrainingArrangement(Arrangement("1d", (8,)), 4, 2, "1f1b", 2)
 
 
 def test_tp_sizes_parse_and_reject_non_divisors():
