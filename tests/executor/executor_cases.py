@@ -115,40 +115,91 @@ def mixed_schedule():
 
 
 LN = {"n": 6, "eps": 1e-5}
+RMS = {"n": 8, "eps": 1e-5}
+ROPE = {"seq": 2, "group": 2, "head_dim": 2}
+"""The Llama chain's block: one sequence of 2 tokens, one key/value group of 2 query heads of width 2, so
+its [2, 8] columns are Q0 Q1 K V (``kernels.attention``'s grouped layout). A group above 1 makes an
+executor that dropped the ``group`` parameter (the kernels' default is 1) differ from the interpreter."""
 
 
 def function_chain(b: ScheduleBuilder, rank: int, g: int) -> None:
-    """Every function of ``FUNCTIONS`` on ``rank``, each feeding the next, parameterised and seeded ones
-    with their parameters, ending in output ``C_fn`` = C_rows + gelu_backward(0, ...) = C_rows exactly.
+    """Every function of ``FUNCTIONS`` on ``rank`` in two chains, each feeding the next, parameterised and
+    seeded ones with their parameters, ending in output ``C_fn`` = C_rows + gelu_backward(0, ...) = C_rows.
 
-    The chain starts from the input A_blk [2, 6] (ring index ``g``, rows 2g .. 2g+1 of A): LayerNorm's
-    pieces over its 6 columns, dropout of its global elements, attention with it as one sequence of 2
-    tokens and one head of width 2 (Q, K, V side by side), and back. Its values reach C only through a
-    product with zero, so every output still equals A B; but every buffer starts as NaN, so a function
-    that is skipped, or leaves part of its output unwritten, makes C_fn NaN and fails the check.
-    ``test_op_kinds`` compares each step's value with the interpreter's, seed included.
+    Two chains start from the input A_blk [2, 6] (ring index ``g``, rows 2g .. 2g+1 of A). The GPT one
+    (``_gpt_steps``): LayerNorm's pieces over its 6 columns, dropout of its global elements, attention with
+    it as one sequence of 2 tokens and one head of width 2 (Q, K, V side by side), and back. The Llama one
+    (``_llama_steps``) takes A_blk widened by two slices to [2, 8] (no local function widens a block; A_blk
+    itself rather than the GPT chain's end keeps its values O(1), where SwiGLU's sigmoid does not
+    saturate): RMSNorm over its 8 columns, rotary embeddings and grouped-query attention on it as one
+    key/value group (``ROPE``), unfused and FlashAttention-2, each one's backward taking the other's
+    context as its gradient, SwiGLU on the rotated-back gradient as 4 interleaved gate/up pairs, and
+    RMSNorm's backward. The two meet in a row statistic: the Llama chain's end's row sum of squares
+    normalises the GPT chain's end, so every column either wrote reaches the output.
+
+    Its values reach C only through a product with zero, so every output still equals A B; but every
+    buffer starts as NaN, so a function that is skipped, or leaves part of its output unwritten, makes
+    C_fn NaN and fails the check. ``test_op_kinds`` compares each step's value with the interpreter's,
+    seed included.
     """
+    def run(steps) -> None:
+        for out, shape, fn, inputs, params in steps:
+            b.buffer(rank, out, shape)
+            b.emit(rank, Local(fn=fn, out=out, inputs=inputs, params=tuple(params.items())))
+
+    run(_gpt_steps(g))
+    b.buffer(rank, "L_in", (2, 8))
+    b.emit(rank, Slice(out="L_in", src="A_blk", out_cols=(0, 6)))
+    b.emit(rank, Slice(out="L_in", src="A_blk", src_cols=(0, 2), out_cols=(6, 8)))
+    run(_llama_steps(g))
+    run((("F_z", (2, 6), "gelu", ("L_y",), {}),
+         ("F_0", (2, 6), "zero", (), {}),
+         ("F_nil", (2, 6), "gelu_backward", ("F_0", "F_z"), {})))
+    b.block("output", rank, "C_fn", "C", (2 * g, 2 * g + 2), (0, 6))
+    b.emit(rank, Local(fn="add", out="C_fn", inputs=("C_rows", "F_nil")))
+
+
+def _gpt_steps(g: int) -> tuple:
+    """The GPT block's functions from A_blk to F_hb [2, 6]: (out, shape, function, inputs, params)."""
     attention = {"p": 0.5, "stream": 1, "seq": 2, "heads": 1, "head_dim": 2, "batch0": g, "head0": 0,
                  "heads_total": 1}
     dropout = {"p": 0.5, "stream": 0, "row0": 2 * g, "col0": 0, "width": 6}
-    steps = (("F_mom", (2, 2), "row_moments", ("A_blk",), {}),
-             ("F_g", (1, 6), "col_sum", ("A_blk",), {}),
-             ("F_b", (1, 6), "copy", ("F_g",), {}),
-             ("F_ln", (2, 6), "layernorm", ("A_blk", "F_mom", "F_g", "F_b"), LN),
-             ("F_drop", (2, 6), "dropout", ("F_ln",), dropout),
-             ("F_qkv", (2, 6), "bias_add", ("F_drop", "F_b"), {}),
-             ("F_ctx", (2, 2), "attention", ("F_qkv",), attention),
-             ("F_dqkv", (2, 6), "attention_backward", ("F_ctx", "F_qkv"), attention),
-             ("F_sums", (2, 2), "layernorm_backward_moments", ("F_dqkv", "A_blk", "F_mom", "F_g"), LN),
-             ("F_dx", (2, 6), "layernorm_backward", ("F_dqkv", "A_blk", "F_mom", "F_g", "F_sums"), LN),
-             ("F_dg", (1, 6), "layernorm_gamma_grad", ("F_dx", "A_blk", "F_mom"), LN),
-             ("F_h", (2, 6), "add", ("F_dx", "F_qkv"), {}),
-             ("F_hb", (2, 6), "bias_add", ("F_h", "F_dg"), {}),
-             ("F_z", (2, 6), "gelu", ("F_hb",), {}),
-             ("F_0", (2, 6), "zero", (), {}),
-             ("F_nil", (2, 6), "gelu_backward", ("F_0", "F_z"), {}))
-    for out, shape, fn, inputs, params in steps:
-        b.buffer(rank, out, shape)
-        b.emit(rank, Local(fn=fn, out=out, inputs=inputs, params=tuple(params.items())))
-    b.block("output", rank, "C_fn", "C", (2 * g, 2 * g + 2), (0, 6))
-    b.emit(rank, Local(fn="add", out="C_fn", inputs=("C_rows", "F_nil")))
+    return (("F_mom", (2, 2), "row_moments", ("A_blk",), {}),
+            ("F_g", (1, 6), "col_sum", ("A_blk",), {}),
+            ("F_b", (1, 6), "copy", ("F_g",), {}),
+            ("F_ln", (2, 6), "layernorm", ("A_blk", "F_mom", "F_g", "F_b"), LN),
+            ("F_drop", (2, 6), "dropout", ("F_ln",), dropout),
+            ("F_qkv", (2, 6), "bias_add", ("F_drop", "F_b"), {}),
+            ("F_ctx", (2, 2), "attention", ("F_qkv",), attention),
+            ("F_dqkv", (2, 6), "attention_backward", ("F_ctx", "F_qkv"), attention),
+            ("F_sums", (2, 2), "layernorm_backward_moments", ("F_dqkv", "A_blk", "F_mom", "F_g"), LN),
+            ("F_dx", (2, 6), "layernorm_backward", ("F_dqkv", "A_blk", "F_mom", "F_g", "F_sums"), LN),
+            ("F_dg", (1, 6), "layernorm_gamma_grad", ("F_dx", "A_blk", "F_mom"), LN),
+            ("F_h", (2, 6), "add", ("F_dx", "F_qkv"), {}),
+            ("F_hb", (2, 6), "bias_add", ("F_h", "F_dg"), {}))
+
+
+def _llama_steps(g: int) -> tuple:
+    """The Llama block's functions from L_in [2, 8] (``ROPE``) to L_y [2, 6]: (out, shape, function,
+    inputs, params)."""
+    gqa = {"p": 0.5, "stream": 2, "seq": 2, "heads": 2, "head_dim": 2, "batch0": g, "head0": 0,
+           "heads_total": 2, "group": 2}
+    flash = {**gqa, "stream": 3}
+    return (("L_ss", (2, 1), "row_sumsq", ("L_in",), {}),
+            ("L_gamma", (1, 8), "col_sum", ("L_in",), {}),
+            ("L_x", (2, 8), "rmsnorm", ("L_in", "L_ss", "L_gamma"), RMS),
+            ("L_rot", (2, 8), "rotary", ("L_x",), ROPE),
+            ("L_ctx", (2, 4), "attention_gqa", ("L_rot",), gqa),
+            ("L_fctx", (2, 4), "flash_attention", ("L_rot",), flash),
+            ("L_dqkv", (2, 8), "attention_gqa_backward", ("L_fctx", "L_rot"), gqa),
+            ("L_fdqkv", (2, 8), "flash_attention_backward", ("L_ctx", "L_rot"), flash),
+            ("L_dsum", (2, 8), "add", ("L_dqkv", "L_fdqkv"), {}),
+            ("L_drot", (2, 8), "rotary_backward", ("L_dsum",), ROPE),
+            ("L_z", (2, 4), "swiglu", ("L_drot",), {}),
+            ("L_dh", (2, 8), "swiglu_backward", ("L_z", "L_drot"), {}),
+            ("L_gs", (2, 1), "rmsnorm_backward_sum", ("L_dh", "L_in", "L_ss", "L_gamma"), RMS),
+            ("L_dx", (2, 8), "rmsnorm_backward", ("L_dh", "L_in", "L_ss", "L_gamma", "L_gs"), RMS),
+            ("L_dg", (1, 8), "rmsnorm_gamma_grad", ("L_dx", "L_in", "L_ss"), RMS),
+            ("L_h", (2, 8), "bias_add", ("L_dx", "L_dg"), {}),
+            ("L_hss", (2, 1), "row_sumsq", ("L_h",), {}),
+            ("L_y", (2, 6), "rmsnorm", ("F_hb", "L_hss", "F_g"), LN))
