@@ -20,6 +20,7 @@ import os
 import select
 import sys
 
+from simulator.command_files import check_command_files
 from simulator.errors import InputError
 
 # Modules that add sub-commands, in the order `tpsim --help` lists them. A module that is missing
@@ -111,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         command = _command_parser(parser, args)
         command.error(_unrecognized(command, extras))
     try:
+        check_command_files(args)  # every output writable, distinct and not an input, before any work
         return int(args.func(args) or 0)
     except BrokenPipeError as error:
         if not _stdout_closed():

@@ -11,6 +11,7 @@ matplotlib's Agg backend (no display needed).
 from __future__ import annotations
 
 from simulator.errors import InputError
+from simulator.files import save_figure
 
 __all__ = ["plot_predictions", "plot_training"]
 
@@ -50,7 +51,7 @@ def plot_predictions(rows, path: str, title: str = "") -> None:
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -107,5 +108,5 @@ def plot_training(rows, path: str, title: str = "", device_bytes: int | None = N
         mx.grid(axis="x", alpha=0.3)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)

@@ -22,6 +22,8 @@ from collections import defaultdict
 
 import networkx as nx
 
+from simulator.files import save_figure
+
 __all__ = ["draw_topology", "node_labels"]
 
 _LAYER = {"spine": 6, "leaf": 5, "switch": 5, "nic": 4, "host": 3, "cpu": 3, "pcie_switch": 2, "gpu": 1, "nvswitch": 0}
@@ -118,5 +120,5 @@ def draw_topology(G: nx.DiGraph, path: str, title: str | None = None) -> None:
     ax.set_title(title or G.graph.get("name", "topology"))
     ax.set_axis_off()
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)

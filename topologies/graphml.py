@@ -24,6 +24,7 @@ from xml.etree.ElementTree import ParseError
 import networkx as nx
 
 from simulator.errors import InputError
+from simulator.files import replacing
 from simulator.limits import check_topology_gpus, loads_json
 from topologies.errors import TopologyError
 from topologies.validate import validate_graph
@@ -55,7 +56,8 @@ def write_graphml(G: nx.DiGraph, path: str) -> None:
         H.add_node(node, **attrs)
     for a, b, data in G.edges(data=True):
         H.add_edge(a, b, **{key: _scalar(value, f"link {a}-{b} {key}") for key, value in data.items()})
-    nx.write_graphml(H, path)
+    with replacing(path) as tmp:
+        nx.write_graphml(H, tmp)
 
 
 def _decode(text, where: str):

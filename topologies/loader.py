@@ -26,7 +26,7 @@ import re
 import networkx as nx
 
 from simulator.errors import InputError
-from simulator.files import read_bytes, read_text
+from simulator.files import read_bytes, read_text, write_text_atomic
 from topologies.errors import TopologyError
 from topologies.fileformat import document_to_graph, graph_to_document, read_document, write_document
 from topologies.graphml import read_graphml, write_graphml
@@ -116,5 +116,4 @@ def save_topology(G: nx.DiGraph, path: str) -> None:
         write_graphml(G, path)
         return
     text = write_document(graph_to_document(G), path)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_text_atomic(path, text)

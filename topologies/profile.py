@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from simulator.errors import InputError
-from simulator.files import read_text
+from simulator.files import read_text, write_text_atomic
 from topologies.errors import TopologyError
 from topologies.fileformat import read_document, write_document
 from topologies.presets import PRESETS
@@ -199,5 +199,4 @@ def write_profile(profile: Profile, path: str) -> None:
     if not str(path).lower().endswith((".yaml", ".yml", ".json")):
         raise TopologyError(f"cannot write a calibration profile as {path}: use a name ending in .yaml, .yml, .json")
     text = write_document(profile_document(profile), str(path))
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_text_atomic(path, text)

@@ -9,6 +9,8 @@ bars are hatched over the part spent waiting for peers, where both sides know it
 
 from __future__ import annotations
 
+from simulator.files import save_figure
+
 __all__ = ["plot_comparison"]
 
 MEASURED_COLOUR = "#4C72B0"
@@ -62,5 +64,5 @@ def plot_comparison(comparison, path: str) -> None:
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
