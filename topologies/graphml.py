@@ -73,7 +73,8 @@ def read_graphml(path) -> nx.DiGraph:
     """Read and fully validate a GraphML topology from a path or a binary file object."""
     try:
         H = nx.read_graphml(path, node_type=str)
-    except (ParseError, nx.NetworkXError, KeyError, ValueError) as error:
+    # LookupError: an XML declaration naming an encoding Python does not know (encoding='bogus')
+    except (ParseError, nx.NetworkXError, KeyError, ValueError, LookupError) as error:
         message = str(error).splitlines()[0] if str(error) else repr(error)
         raise TopologyError(f"not a readable GraphML file: {message}") from None
     if H.is_multigraph():
