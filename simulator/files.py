@@ -183,7 +183,7 @@ def load_record(path: str | os.PathLike, format: str, version: int, *, name: str
     if not isinstance(record, dict) or record.get("format") != format:
         found = record.get("format") if isinstance(record, dict) else type(record).__name__
         raise InputError(f"{path}: not a {name} (format {found!r}, expected {format!r}: write one with {writer})")
-    if record.get("version") != version:
+    if type(record.get("version")) is not int or record.get("version") != version:  # a JSON true is not 1
         raise InputError(f"{path}: {version_name or name} version {record.get('version')!r}; this tpsim reads "
                          f"version {version} (rerun {writer})")
     return record

@@ -50,6 +50,7 @@ import networkx as nx
 from simulator.errors import InputError
 from simulator.files import read_text, write_text_atomic
 from topologies.errors import TopologyError
+from topologies.keys import PROFILE_KEYS, check_known_keys
 from topologies.fileformat import read_document, write_document
 from topologies.presets import PRESETS
 from topologies.validate import check_sim, gpu_nodes
@@ -155,8 +156,9 @@ def profile_from_document(doc, where: str) -> Profile:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise TopologyError(f"{where}: not a calibration profile (format: {FORMAT}) nor a topology written by "
                             f"tpsim calibrate")
-    if doc.get("version") != 1:
+    if type(doc.get("version")) is not int or doc.get("version") != 1:  # a YAML true is not 1
         raise TopologyError(f"{where}: calibration profile version {doc.get('version')!r}; this tpsim reads 1")
+    check_known_keys(doc, PROFILE_KEYS, where, "calibration profile")  # a misspelt "sim" was dropped unread
     if not isinstance(doc.get("node_kind"), str) or not doc["node_kind"]:
         raise TopologyError(f"{where}: node_kind must be a non-empty string")
     links = doc.get("links") or {}
