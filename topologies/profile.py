@@ -193,7 +193,11 @@ def read_profile(path: str) -> Profile:
         text = read_text(path, "calibration")
     except InputError as error:
         raise TopologyError(str(error)) from None
-    return profile_from_document(read_document(path, text), path)
+    try:
+        doc = read_document(path, text)
+    except TopologyError as error:  # bad YAML or JSON: name the file, as a topology file's error does
+        raise TopologyError(f"calibration file {path}: {error}") from None
+    return profile_from_document(doc, path)
 
 
 def write_profile(profile: Profile, path: str) -> None:
