@@ -28,6 +28,7 @@ from simulator.calibrate.enqueue_floor import ENQUEUE_S_PER_GPU, enqueue_floor_s
 from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
+from simulator.collectives.nvls_support import check_nvls
 from simulator.errors import InputError
 from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
@@ -121,6 +122,7 @@ def collective_command(args: argparse.Namespace) -> int:
     G = load_topology(args.topology, args.calibration)
     members = _members(args, G)
     params = CollectiveParams.from_graph(G)
+    check_nvls(args.algo, args.op, params, G.graph.get("name", args.topology))
     if args.protocol:
         params = dataclasses.replace(params, protocol=args.protocol)
     root = args.root if args.op in ("broadcast", "reduce") else None
