@@ -48,6 +48,16 @@ def _changed(lines: list[str], column: str, token: str, line: int = ROW) -> list
     return [*lines[:line - 1], "  ".join(tokens), *lines[line:]]
 
 
+def _retimed(lines: list[str], time_us: float, line: int = ROW) -> list[str]:
+    """``lines`` with data line ``line`` run in ``time_us``: its time and, as nccl-tests prints them, its algbw
+    and busbw (all_reduce on 8 ranks: busbw = algbw x 2 x 7/8), so that only the time is off."""
+    size = int(lines[line - 1].split()[COLUMNS["size"]])
+    algbw = size / time_us / 1e3
+    lines = _changed(lines, "time", f"{time_us:.2f}", line)
+    lines = _changed(lines, "algbw", f"{algbw:.2f}", line)
+    return _changed(lines, "busbw", f"{algbw * 2 * 7 / 8:.2f}", line)
+
+
 def _log(folder: Path, lines: list[str], name: str = LOG_NAME) -> str:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,12 +180,12 @@ CASES = [
                                                                           "error time algbw busbw error"] + REAL[15:])),
                  "line 1: nGpus is 0; it must be an integer >= 1", id="collective-zero-ngpus"),
     # nccl-tests logs: repeated rows (nccl-tests -N, appended runs) that conflict
-    pytest.param(lambda d: _calibrate(_log(d, REAL + _changed(REAL, "time", "150.0"))),
+    pytest.param(lambda d: _calibrate(_log(d, REAL + _retimed(REAL, 150.0))),
                  f"{LOG_NAME} line {len(REAL) + ROW}: size 1048576 (float sum) has time 150 us but "
                  f"{'{}'} line 33 has 72.53 us, 107% slower; {REPEAT}", id="calibrate-conflicting-repeat"),
-    pytest.param(lambda d: _collective(_log(d, REAL + _changed(REAL, "time", "55.0"))),
+    pytest.param(lambda d: _collective(_log(d, REAL + _retimed(REAL, 55.0))),
                  "line 33: size 1048576 (float sum) has time 72.53 us but", id="collective-conflicting-repeat"),
-    pytest.param(lambda d: _calibrate(_log(d / "a", REAL), _log(d / "b", _changed(REAL, "time", "150.0"))),
+    pytest.param(lambda d: _calibrate(_log(d / "a", REAL), _log(d / "b", _retimed(REAL, 150.0))),
                  f"b/{LOG_NAME} line 33: size 1048576 (float sum) has time 150 us but", id="calibrate-conflicting-logs"),
     pytest.param(lambda d: _collective(_log(d, REAL + REAL_2GPU)),
                  f"line {len(REAL) + 1}: this run is on 2 ranks but the one at line 1 is on 8",
@@ -305,7 +315,7 @@ def test_compare_refuses_a_bad_record_before_simulating(tmp_path, capsys, monkey
 
 def test_agreeing_repeats_are_merged_into_the_median_row(tmp_path):
     # Three cycles (nccl-tests -N 3) of the 1 MiB row, 72.53, 80.0 and 75.0 us: within 25%, the median kept.
-    cycles = REAL + _changed(REAL, "time", "80.0") + _changed(REAL, "time", "75.0")
+    cycles = REAL + _retimed(REAL, 80.0) + _retimed(REAL, 75.0)
     log = parse_nccl_tests(_log(tmp_path, cycles))
     assert [row.size_bytes for row in log.rows] == [8 << k for k in range(28)] and log.n_ranks == 8
     row = next(r for r in log.rows if r.size_bytes == 1 << 20)
