@@ -51,6 +51,7 @@ from simulator.errors import InputError
 from simulator.files import read_text, write_text_atomic
 from topologies.errors import TopologyError
 from topologies.keys import PROFILE_KEYS, check_known_keys
+from topologies.physical_bounds import check_physical_bounds
 from topologies.fileformat import read_document, write_document
 from topologies.presets import PRESETS
 from topologies.validate import check_sim, gpu_nodes
@@ -129,6 +130,10 @@ def apply_profile(G: nx.DiGraph, profile: Profile, where: str = "calibration") -
             if "latency_us" in values:
                 H.edges[e]["latency_us"] = values["latency_us"]
     H.graph["sim"] = {**(G.graph.get("sim") or {}), **profile.sim}
+    try:
+        check_physical_bounds(H)  # a hand-edited or mis-fitted profile: no link over its peak
+    except TopologyError as error:
+        raise TopologyError(f"{where}: {error}") from None
     H.graph["name"] = f"{G.graph.get('name', 'topology')}+calibration"
     H.graph["notes"] = (f"{G.graph.get('notes', '')} Calibration applied ({where}, fitted on "
                         f"{profile.fitted_on or '?'}): {profile.notes}").strip()
