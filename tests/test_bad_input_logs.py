@@ -190,6 +190,26 @@ CASES = [
     pytest.param(lambda d: _collective(_log(d, REAL + REAL_2GPU)),
                  f"line {len(REAL) + 1}: this run is on 2 ranks but the one at line 1 is on 8",
                  id="collective-runs-on-other-rank-counts"),
+    # nccl-tests logs: columns that disagree with each other (simulator.calibrate.nccl_consistency)
+    pytest.param(_bad_column(_calibrate, "time", "1e-300"), "line 33: algbw 14.46 GB/s but size / time = 1,048,576 B / "
+                 "1e-300 us = 1.049e+303 GB/s; algbw is the size over the time", id="calibrate-tiny-time-was-230-TBps"),
+    pytest.param(_bad_column(_calibrate, "size", str(2**60)), f"line 33: size {2**60:,} bytes is over the largest size "
+                 f"tpsim takes", id="calibrate-size-2-to-the-60-was-fitted"),
+    pytest.param(_bad_column(_collective, "size", "1048577"), "line 33: size 1,048,577 is not count 262,144 x 4 bytes "
+                 "(float) = 1,048,576 (or 8,388,608 for one rank's share of 8); the row's columns disagree",
+                 id="collective-size-not-count-times-type"),
+    pytest.param(_bad_column(_calibrate, "busbw", "99.00"), "line 33: busbw 99 GB/s but size / time x 1.75 (all_reduce "
+                 "on 8 ranks) = 25.3 GB/s; the rank count or a bandwidth is wrong", id="calibrate-busbw-off"),
+    pytest.param(lambda d: _collective(_log(d, _header_ngpus("100000000"))), f"{LOG_NAME} line 1: nGpus is 100000000, "
+                 "but the run is on 8 ranks; nGpus counts the GPUs one process drives, at most the ranks",
+                 id="collective-ngpus-1e8-was-plus-592858027-percent"),
+    pytest.param(lambda d: [*_calibrate(_log(d, REAL)), "--holdout-sizes", "0"], "--holdout-sizes: no sample of size "
+                 "0B to hold out; the fitted samples have sizes 1MiB, 2MiB", id="calibrate-holdout-size-0"),
+    pytest.param(lambda d: [*_calibrate(_log(d, REAL)), "--holdout-ranks", "4"], "--holdout-ranks: no sample of rank "
+                 "count 4 to hold out; the fitted samples have rank counts 8", id="calibrate-holdout-ranks-absent"),
+    pytest.param(lambda d: ["calibrate", "--from-nccl-tests", _log(d, REAL), "--topology", "a100-4gpu:2"],
+                 "(nvlink): bandwidth_GBps 1830 is 18.30x its published peak 100 GB/s (at most 10% over it)",
+                 id="calibrate-8-gpu-log-on-a-4-gpu-server-over-the-peak"),
     # measured records (tpsim run --json) read by compare
     pytest.param(_measured(lambda r: r.update(time_s=float("nan"))),
                  "measured.json: time_s: expected a finite number of seconds > 0, got nan", id="compare-nan-time"),
@@ -198,6 +218,8 @@ CASES = [
     pytest.param(_measured(lambda r: r.update(time_s=0)), "time_s: expected a finite number of seconds > 0, got 0",
                  id="compare-zero-time-was-ZeroDivisionError"),
     pytest.param(_measured(lambda r: r.update(time_s=float("inf"))), "got inf", id="compare-inf-time"),
+    pytest.param(_measured(lambda r: r.update(time_s=1e308)), "measured.json: time_s: 1e+308 s is longer than any "
+                 "measured run (at most 1e+06 s, 11.6 days)", id="compare-time-1e308-was-a-png-traceback"),
     pytest.param(_measured(lambda r: r["iterations"][0].update(time_s=float("nan"))),
                  "iterations[0] time_s: expected a finite number of seconds > 0, got nan", id="compare-nan-iteration"),
     pytest.param(_measured(lambda r: r["iterations"][0]["rank_time_s"].__setitem__(2, -1.0)),

@@ -13,7 +13,9 @@ nccl-tests computes every printed column from the others (``src/common.cu``, and
 A row where they disagree was edited or corrupted, and fitting it writes nonsense: a time of 1e-300 us
 beside the algbw that the real time gave fitted NVSwitch at 230 TB/s; a size of 2^60 bytes was fitted
 as such; ``nGpus 100000000`` in the header turned a real busbw into a +592858027.7% error. Every such
-row is refused in one line naming the file and line, the columns and what they imply. The tolerance,
+row is refused in one line naming the file and line, the columns and what they imply. So is a header
+whose ``nGpus`` (the GPUs one process drives) is more than the run's ranks: the host's enqueue floor is
+``nGpus`` x 4.3 us, and ``nGpus 100000000`` made it 430 s. The tolerance,
 ``RELATIVE_TOLERANCE`` plus 0.01 GB/s, is far above the rounding of the printed columns (at most
 0.04% on the logs in tests/data) and far below any of those errors.
 """
@@ -24,7 +26,7 @@ from simulator.calibrate.nccl_columns import BYTES_PER_ELEMENT
 from simulator.errors import InputError
 from simulator.limits import MAX_BYTES
 
-__all__ = ["RELATIVE_TOLERANCE", "BUS_FACTORS", "check_rows"]
+__all__ = ["RELATIVE_TOLERANCE", "BUS_FACTORS", "check_rows", "check_gpus_per_process"]
 
 RELATIVE_TOLERANCE = 0.01
 """How far a printed bandwidth may be from the one its row's other columns give (plus 0.01 GB/s)."""
@@ -71,3 +73,11 @@ def check_rows(rows, op: str | None, ranks: int | None) -> None:
                     raise InputError(f"{where}: {label}busbw {busbw:g} GB/s but size / time x {factor(ranks):.4g} "
                                      f"({op} on {ranks} ranks) = {bus:.4g} GB/s; the rank count or a bandwidth is "
                                      f"wrong")
+
+
+def check_gpus_per_process(name: str, runs: list[dict], ranks: int | None) -> None:
+    """InputError for a run header whose ``nGpus`` is more than the log's ``ranks`` (module doc)."""
+    for run in runs:
+        if ranks and run.get("n_gpus") and run["n_gpus"] > ranks:
+            raise InputError(f"{name} line {run['line']}: nGpus is {run['n_gpus']}, but the run is on {ranks} ranks; "
+                             f"nGpus counts the GPUs one process drives, at most the ranks")
