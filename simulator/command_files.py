@@ -110,7 +110,9 @@ def check_output_location(label: str, path: str) -> None:
     base = target.parent
     while not base.exists():
         base = base.parent
-    blocking = next((p for p in [target.parent, *target.parent.parents] if p.exists() and not p.is_dir()), None)
+    given = Path(path)  # the path as typed names the blocking file as the user knows it; then the resolved one
+    blocking = next((p for p in [*given.parents, target.parent, *target.parent.parents]
+                     if str(p) != "." and p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise InputError(f"{label} {path}: cannot write it, {blocking} is a file, not a folder")
     try:

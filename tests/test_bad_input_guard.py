@@ -218,7 +218,7 @@ ROWS = [
     (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "transformer", "--batch", "1", "--seq", "8", "--hidden",
       "16", "--heads", "2", "--dropout", "-1"], "dropout must be a probability in [0, 1), got -1.0"),
     (["predict", "--gpus", "8", "--topology", "dgx-a100", "--model", "gpt3-125m", "--global-batch", "8",
-      "--bucket-mb", "1e-320", "--csv", "{new_csv}"], "a bucket size is a finite number of MB >= 1e-06 (one byte)"),
+      "--bucket-mb", "1e-320", "--csv", "{new_csv}"], "a bucket size is a finite number of MB > 0, at least 1e-06 (one byte)"),
     (["collective", "--op", "all_reduce", "--group-size", "8", "--bytes", "1MiB", "--topology", "dgx-a100", "--algo",
       "nvls"], "--algo nvls: topology dgx-a100 has no NVLink SHARP (NVLS needs a third-generation NVSwitch, Hopper "
                "or later; its sim collective_nvls is false); valid here: ring, double_binary_tree"),
