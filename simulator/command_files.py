@@ -16,8 +16,8 @@ that a command that cannot deliver its outputs says so in one line before it com
 * an image (``--png``) has a suffix matplotlib can write (``--png out.xyz`` was a traceback).
 
 ``OUTPUTS`` and ``INPUTS`` say which arguments of which command are files written and read; a command
-that gains an output option adds it to ``OUTPUTS`` (tests/test_outputs.py fails for an option whose help
-says it writes or draws a file and that is not listed).
+that gains an output option adds it to ``OUTPUTS`` (tests/test_bad_input_outputs.py fails for an option
+whose help says it writes, draws or saves a file and that is not listed).
 """
 
 from __future__ import annotations

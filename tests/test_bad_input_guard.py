@@ -79,7 +79,8 @@ def _files(folder: Path) -> dict[str, Path]:
     paths["many_ranks"] = Path(_schedule_file(folder, "ranks.json", lambda d: d.update(
         buffers=[{}] * (MAX_RANKS + 1))))
     # Schedule files with the whole-schedule fields wrong (simulator.ir.file_header), and a list for a string.
-    for key, change in {"grid_negative": lambda d: d.update(grid=[-2, -2, -2]), "grid_empty": lambda d: d.update(grid=[]),
+    for key, change in {"grid_negative": lambda d: d.update(grid=[-2, -2, -2]),
+                        "grid_empty": lambda d: d.update(grid=[]),
                         "grid_product": lambda d: d.update(grid=[3]), "version_true": lambda d: d.update(version=True),
                         "programs_empty": lambda d: d.update(programs=[[] for _ in d["programs"]]),
                         "algorithm_list": lambda d: d.update(algorithm=["1d"])}.items():
@@ -218,7 +219,8 @@ ROWS = [
     (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "transformer", "--batch", "1", "--seq", "8", "--hidden",
       "16", "--heads", "2", "--dropout", "-1"], "dropout must be a probability in [0, 1), got -1.0"),
     (["predict", "--gpus", "8", "--topology", "dgx-a100", "--model", "gpt3-125m", "--global-batch", "8",
-      "--bucket-mb", "1e-320", "--csv", "{new_csv}"], "a bucket size is a finite number of MB > 0, at least 1e-06 (one byte)"),
+      "--bucket-mb", "1e-320", "--csv", "{new_csv}"],
+     "a bucket size is a finite number of MB > 0, at least 1e-06 (one byte)"),
     (["collective", "--op", "all_reduce", "--group-size", "8", "--bytes", "1MiB", "--topology", "dgx-a100", "--algo",
       "nvls"], "--algo nvls: topology dgx-a100 has no NVLink SHARP (NVLS needs a third-generation NVSwitch, Hopper "
                "or later; its sim collective_nvls is false); valid here: ring, double_binary_tree"),

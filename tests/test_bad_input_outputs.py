@@ -16,8 +16,10 @@ temporary is swept, and nothing else appears.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -27,6 +29,7 @@ import pytest
 
 import simulator.cli
 from simulator.algorithms.registry import build_schedule
+from simulator.command_files import OUTPUTS
 from simulator.ir.serialize import save_schedule, schedule_to_dict
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload
@@ -52,7 +55,7 @@ WRITERS = [
               "{target}"], False),
     ("topology-show-png", ["topology", "show", "loopback:2", "--png", "{target}"], ".png",
      ["topology", "show", "{input}", "--png", "{target}"], False),
-    ("topology-save", ["topology", "save", "loopback:2", "{target}"], ".yaml",
+    ("topology-save-out", ["topology", "save", "loopback:2", "{target}"], ".yaml",
      ["topology", "save", "{input}", "{target}"], False),
     ("calibrate-output", ["calibrate", "--from-nccl-tests", str(LOG), "--topology", "dgx-a100", "-o", "{target}"],
      ".yaml", ["calibrate", "--from-nccl-tests", "{input}", "--topology", "dgx-a100", "-o", "{target}"], False),
@@ -235,6 +238,29 @@ def test_a_missing_folder_is_probed_without_leaving_one(capsys, monkeypatch, tmp
     (tmp_path / "ok.csv").write_text(OLD)
     argv = ["predict", "--gpus", "2", "--topology", "loopback:2", *GEMM, "--csv", "ok.csv", "--png", "new/deep/x.xyz"]
     _check_refused(capsys, monkeypatch, tmp_path, argv, "unknown image format")
+
+
+def _options(parser, key=""):
+    """(command key, dest, help) of every option that takes a value, through every sub-command."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, f"{key} {name}".strip())
+        elif action.nargs != 0 and action.dest != "help":
+            yield key, action.dest, action.help or ""
+
+
+def test_every_option_that_writes_a_file_is_checked_before_work():
+    """An option whose help says it writes, draws or saves a file is in OUTPUTS (so it gets the checks and
+    the writer's rules), and every OUTPUTS entry is an option of its command."""
+    options = list(_options(simulator.cli.build_parser()))
+    writes = {(key, dest) for key, dest, text in options if re.match(r"(also )?(write|draw|save)\b|the file to write",
+                                                                      text)}
+    listed = {(key, dest) for key, dests in OUTPUTS.items() for dest in dests}
+    assert writes <= listed, sorted(writes - listed)
+    assert listed <= {(key, dest) for key, dest, _ in options}, sorted(listed - {(k, d) for k, d, _ in options})
+    assert {name for name, *_ in WRITERS} >= {f"{key.replace(' ', '-')}-{dest}" for key, dest in listed
+                                              if dest != "json"}  # and WRITERS runs each of them
 
 
 # -- every writer, for real ----------------------------------------------------------------------------------
