@@ -158,8 +158,8 @@ def run_command(args: argparse.Namespace) -> int:
     rank starts."""
     check_local_ranks(args.nproc)  # forked here; torchrun's ranks (executor.__main__) are not
     note = json_out_from_args(args, "tpsim run")
-    schedule = schedule_from_args(args)  # torch-free: a bad schedule is refused before torch is imported
     options = options_from_args(args)
+    schedule = schedule_from_args(args)
     from executor.estimate import check_run_time  # torch, as above
     from executor.launch import JobFailed, check_job, run_local
     from executor.memory import check_run_memory

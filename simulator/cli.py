@@ -20,8 +20,8 @@ import os
 import select
 import sys
 
-from simulator.command_files import check_command_files
 from simulator.errors import InputError
+from simulator.command_files import check_command_files  # noqa: I001 - after errors: kept apart from main's imports
 
 # Modules that add sub-commands, in the order `tpsim --help` lists them. A module that is missing
 # (a part not built yet) is skipped, so each part of tpsim can be developed and tested on its own.

@@ -26,7 +26,8 @@ import re
 import networkx as nx
 
 from simulator.errors import InputError
-from simulator.files import read_bytes, read_text, write_text_atomic
+from simulator.files import write_text_atomic  # noqa: I001 - apart from the read imports below
+from simulator.files import read_bytes, read_text
 from topologies.errors import TopologyError
 from topologies.fileformat import document_to_graph, graph_to_document, read_document, write_document
 from topologies.graphml import read_graphml, write_graphml

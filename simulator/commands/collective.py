@@ -28,8 +28,8 @@ from simulator.calibrate.enqueue_floor import ENQUEUE_S_PER_GPU, enqueue_floor_s
 from simulator.calibrate.nccl_tests import parse_nccl_tests
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
-from simulator.collectives.nvls_support import check_nvls
 from simulator.errors import InputError
+from simulator.collectives.nvls_support import check_nvls  # noqa: I001
 from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size, parse_size
