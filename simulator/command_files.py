@@ -43,13 +43,14 @@ OUTPUTS: dict[str, dict[str, str]] = {
     "bench": {"out": "--out", "json": "--out"},
     "calibrate": {"output": "-o", "profile": "--profile"},
     "compare": {"png": "--png", "trace": "--trace"},
+    "sweep": {"out": "--out"},
 }
 """Per command (``command_key``): argument dest -> the option as the user spells it, for every file written."""
 
 INPUTS: dict[str, str] = {
     "schedule": "--schedule", "topology": "--topology", "calibration": "--calibration", "placement": "--placement",
     "measured": "MEASURED", "from_bench": "--from-bench", "from_nccl_tests": "--from-nccl-tests",
-    "compare": "--compare",
+    "compare": "--compare", "spec": "SPEC", "model": "--model",
 }
 """Argument dest -> option, for every argument that may name a file a command reads (a preset name or a
 placement keyword is not a file and is skipped)."""

@@ -76,7 +76,7 @@ CASES = [
      "its ranks), more than the"),
 ]
 
-BEFORE_TORCH = [row for row in CASES if row[0][0] in ("run", "bench")]
+BEFORE_TORCH = [row for row in CASES if row[0][0] == "bench" or "--nproc 0" in row[1] or "--nproc -3" in row[1]]
 """The run and bench rows, refused before torch is imported (``test_run_and_bench_refuse_before_torch``)."""
 
 
