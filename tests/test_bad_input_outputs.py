@@ -73,7 +73,14 @@ WRITERS = [
      ["run", "--schedule", "{input}", "--nproc", "2", "--trace", "{target}"], True),
     ("bench-out", ["bench", "--nproc", "1", "--ops", "gemm", "--gemm-shapes", "8x8x8", "--warmup", "1", "--iters", "1",
                    "--out", "{target}"], ".json", None, True),
+    ("sweep-out", ["sweep", "{spec}", "--out", "{target}"], ".csv", ["sweep", "{input}", "--out", "{target}"], False),
 ]
+_COMMANDS = simulator.cli.build_parser()._subparsers._group_actions[0].choices
+WRITERS = [w for w in WRITERS if w[1][0] in _COMMANDS]  # a sub-command whose module is not installed is skipped
+
+SWEEP_SPEC = "axes:\n  tp-sizes: ['1', '2']\nfixed:\n  model: gpt3-125m\n  topology: dgx-a100:1\n  gpus: 2\n" \
+             "  global-batch: 8\n  simulate-top: 1\n"
+"""Two small training plans for `tpsim sweep` (a spec is axes of predict options and fixed ones)."""
 
 # A second output of the same command, for the "twice" rows: (writer id, the option and its {twin} value).
 TWINS = {"predict-csv": ["--png", "{twin}"], "run-out": ["--trace", "{twin}"], "calibrate-output": ["--profile",
@@ -137,7 +144,8 @@ def _prepare(d: Path, suffix: str) -> dict[str, str]:
     """The files rows name: an existing input, a measured record, a side output's stem."""
     (d / f"input{suffix}").write_text(OLD)
     (d / "measured.json").write_text(OLD)
-    return {"input": f"input{suffix}", "measured": "measured.json", "aux": "side"}
+    (d / "spec.yaml").write_text(SWEEP_SPEC)
+    return {"input": f"input{suffix}", "measured": "measured.json", "aux": "side", "spec": "spec.yaml"}
 
 
 def _snapshot(d: Path) -> dict[str, object]:
@@ -287,6 +295,7 @@ def test_every_writer_replaces_through_a_link_and_sweeps_what_a_kill_left(capsys
         pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "measured.json").write_text(measured_text)
+    (tmp_path / "spec.yaml").write_text(SWEEP_SPEC)
     (tmp_path / "real").mkdir()
     target = tmp_path / "real" / f"out{suffix}"
     target.write_text(OLD)
@@ -296,8 +305,8 @@ def test_every_writer_replaces_through_a_link_and_sweeps_what_a_kill_left(capsys
     stale.chmod(0o644)  # its writer had locked it (module simulator.output_paths)
     untouched = target.parent / f".out{suffix}.not-ours"  # not a tpsim temporary's name
     untouched.write_text("someone else's")
-    status, _, err = run(capsys, *[a.format(target=f"link{suffix}", measured="measured.json", aux="side")
-                                   for a in argv])
+    status, _, err = run(capsys, *[a.format(target=f"link{suffix}", measured="measured.json", aux="side",
+                                            spec="spec.yaml") for a in argv])
     assert status == 0, err
     assert os.path.islink(f"link{suffix}") and os.readlink(f"link{suffix}") == str(target)
     assert target.read_bytes() != OLD.encode() and target.stat().st_size > 0
