@@ -73,7 +73,7 @@ WRITERS = [
      ["run", "--schedule", "{input}", "--nproc", "2", "--trace", "{target}"], True),
     ("bench-out", ["bench", "--nproc", "1", "--ops", "gemm", "--gemm-shapes", "8x8x8", "--warmup", "1", "--iters", "1",
                    "--out", "{target}"], ".json", None, True),
-    ("sweep-out", ["sweep", "{spec}", "--out", "{target}"], ".csv", ["sweep", "{input}", "--out", "{target}"], False),
+    ("sweep-out", ["sweep", "{spec}", "--overwrite", "--out", "{target}"], ".csv", ["sweep", "{input}", "--out", "{target}"], False),
 ]
 _COMMANDS = simulator.cli.build_parser()._subparsers._group_actions[0].choices
 WRITERS = [w for w in WRITERS if w[1][0] in _COMMANDS]  # a sub-command whose module is not installed is skipped
