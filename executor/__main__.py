@@ -20,6 +20,7 @@ import sys
 
 from executor.command import RUN_DTYPE_HELP, add_run_arguments, finish, json_out_from_args, options_from_args
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.command_files import check_command_files
 from simulator.errors import InputError
 
 
@@ -51,6 +52,8 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         rank, world, local_rank = _environment()
         note = json_out_from_args(args, "python -m executor")
+        if rank == 0:  # the rank that writes --out and --trace: before any rank starts work
+            check_command_files(args, "run")
         schedule = schedule_from_args(args)
         options = options_from_args(args)
         if args.nproc is not None and args.nproc != world:

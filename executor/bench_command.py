@@ -30,6 +30,7 @@ import signal
 import sys
 
 from executor.bench_cases import BENCH_OPS, BenchSettings
+from executor.bench_memory import check_bench_memory
 from executor.bench_report import bench_record, bench_rows, host_info, tables
 from executor.command import add_json_out_arguments, json_out_from_args
 from simulator.errors import InputError
@@ -168,6 +169,7 @@ def bench_command(args: argparse.Namespace) -> int:
     if not cases:
         raise InputError(f"nothing to measure: --ops {','.join(settings.ops)} on --nproc {args.nproc} "
                          f"(collectives and send need 2 ranks or more)")
+    check_bench_memory(cases, args.backend)  # before torch: a rank's allocator failure is a traceback
     if note:
         sys.stderr.write(note + "\n")
     # These import torch, which registering `tpsim bench` must not.

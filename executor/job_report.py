@@ -6,8 +6,9 @@ killed by SIGKILL (it writes nothing: the out-of-memory killer, a user), named w
 last lines of its output; else the first real traceback; then other deaths without a traceback
 (another signal, a bare exit status); ranks whose error is a communication after-effect ("Connection
 closed by peer", resets, timeouts) come last, the earliest first within each kind. A timed-out job's
-report names the ranks that never arrived: those busy in their own code (or not yet at the
-rendezvous) rather than blocked on their peers, read from the shared ``ProgressBoard``.
+report names first the ranks that stopped responding (a rank stopped by SIGSTOP, or frozen: its
+heartbeat stopped, ``executor.heartbeat``), then those that never arrived: busy in their own code (or
+not yet at the rendezvous) rather than blocked on their peers, read from the shared ``ProgressBoard``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pickle
 import re
 import signal
 
+from executor.heartbeat import silent_ranks
 from executor.progress import WAITING, ProgressBoard
 
 __all__ = ["failures", "failure_report", "timeout_report"]
@@ -72,24 +74,31 @@ def failure_report(exits: dict[int, tuple[int, float]], folder: str, nproc: int)
 
 
 def timeout_report(unfinished: list[int], schedules, options, board: ProgressBoard) -> tuple[str, str, list[int]]:
-    """``JobFailed``'s (report, "timeout", ranks) for a job past ``--timeout``: the ranks that never arrived
-    (busy in their own code, per the ``ProgressBoard``) and where each is, then those blocked waiting."""
-    missing = [r for r in unfinished if board.state(r)[0] not in WAITING]
-    waiting = [r for r in unfinished if r not in missing]
+    """``JobFailed``'s (report, "timeout", ranks) for a job past ``--timeout``: first the ranks that stopped
+    responding (stopped by a signal, or no heartbeat: ``executor.heartbeat``), then the ranks that never
+    arrived (busy in their own code, per the ``ProgressBoard``), with where each is; then those blocked
+    waiting for them."""
+    silent = silent_ranks(board, unfinished)
+    missing = [r for r in unfinished if r not in silent and board.state(r)[0] not in WAITING]
+    waiting = [r for r in unfinished if r not in silent and r not in missing]
     head = f"timed out after {options.timeout_s:g} s (--timeout)"
+    parts = [f"rank {r} stopped responding: {why}; it was {_position(board.state(r), schedules, r)}"
+             for r, why in silent.items()]
     if missing:
         if len(missing) == 1:
             where = f"it is {_position(board.state(missing[0]), schedules, missing[0])}"
         else:
             where = "; ".join(f"rank {r} {_position(board.state(r), schedules, r)}" for r in missing[:8])
-        text = f"{head}: rank{'s' if len(missing) > 1 else ''} {_ranks(missing)} never arrived: {where}"
+        parts.append(f"rank{'s' if len(missing) > 1 else ''} {_ranks(missing)} never arrived: {where}")
+    if parts:
+        text = f"{head}: " + "; ".join(parts)
     else:
         text = (f"{head}: no rank is missing; ranks {_ranks(waiting)} are all blocked in communication "
                 f"(a deadlock, or --timeout too short)")
     if waiting:
         sample = "; ".join(f"rank {r} {_position(board.state(r), schedules, r)}" for r in waiting[:4])
-        text += f"\nwaiting for {'them' if missing else 'each other'}: ranks {_ranks(waiting)} ({sample})"
-    return text, "timeout", missing or waiting
+        text += f"\nwaiting for {'them' if parts else 'each other'}: ranks {_ranks(waiting)} ({sample})"
+    return text, "timeout", [*silent, *missing] or waiting
 
 
 def _position(state: tuple[str, int, int, int], schedules, rank: int) -> str:

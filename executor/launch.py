@@ -37,6 +37,7 @@ from typing import Callable
 
 import torch
 
+from executor.heartbeat import start_heartbeat
 from executor.job_report import failure_report, failures, timeout_report
 from executor.progress import ProgressBoard
 from executor.run_rank import Rendezvous, RunOptions, run_rank
@@ -166,6 +167,7 @@ def _child(schedules, options, rank, nproc, folder, board, parent, job) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent(parent)
+        start_heartbeat(board, rank, os.getpid())  # so a stopped rank is named at the timeout
         log = os.open(os.path.join(folder, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)

@@ -5,11 +5,17 @@ index, iteration, step). A rank updates its row before every op (a few numpy sto
 reads the rows to explain a timeout: a rank in a *waiting* state is blocked on its peers, a rank
 in any other state is busy in its own code (or stuck there), which is what "never arrives" means; and,
 while the job runs, for the progress line of ``tpsim run`` and ``tpsim bench`` (``completed``).
+
+Beside the rows, each rank has a heartbeat (the ``time.monotonic_ns`` of its last beat, from a thread of
+its own: ``executor.heartbeat``) and its process id, so that a rank stopped by SIGSTOP, or frozen, is
+told apart from ranks blocked waiting for it: its row says "communicating" as theirs do, but its
+heartbeat has stopped.
 """
 
 from __future__ import annotations
 
 import mmap
+import time
 
 import numpy as np
 
@@ -23,10 +29,25 @@ class ProgressBoard:
     """One row (state, schedule, iteration, step) per rank, shared across fork."""
 
     def __init__(self, world_size: int):
-        self._map = mmap.mmap(-1, max(1, world_size * 4 * 8))
+        self._map = mmap.mmap(-1, max(1, world_size * 6 * 8))
         self.rows = np.ndarray((world_size, 4), dtype=np.int64, buffer=self._map)
         self.rows[:] = -1
         self.rows[:, 0] = _CODE[STATES[0]]
+        self.beats = np.ndarray((world_size,), dtype=np.int64, buffer=self._map, offset=world_size * 4 * 8)
+        """Per rank: ``time.monotonic_ns()`` at its last heartbeat (one clock for every process); -1 before."""
+        self.pids = np.ndarray((world_size,), dtype=np.int64, buffer=self._map, offset=world_size * 5 * 8)
+        """Per rank: its process id, once it has started its heartbeat; -1 before."""
+        self.beats[:] = -1
+        self.pids[:] = -1
+
+    def beat(self, rank: int) -> None:
+        """Record that ``rank`` is alive now (called by its heartbeat thread)."""
+        self.beats[rank] = time.monotonic_ns()
+
+    def silence_s(self, rank: int, now_ns: int | None = None) -> float | None:
+        """Seconds since ``rank``'s last heartbeat; None if it never beat."""
+        last = int(self.beats[rank])
+        return None if last < 0 else ((time.monotonic_ns() if now_ns is None else now_ns) - last) / 1e9
 
     def update(self, rank: int, state: str, schedule: int = -1, iteration: int = -1, step: int = -1) -> None:
         """Record that ``rank`` is in ``state`` (at ``step`` of ``iteration`` of schedule ``schedule``)."""

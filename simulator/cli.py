@@ -23,6 +23,7 @@ import sys
 
 from simulator.commands.lazy import add_commands_lazily, command_named
 from simulator.errors import InputError
+from simulator.command_files import check_command_files  # noqa: I001 - after errors: kept apart from main's imports
 
 # Modules that add sub-commands, in the order `tpsim --help` lists them. A module that is missing
 # (a part not built yet) is skipped, so each part of tpsim can be developed and tested on its own.
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         command = _command_parser(parser, args)
         command.error(_unrecognized(command, extras))
     try:
+        check_command_files(args)  # every output writable, distinct and not an input, before any work
         return int(args.func(args) or 0)
     except BrokenPipeError as error:
         if not _stdout_closed():

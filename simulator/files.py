@@ -1,8 +1,10 @@
 """Reading and writing tpsim's own files: atomic writes, and JSON records checked for format and version.
 
-Every file tpsim writes (schedules, traces, measured and bench records, calibrated topologies, predict's
-CSV, the executor's per-rank results) goes through ``replacing``: a temporary file beside the target,
-renamed over it once complete, so a reader never sees half a file and a failure leaves the old one.
+Every file tpsim writes (schedules, traces, measured and bench records, topologies and calibration
+profiles, predict's CSV, every PNG, the executor's per-rank results) goes through ``replacing``: a
+temporary file beside the target, renamed over it once complete, so a reader never sees half a file and
+a failure or a kill leaves the old one (``simulator.output_paths`` says which targets may be replaced and
+sweeps what a kill leaves; ``simulator.command_files`` checks a command's outputs before it starts).
 Every file it reads goes through ``read_bytes`` (text through ``read_text``, JSON through
 ``read_json``, tagged records through ``load_record``), so a missing file, one larger than
 ``simulator.limits`` allows (at most the limit and one byte are read from a device or a pipe), a
@@ -24,8 +26,10 @@ from typing import Any
 
 from simulator.errors import InputError
 from simulator.limits import MAX_FILE_BYTES, check_file_size, loads_json
+from simulator.output_paths import check_replaceable, lock_temporary, real_target, sweep_stale, temporary_prefix
 
-__all__ = ["replacing", "write_json_atomic", "read_bytes", "read_text", "read_json", "load_record"]
+__all__ = ["replacing", "write_json_atomic", "write_text_atomic", "save_figure", "read_bytes", "read_text",
+           "read_json", "load_record"]
 
 
 @contextmanager
@@ -33,29 +37,37 @@ def replacing(path: str | os.PathLike) -> Iterator[str]:
     """A temporary path beside ``path`` for the block to write; renamed over ``path`` when the block ends.
 
     Missing folders on the way to ``path`` are created (``--out runs/2d/s.json`` needs no mkdir first).
-    The temporary name keeps ``path``'s suffix (``save_topology`` picks YAML or JSON by it). The file
-    gets the permissions a plain ``open(path, "w")`` would give a new file, 0o666 less the umask:
-    mkstemp makes its file private (0o600), and the rename would keep that. A folder or file that
-    cannot be created or replaced is an InputError naming ``path``, not the temporary name; what the
-    block raises passes through unchanged, and the temporary file is removed either way.
+    The temporary name keeps ``path``'s suffix (``save_topology`` picks YAML or JSON by it, matplotlib
+    the image format). The file gets the permissions a plain ``open(path, "w")`` would give a new file,
+    0o666 less the umask: mkstemp makes its file private (0o600), and the rename would keep that.
+
+    The rules of ``simulator.output_paths`` hold: a symbolic link is followed (the file it names is
+    replaced, the link stays); a target that is a device, FIFO, socket or folder is an InputError before
+    anything is written; the temporary is locked while it is written, and temporaries of the same target
+    that a killed write left are swept first. A folder or file that cannot be created or replaced is an
+    InputError naming ``path``, not the temporary name; what the block raises passes through unchanged,
+    and the temporary file is removed either way.
 
         >>> with replacing("out/s.csv") as tmp, open(tmp, "w") as handle:  # doctest: +SKIP
         ...     handle.write("a,b\\n")
     """
-    target = Path(path)
+    target = real_target(path)
+    check_replaceable(path, target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+        sweep_stale(target)
+        fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=target.suffix, dir=target.parent)
     except OSError as error:
         blocking = next((p for p in reversed(target.parents) if p.exists() and not p.is_dir()), None)
         reason = f"{blocking} is a file, not a folder" if blocking is not None else error.strerror or error
         raise InputError(f"cannot write {path}: {reason}") from None
-    os.close(fd)
-    umask = os.umask(0)  # the only way to read it; set back at once
-    os.umask(umask)
     try:
+        lock_temporary(fd)
+        umask = os.umask(0)  # the only way to read it; set back at once
+        os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         yield tmp
+        check_replaceable(path, target)  # a FIFO made meanwhile is not replaced either
         try:
             os.replace(tmp, target)
         except OSError as error:  # a folder where the file should go
@@ -64,6 +76,8 @@ def replacing(path: str | os.PathLike) -> Iterator[str]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)  # after the rename: the lock stays until the temporary has its final name
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
@@ -78,6 +92,22 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
                 handle.write("\n")
         except OSError as error:
             raise InputError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through ``replacing``; a failed write is an InputError naming ``path``."""
+    with replacing(path) as tmp:
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as error:
+            raise InputError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def save_figure(figure: Any, path: str | os.PathLike) -> None:
+    """Save the matplotlib ``figure`` to ``path`` through ``replacing`` (its suffix picks the format)."""
+    with replacing(path) as tmp:
+        figure.savefig(tmp)
 
 
 _CHUNK_BYTES = 1 << 20
@@ -153,7 +183,7 @@ def load_record(path: str | os.PathLike, format: str, version: int, *, name: str
     if not isinstance(record, dict) or record.get("format") != format:
         found = record.get("format") if isinstance(record, dict) else type(record).__name__
         raise InputError(f"{path}: not a {name} (format {found!r}, expected {format!r}: write one with {writer})")
-    if record.get("version") != version:
+    if type(record.get("version")) is not int or record.get("version") != version:  # a JSON true is not 1
         raise InputError(f"{path}: {version_name or name} version {record.get('version')!r}; this tpsim reads "
                          f"version {version} (rerun {writer})")
     return record

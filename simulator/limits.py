@@ -108,7 +108,10 @@ def check_ranks(ranks: int, what: str) -> None:
 
 
 def check_local_ranks(nproc: int, flag: str = "--nproc") -> None:
-    """InputError for more local ranks than ``MAX_LOCAL_RANKS`` (checked before any rank is forked)."""
+    """InputError for fewer than one or more local ranks than ``MAX_LOCAL_RANKS`` (checked before any rank
+    is forked, and before torch is imported)."""
+    if nproc < 1:
+        raise InputError(f"{flag} {nproc}: give at least 1 local rank ({flag} N, N >= 1)")
     if nproc > MAX_LOCAL_RANKS:
         raise InputError(f"{flag} {nproc}: at most {MAX_LOCAL_RANKS} ranks run on one host (each keeps a gloo "
                          f"connection to every other); run more under torchrun on several hosts")

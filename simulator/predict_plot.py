@@ -11,6 +11,7 @@ matplotlib's Agg backend (no display needed).
 from __future__ import annotations
 
 from simulator.errors import InputError
+from simulator.files import save_figure
 
 __all__ = ["plot_predictions", "plot_training"]
 
@@ -45,12 +46,12 @@ def plot_predictions(rows, path: str, title: str = "") -> None:
     ax.invert_yaxis()
     ax.set_xlabel("predicted time per iteration (ms)")
     ax.set_xlim(0, max(r.time_s for r in ok) * ms * 1.35)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, parse_math=False)  # the topology's name: plain text, never TeX
     # Ranked fastest first, so the top rows are the shortest bars: the legend fits at the upper right.
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -105,7 +106,7 @@ def plot_training(rows, path: str, title: str = "", device_bytes: int | None = N
         mx.set_xlim(min(p for p in peaks if p > 0) / 1.5, max(peaks) * 2.0)
         mx.set_xlabel("peak memory per GPU (GB, log scale)")
         mx.grid(axis="x", alpha=0.3)
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(title, fontsize=9, parse_math=False)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+import subprocess
+import sys
+
 from simulator.cli import main
 
 GEMM = ["--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"]
@@ -64,7 +67,17 @@ CASES = [
      "--ranks 4 is the deprecated name of --group-size, given too (8); give --group-size N only"),
     ([*COLLECTIVE, "--ranks", "9"], "--group-size 9: topology dgx-a100 has only 8 GPUs"),
     ([*COLLECTIVE, "--ranks", "0"], "--group-size 0: a group has at least 1 rank"),
+    # run and bench: what decides whether they can start, before torch is imported
+    (["run", "--algo", "1d", "--gpus", "2", *GEMM, "--nproc", "0", "--out", "{out}"],
+     "--nproc 0: give at least 1 local rank (--nproc N, N >= 1)"),
+    (["run", "--algo", "1d", "--gpus", "2", *GEMM, "--nproc", "-3"], "--nproc -3: give at least 1 local rank"),
+    (["bench", "--nproc", "1", "--ops", "gemm", "--gemm-shapes", "3000000x3000000x3000000", "--out", "{out}"],
+     "bench gemm 3000000x3000000x3000000 float32 on 1 rank needs at least 100,582.8 GiB (its buffers, summed over "
+     "its ranks), more than the"),
 ]
+
+BEFORE_TORCH = [row for row in CASES if row[0][0] == "bench" or "--nproc 0" in row[1] or "--nproc -3" in row[1]]
+"""The run and bench rows, refused before torch is imported (``test_run_and_bench_refuse_before_torch``)."""
 
 
 def _snapshot(folder) -> dict[str, bytes]:
@@ -87,3 +100,21 @@ def test_bad_flag_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path,
     assert err.startswith(f"tpsim {argv[0]}: error: ") and message in err, err
     assert "Traceback" not in err and out == ""
     assert _snapshot(tmp_path) == before
+
+
+CHILD = """
+import sys
+from simulator.cli import main
+status = main(sys.argv[1:])
+print("torch imported" if "torch" in sys.modules else "torch not imported", status)
+"""
+
+
+@pytest.mark.parametrize("argv, message", BEFORE_TORCH, ids=[f"{i}-{argv[0]}" for i, (argv, _) in
+                                                             enumerate(BEFORE_TORCH)])
+def test_run_and_bench_refuse_before_torch(argv, message, tmp_path):
+    """In a fresh interpreter, where nothing imported torch first: the refusal leaves it unimported."""
+    argv = [a.format(out=tmp_path / "out.json", old=tmp_path / "old.json") for a in argv]
+    done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["torch", "not", "imported", "2"], (done.stdout, done.stderr)
+    assert message in done.stderr

@@ -25,6 +25,8 @@ from simulator.ir.serialize import schedule_to_dict
 from simulator.limits import (MAX_ELEMENTS, MAX_JSON_DEPTH, MAX_RANKS, available_memory_bytes, check_json_depth,
                               loads_json)
 from simulator.workloads.workload import Workload
+from topologies.presets import build_preset
+from topologies.profile import node_kind
 from tests.cli_run import run
 
 GEMM = ["--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"]
@@ -76,6 +78,26 @@ def _files(folder: Path) -> dict[str, Path]:
         A=[2**30, 2**30])))
     paths["many_ranks"] = Path(_schedule_file(folder, "ranks.json", lambda d: d.update(
         buffers=[{}] * (MAX_RANKS + 1))))
+    # Schedule files with the whole-schedule fields wrong (simulator.ir.file_header), and a list for a string.
+    for key, change in {"grid_negative": lambda d: d.update(grid=[-2, -2, -2]),
+                        "grid_empty": lambda d: d.update(grid=[]),
+                        "grid_product": lambda d: d.update(grid=[3]), "version_true": lambda d: d.update(version=True),
+                        "programs_empty": lambda d: d.update(programs=[[] for _ in d["programs"]]),
+                        "algorithm_list": lambda d: d.update(algorithm=["1d"])}.items():
+        paths[key] = Path(_schedule_file(folder, f"{key}.json", change))
+    # Topology and profile files: an unknown GraphML encoding, YAML anchors, a misspelt key, values past physics.
+    graphml = folder / "encoding.graphml"
+    graphml.write_text("<?xml version='1.0' encoding='bogus-encoding'?>\n<graphml></graphml>\n")
+    paths["bad_encoding"] = graphml
+    paths["anchors_yaml"] = folder / "anchors.yaml"
+    paths["anchors_yaml"].write_text("name: &a x\nnotes: *a\nnodes: []\nlinks: []\n")
+    kind = node_kind(build_preset("dgx-a100"))
+    profiles = {"simm": {"simm": {"collective_base_latency_us": 9.0}},
+                "fast_link": {"node_kind": kind, "links": {"nvswitch": {"bandwidth_GBps": 230000.0}}},
+                "slow_sim": {"node_kind": kind, "sim": {"collective_base_latency_us": 2e6}}}
+    for key, body in profiles.items():
+        paths[key] = folder / f"{key}.json"
+        paths[key].write_text(json.dumps({"format": "tpsim-calibration", "version": 1, **body}))
     paths["out"] = folder / "out.json"
     paths["out"].write_text(SENTINEL)
     paths["out_yaml"] = folder / "out.yaml"
@@ -172,6 +194,38 @@ ROWS = [
      "deep100.json: nested deeper than 64 levels"),
     (["calibrate", "--from-bench", "{zero_json}", "--topology", "loopback:2", "-o", "{out_yaml}"],
      "bench file {zero_json}: not a text file"),
+    # schedule files: fields that used to be accepted or end in a traceback
+    (["verify", "--schedule", "{grid_negative}"], "grid [-2, -2, -2]: expected a non-empty list of integers >= 1 "
+                                                  "(the process grid, e.g. [2] or [q, q, d]) whose product is the "
+                                                  "file's 2 ranks"),
+    (["simulate", "--schedule", "{grid_empty}", "--topology", "loopback:2"], "grid []: expected a non-empty list"),
+    (["schedule", "--schedule", "{grid_product}", "--out", "{new}"],
+     "grid [3] has 3 ranks but the file declares 2 (one buffers entry per rank)"),
+    (["verify", "--schedule", "{version_true}"], "schedule format version True; this tpsim reads 1"),
+    (["verify", "--schedule", "{programs_empty}"], "every rank's program is empty; a schedule needs at least one op"),
+    (["simulate", "--schedule", "{algorithm_list}", "--topology", "loopback:2"], "'algorithm' must be str, got list"),
+    # topology and profile files
+    (["topology", "show", "{bad_encoding}"], "not a readable GraphML file: unknown encoding: bogus-encoding"),
+    (["topology", "show", "{anchors_yaml}"], "anchors.yaml: bad YAML at line 1: an anchor (&a); tpsim reads YAML "
+                                             "without anchors and aliases: write each value out"),
+    (["topology", "save", "dgx-a100", "--calibration", "{anchors_yaml}", "{new_yaml}"], "an anchor (&a)"),
+    (["topology", "show", "dgx-a100", "--calibration", "{simm}"],
+     "simm.json: unknown key 'simm' in the calibration profile (did you mean 'sim'?); known: format, version"),
+    (["simulate", *SMALL, "--topology", "dgx-a100", "--calibration", "{fast_link}"],
+     "bandwidth_GBps 2.3e+05 is 766.67x its published peak 300 GB/s (at most 10% over it)"),
+    (["topology", "show", "dgx-a100", "--calibration", "{slow_sim}"],
+     "sim collective_base_latency_us: 2e+06 us; a latency is from 0 to 1e+06 us (one second)"),
+    # values that decide nothing sensible
+    (["schedule", "--algo", "1d", "--gpus", "2", "--workload", "transformer", "--batch", "1", "--seq", "8", "--hidden",
+      "16", "--heads", "2", "--dropout", "-1"], "dropout must be a probability in [0, 1), got -1.0"),
+    (["predict", "--gpus", "8", "--topology", "dgx-a100", "--model", "gpt3-125m", "--global-batch", "8",
+      "--bucket-mb", "1e-320", "--csv", "{new_csv}"],
+     "a bucket size is a finite number of MB > 0, at least 1e-06 (one byte)"),
+    (["collective", "--op", "all_reduce", "--group-size", "8", "--bytes", "1MiB", "--topology", "dgx-a100", "--algo",
+      "nvls"], "--algo nvls: topology dgx-a100 has no NVLink SHARP (NVLS needs a third-generation NVSwitch, Hopper "
+               "or later; its sim collective_nvls is false); valid here: ring, double_binary_tree"),
+    (["collective", "--op", "all_reduce", "--group-size", "16", "--bytes", "1MiB", "--topology", "dgx-a100:2",
+      "--algo", "nvls_tree"], "--algo nvls_tree: topology dgx-a100:2 has no NVLink SHARP"),
 ]
 
 TORCH_ROWS = [

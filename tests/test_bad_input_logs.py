@@ -48,6 +48,16 @@ def _changed(lines: list[str], column: str, token: str, line: int = ROW) -> list
     return [*lines[:line - 1], "  ".join(tokens), *lines[line:]]
 
 
+def _retimed(lines: list[str], time_us: float, line: int = ROW) -> list[str]:
+    """``lines`` with data line ``line`` run in ``time_us``: its time and, as nccl-tests prints them, its algbw
+    and busbw (all_reduce on 8 ranks: busbw = algbw x 2 x 7/8), so that only the time is off."""
+    size = int(lines[line - 1].split()[COLUMNS["size"]])
+    algbw = size / time_us / 1e3
+    lines = _changed(lines, "time", f"{time_us:.2f}", line)
+    lines = _changed(lines, "algbw", f"{algbw:.2f}", line)
+    return _changed(lines, "busbw", f"{algbw * 2 * 7 / 8:.2f}", line)
+
+
 def _log(folder: Path, lines: list[str], name: str = LOG_NAME) -> str:
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,16 +180,36 @@ CASES = [
                                                                           "error time algbw busbw error"] + REAL[15:])),
                  "line 1: nGpus is 0; it must be an integer >= 1", id="collective-zero-ngpus"),
     # nccl-tests logs: repeated rows (nccl-tests -N, appended runs) that conflict
-    pytest.param(lambda d: _calibrate(_log(d, REAL + _changed(REAL, "time", "150.0"))),
+    pytest.param(lambda d: _calibrate(_log(d, REAL + _retimed(REAL, 150.0))),
                  f"{LOG_NAME} line {len(REAL) + ROW}: size 1048576 (float sum) has time 150 us but "
                  f"{'{}'} line 33 has 72.53 us, 107% slower; {REPEAT}", id="calibrate-conflicting-repeat"),
-    pytest.param(lambda d: _collective(_log(d, REAL + _changed(REAL, "time", "55.0"))),
+    pytest.param(lambda d: _collective(_log(d, REAL + _retimed(REAL, 55.0))),
                  "line 33: size 1048576 (float sum) has time 72.53 us but", id="collective-conflicting-repeat"),
-    pytest.param(lambda d: _calibrate(_log(d / "a", REAL), _log(d / "b", _changed(REAL, "time", "150.0"))),
+    pytest.param(lambda d: _calibrate(_log(d / "a", REAL), _log(d / "b", _retimed(REAL, 150.0))),
                  f"b/{LOG_NAME} line 33: size 1048576 (float sum) has time 150 us but", id="calibrate-conflicting-logs"),
     pytest.param(lambda d: _collective(_log(d, REAL + REAL_2GPU)),
                  f"line {len(REAL) + 1}: this run is on 2 ranks but the one at line 1 is on 8",
                  id="collective-runs-on-other-rank-counts"),
+    # nccl-tests logs: columns that disagree with each other (simulator.calibrate.nccl_consistency)
+    pytest.param(_bad_column(_calibrate, "time", "1e-300"), "line 33: algbw 14.46 GB/s but size / time = 1,048,576 B / "
+                 "1e-300 us = 1.049e+303 GB/s; algbw is the size over the time", id="calibrate-tiny-time-was-230-TBps"),
+    pytest.param(_bad_column(_calibrate, "size", str(2**60)), f"line 33: size {2**60:,} bytes is over the largest size "
+                 f"tpsim takes", id="calibrate-size-2-to-the-60-was-fitted"),
+    pytest.param(_bad_column(_collective, "size", "1048577"), "line 33: size 1,048,577 is not count 262,144 x 4 bytes "
+                 "(float) = 1,048,576 (or 8,388,608 for one rank's share of 8); the row's columns disagree",
+                 id="collective-size-not-count-times-type"),
+    pytest.param(_bad_column(_calibrate, "busbw", "99.00"), "line 33: busbw 99 GB/s but size / time x 1.75 (all_reduce "
+                 "on 8 ranks) = 25.3 GB/s; the rank count or a bandwidth is wrong", id="calibrate-busbw-off"),
+    pytest.param(lambda d: _collective(_log(d, _header_ngpus("100000000"))), f"{LOG_NAME} line 1: nGpus is 100000000, "
+                 "but the run is on 8 ranks; nGpus counts the GPUs one process drives, at most the ranks",
+                 id="collective-ngpus-1e8-was-plus-592858027-percent"),
+    pytest.param(lambda d: [*_calibrate(_log(d, REAL)), "--holdout-sizes", "0"], "--holdout-sizes: no sample of size "
+                 "0B to hold out; the fitted samples have sizes 1MiB, 2MiB", id="calibrate-holdout-size-0"),
+    pytest.param(lambda d: [*_calibrate(_log(d, REAL)), "--holdout-ranks", "4"], "--holdout-ranks: no sample of rank "
+                 "count 4 to hold out; the fitted samples have rank counts 8", id="calibrate-holdout-ranks-absent"),
+    pytest.param(lambda d: ["calibrate", "--from-nccl-tests", _log(d, REAL), "--topology", "a100-4gpu:2"],
+                 "(nvlink): bandwidth_GBps 1830 is 18.30x its published peak 100 GB/s (at most 10% over it)",
+                 id="calibrate-8-gpu-log-on-a-4-gpu-server-over-the-peak"),
     # measured records (tpsim run --json) read by compare
     pytest.param(_measured(lambda r: r.update(time_s=float("nan"))),
                  "measured.json: time_s: expected a finite number of seconds > 0, got nan", id="compare-nan-time"),
@@ -188,6 +218,8 @@ CASES = [
     pytest.param(_measured(lambda r: r.update(time_s=0)), "time_s: expected a finite number of seconds > 0, got 0",
                  id="compare-zero-time-was-ZeroDivisionError"),
     pytest.param(_measured(lambda r: r.update(time_s=float("inf"))), "got inf", id="compare-inf-time"),
+    pytest.param(_measured(lambda r: r.update(time_s=1e308)), "measured.json: time_s: 1e+308 s is longer than any "
+                 "measured run (at most 1e+06 s, 11.6 days)", id="compare-time-1e308-was-a-png-traceback"),
     pytest.param(_measured(lambda r: r["iterations"][0].update(time_s=float("nan"))),
                  "iterations[0] time_s: expected a finite number of seconds > 0, got nan", id="compare-nan-iteration"),
     pytest.param(_measured(lambda r: r["iterations"][0]["rank_time_s"].__setitem__(2, -1.0)),
@@ -305,7 +337,7 @@ def test_compare_refuses_a_bad_record_before_simulating(tmp_path, capsys, monkey
 
 def test_agreeing_repeats_are_merged_into_the_median_row(tmp_path):
     # Three cycles (nccl-tests -N 3) of the 1 MiB row, 72.53, 80.0 and 75.0 us: within 25%, the median kept.
-    cycles = REAL + _changed(REAL, "time", "80.0") + _changed(REAL, "time", "75.0")
+    cycles = REAL + _retimed(REAL, 80.0) + _retimed(REAL, 75.0)
     log = parse_nccl_tests(_log(tmp_path, cycles))
     assert [row.size_bytes for row in log.rows] == [8 << k for k in range(28)] and log.n_ranks == 8
     row = next(r for r in log.rows if r.size_bytes == 1 << 20)

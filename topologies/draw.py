@@ -22,6 +22,8 @@ from collections import defaultdict
 
 import networkx as nx
 
+from simulator.files import save_figure
+
 __all__ = ["draw_topology", "node_labels"]
 
 _LAYER = {"spine": 6, "leaf": 5, "switch": 5, "nic": 4, "host": 3, "cpu": 3, "pcie_switch": 2, "gpu": 1, "nvswitch": 0}
@@ -100,7 +102,7 @@ def draw_topology(G: nx.DiGraph, path: str, title: str | None = None) -> None:
         if small:
             for n in nodes:
                 ax.annotate(labels[n], pos[n], xytext=(0, -11), textcoords="offset points",
-                            fontsize=6, ha="center", va="top", zorder=3)
+                            fontsize=6, ha="center", va="top", zorder=3, parse_math=False)  # names from a file
     if not only_gpus:
         captions = len(_servers(G)) > 1
         if captions:
@@ -115,8 +117,8 @@ def draw_topology(G: nx.DiGraph, path: str, title: str | None = None) -> None:
     node_legend = ax.legend(loc="upper left", fontsize=7, title="nodes", title_fontsize=7, markerscale=0.5)
     ax.add_artist(node_legend)
     ax.legend(handles, link_labels, loc="upper right", fontsize=7, title="links (per direction)", title_fontsize=7)
-    ax.set_title(title or G.graph.get("name", "topology"))
+    ax.set_title(title or G.graph.get("name", "topology"), parse_math=False)  # "bad$\\frac{$" is a name, not TeX
     ax.set_axis_off()
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)

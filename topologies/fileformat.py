@@ -40,6 +40,7 @@ import yaml
 from simulator.errors import InputError
 from simulator.limits import MAX_JSON_DEPTH, check_json_depth, check_topology_gpus, loads_json
 from topologies.errors import TopologyError
+from topologies.yaml_guard import refuse_anchors
 from topologies.validate import validate_graph
 
 __all__ = ["graph_to_document", "document_to_graph", "read_document", "write_document", "FORMAT"]
@@ -207,6 +208,7 @@ def read_document(path: str, text: str) -> object:
     try:
         if path.lower().endswith(".json"):
             return loads_json(text, None)
+        refuse_anchors(text)  # an alias bomb expands before any check could walk it
         try:
             doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader (C or Python)
         except ValueError as error:  # a scalar the constructor cannot make: an int of 5,000 digits, a bad date

@@ -24,6 +24,7 @@ from xml.etree.ElementTree import ParseError
 import networkx as nx
 
 from simulator.errors import InputError
+from simulator.files import replacing
 from simulator.limits import check_topology_gpus, loads_json
 from topologies.errors import TopologyError
 from topologies.validate import validate_graph
@@ -55,7 +56,8 @@ def write_graphml(G: nx.DiGraph, path: str) -> None:
         H.add_node(node, **attrs)
     for a, b, data in G.edges(data=True):
         H.add_edge(a, b, **{key: _scalar(value, f"link {a}-{b} {key}") for key, value in data.items()})
-    nx.write_graphml(H, path)
+    with replacing(path) as tmp:
+        nx.write_graphml(H, tmp)
 
 
 def _decode(text, where: str):
@@ -71,7 +73,8 @@ def read_graphml(path) -> nx.DiGraph:
     """Read and fully validate a GraphML topology from a path or a binary file object."""
     try:
         H = nx.read_graphml(path, node_type=str)
-    except (ParseError, nx.NetworkXError, KeyError, ValueError) as error:
+    # LookupError: an XML declaration naming an encoding Python does not know (encoding='bogus')
+    except (ParseError, nx.NetworkXError, KeyError, ValueError, LookupError) as error:
         message = str(error).splitlines()[0] if str(error) else repr(error)
         raise TopologyError(f"not a readable GraphML file: {message}") from None
     if H.is_multigraph():

@@ -27,6 +27,7 @@ import re
 import networkx as nx
 
 from simulator.errors import InputError
+from simulator.files import write_text_atomic  # noqa: I001 - apart from the read imports below
 from simulator.files import read_bytes, read_text
 from topologies.compact import compact_cluster, is_compact_document, is_compact_string, parse_compact
 from topologies.errors import TopologyError
@@ -137,5 +138,4 @@ def save_topology(G: nx.DiGraph, path: str) -> None:
         write_graphml(G, path)
         return
     text = write_document(graph_to_document(G), path)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_text_atomic(path, text)

@@ -48,8 +48,10 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from simulator.errors import InputError
-from simulator.files import read_text
+from simulator.files import read_text, write_text_atomic
 from topologies.errors import TopologyError
+from topologies.keys import PROFILE_KEYS, check_known_keys
+from topologies.physical_bounds import check_physical_bounds
 from topologies.fileformat import read_document, write_document
 from topologies.presets import PRESETS
 from topologies.validate import check_sim, gpu_nodes
@@ -128,6 +130,10 @@ def apply_profile(G: nx.DiGraph, profile: Profile, where: str = "calibration") -
             if "latency_us" in values:
                 H.edges[e]["latency_us"] = values["latency_us"]
     H.graph["sim"] = {**(G.graph.get("sim") or {}), **profile.sim}
+    try:
+        check_physical_bounds(H)  # a hand-edited or mis-fitted profile: no link over its peak
+    except TopologyError as error:
+        raise TopologyError(f"{where}: {error}") from None
     H.graph["name"] = f"{G.graph.get('name', 'topology')}+calibration"
     H.graph["notes"] = (f"{G.graph.get('notes', '')} Calibration applied ({where}, fitted on "
                         f"{profile.fitted_on or '?'}): {profile.notes}").strip()
@@ -155,8 +161,9 @@ def profile_from_document(doc, where: str) -> Profile:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise TopologyError(f"{where}: not a calibration profile (format: {FORMAT}) nor a topology written by "
                             f"tpsim calibrate")
-    if doc.get("version") != 1:
+    if type(doc.get("version")) is not int or doc.get("version") != 1:  # a YAML true is not 1
         raise TopologyError(f"{where}: calibration profile version {doc.get('version')!r}; this tpsim reads 1")
+    check_known_keys(doc, PROFILE_KEYS, where, "calibration profile")  # a misspelt "sim" was dropped unread
     if not isinstance(doc.get("node_kind"), str) or not doc["node_kind"]:
         raise TopologyError(f"{where}: node_kind must be a non-empty string")
     links = doc.get("links") or {}
@@ -191,7 +198,11 @@ def read_profile(path: str) -> Profile:
         text = read_text(path, "calibration")
     except InputError as error:
         raise TopologyError(str(error)) from None
-    return profile_from_document(read_document(path, text), path)
+    try:
+        doc = read_document(path, text)
+    except TopologyError as error:  # bad YAML or JSON: name the file, as a topology file's error does
+        raise TopologyError(f"calibration file {path}: {error}") from None
+    return profile_from_document(doc, path)
 
 
 def write_profile(profile: Profile, path: str) -> None:
@@ -199,5 +210,4 @@ def write_profile(profile: Profile, path: str) -> None:
     if not str(path).lower().endswith((".yaml", ".yml", ".json")):
         raise TopologyError(f"cannot write a calibration profile as {path}: use a name ending in .yaml, .yml, .json")
     text = write_document(profile_document(profile), str(path))
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_text_atomic(path, text)

@@ -23,6 +23,7 @@ import networkx as nx
 
 from topologies.errors import TopologyError
 from topologies.kinds import DTYPES, EDGE_KINDS, NODE_KINDS, gpu_name
+from topologies.physical_bounds import check_physical_bounds
 
 __all__ = ["validate_graph", "check_device", "check_sim", "gpu_nodes"]
 
@@ -199,5 +200,6 @@ def validate_graph(G: nx.DiGraph) -> list[str]:
     gpus = _check_nodes(G)
     _check_torus_dims(G, len(gpus))
     _check_edges(G)
+    check_physical_bounds(G)  # no link over its published peak, no latency over a second
     _check_reachable(G, gpus)
     return gpus

@@ -16,8 +16,10 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from simulator.calibrate.samples import CollectiveSample
+from simulator.errors import InputError
+from simulator.sizes import format_size
 
-__all__ = ["Holdout", "alternate_sizes", "sizes_in", "ranks_in", "holdout_union", "nothing"]
+__all__ = ["Holdout", "alternate_sizes", "sizes_in", "ranks_in", "holdout_union", "nothing", "present"]
 
 Holdout = Callable[[CollectiveSample], bool]
 
@@ -51,3 +53,17 @@ def holdout_union(*splits: Holdout) -> Holdout:
 def nothing(sample: CollectiveSample) -> bool:
     """Hold out nothing: fit every sample."""
     return False
+
+
+def present(chosen: Iterable[int], available: Iterable[int], flag: str, what: str) -> list[int]:
+    """``chosen`` if every one of them is among ``available`` (the sizes or rank counts the fit sees);
+    InputError otherwise: holding out a size no sample has (``--holdout-sizes 0``) held out nothing, and
+    the "held-out error" printed was that of no sample at all."""
+    chosen, available = list(chosen), sorted(set(available))
+    shown = format_size if what == "size" else str
+    missing = [value for value in chosen if value not in available]
+    if missing:
+        listed = ", ".join(shown(v) for v in available[:12]) + (", ..." if len(available) > 12 else "")
+        raise InputError(f"{flag}: no sample of {what} {shown(missing[0])} to hold out; the fitted samples have "
+                         f"{what}s {listed or 'none'}")
+    return chosen

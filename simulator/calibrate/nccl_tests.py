@@ -62,6 +62,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from simulator.calibrate.nccl_consistency import check_gpus_per_process, check_rows
 from simulator.calibrate.nccl_columns import op_from_columns
 from simulator.calibrate.nccl_lines import (is_noise, is_stderr, op_in_file_name, op_named, rank_line, split_prefix,
                                             unmarked_comment)
@@ -297,6 +298,8 @@ def parse_nccl_tests(source: str, text: str | None = None) -> NcclTestsLog:
         share = columns[1] if columns and columns[0] == op else None
         ranks = share or ranks_from_bandwidths(op, ((row.algbw_GBps, row.busbw_GBps) for row in rows)) or ranks
     merged = merge_repeats(((row.size_bytes, row.type, row.redop, row.root), row) for row in rows)
+    check_rows([row for _, row in merged], op, ranks)  # size, count, time and bandwidths agree (nccl_consistency)
+    check_gpus_per_process(name, runs, ranks)
     listed = runs[0]["hosts"] if runs else []
     per_thread = max((run["n_gpus"] for run in runs if run["n_gpus"]), default=1)
     return NcclTestsLog(name, op, ranks, tuple(row for _, row in merged), op_source,

@@ -108,9 +108,11 @@ def _holdout(args, samples, fit_min: int):
     if sizes == "alternate":
         parts.append(split.alternate_sizes(s for s in samples if s.nbytes >= fit_min))
     elif sizes:
-        parts.append(split.sizes_in(_list(sizes, parse_size, "--holdout-sizes")))
+        parts.append(split.sizes_in(split.present(_list(sizes, parse_size, "--holdout-sizes"), (
+            s.nbytes for s in samples if s.nbytes >= fit_min), "--holdout-sizes", "size")))
     if args.holdout_ranks:
-        parts.append(split.ranks_in(_list(args.holdout_ranks, _rank_count, "--holdout-ranks")))
+        parts.append(split.ranks_in(split.present(_list(args.holdout_ranks, _rank_count, "--holdout-ranks"),
+                                                  (s.ranks for s in samples), "--holdout-ranks", "rank count")))
     return split.holdout_union(*parts)
 
 

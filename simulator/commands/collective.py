@@ -30,6 +30,7 @@ from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import algbw_GBps, busbw_GBps, predict_collective_s
 from simulator.commands.defaults import topology_gpu_count
 from simulator.errors import InputError
+from simulator.collectives.nvls_support import check_nvls  # noqa: I001
 from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size, parse_size
@@ -125,6 +126,7 @@ def collective_command(args: argparse.Namespace) -> int:
         args.group_size = topology_gpu_count(G)  # every GPU, as nccl-tests on a whole machine
     members = _members(args, G)
     params = CollectiveParams.from_graph(G)
+    check_nvls(args.algo, args.op, params, G.graph.get("name", args.topology))
     if args.protocol:
         params = dataclasses.replace(params, protocol=args.protocol)
     root = args.root if args.op in ("broadcast", "reduce") else None

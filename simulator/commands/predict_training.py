@@ -92,6 +92,9 @@ def _options(args, workload: Workload) -> StepOptions:
         raise InputError(f"--pass {args.passes}: a training step runs fwd+bwd; drop --pass with --global-batch")
     if args.simulate_top < 0:
         raise InputError(f"--simulate-top {args.simulate_top}: must be >= 0")
+    if math.isfinite(args.bucket_mb) and 0 < args.bucket_mb < 1e-6:  # 1e-320 MB is no bucket at all
+        raise InputError(f"--bucket-mb {args.bucket_mb:g}: a bucket size is a finite number of MB > 0, at least 1e-06 "
+                         f"(one byte)")
     if not (math.isfinite(args.bucket_mb) and args.bucket_mb > 0):
         raise InputError(f"--bucket-mb {args.bucket_mb:g}: a bucket size is a finite number of MB > 0")
     model = resolve_model(args.model) if args.model else None

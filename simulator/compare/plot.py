@@ -9,6 +9,8 @@ bars are hatched over the part spent waiting for peers, where both sides know it
 
 from __future__ import annotations
 
+from simulator.files import save_figure
+
 __all__ = ["plot_comparison"]
 
 MEASURED_COLOUR = "#4C72B0"
@@ -58,9 +60,9 @@ def plot_comparison(comparison, path: str) -> None:
     meta = comparison.meta
     ax.set_title(f"{meta.get('algorithm')} {meta.get('grid')} on {meta.get('world_size')} ranks "
                  f"({meta.get('backend')}) vs {meta.get('topology')}: end to end "
-                 f"{_error_text(comparison.rel_error)}", fontsize=10)
+                 f"{_error_text(comparison.rel_error)}", fontsize=10, parse_math=False)  # names: plain text
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)

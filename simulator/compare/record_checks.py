@@ -10,7 +10,8 @@ the file, the field (``iterations[3] time_s``, ``ops[12] duration_s``), what is 
   and >= 0, a rank that took no part reads 0);
 - every ``ops[i]``: an object with ``rank`` in 0..world_size-1, ``step`` >= 0, a string ``kind``,
   finite ``start_s`` and ``end_s`` and a finite ``duration_s`` >= 0;
-- ``clock_origins_s``: null, or ``world_size`` finite numbers.
+- ``clock_origins_s``: null, or ``world_size`` finite numbers;
+- every time and duration in seconds: at most ``MAX_MEASURED_S`` (about 11.6 days).
 
 JSON's non-standard ``NaN`` and ``Infinity``, which Python's reader accepts, are refused this way too.
 
@@ -39,13 +40,22 @@ def _is_index(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+MAX_MEASURED_S = 1e6
+"""The longest time a measured record may hold (about 11.6 days): no tpsim run lasts that long, and a
+time of 1e308 s overflowed the comparison's bars to infinity (a matplotlib traceback under --png)."""
+
+
 def _seconds(value, where: str, positive: bool) -> None:
-    """``value`` must be a finite number of seconds, > 0 where ``positive``, else >= 0."""
+    """``value`` must be a finite number of seconds, > 0 where ``positive``, else >= 0, and at most
+    ``MAX_MEASURED_S``."""
     if not _is_number(value):
         raise InputError(f"{where}: expected a number of seconds, got {value!r}")
     if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
         raise InputError(f"{where}: expected a finite number of seconds {'> 0' if positive else '>= 0'}, "
                          f"got {value!r}")
+    if value > MAX_MEASURED_S:
+        raise InputError(f"{where}: {value!r} s is longer than any measured run (at most {MAX_MEASURED_S:g} s, "
+                         f"11.6 days)")
 
 
 def _finite(value, where: str) -> None:

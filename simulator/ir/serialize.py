@@ -16,6 +16,7 @@ from typing import Any
 
 from simulator.errors import InputError, ScheduleError
 from simulator.files import read_json, write_json_atomic
+from simulator.ir.file_header import check_grid, check_programs, check_version
 from simulator.ir.checks import check_workload
 from simulator.ir.ops import OP_TYPES, Op
 from simulator.ir.schedule import BufferSpec, Schedule, TensorBlock
@@ -179,8 +180,7 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         raise InputError(f"{where}: expected a JSON object")
     if data.get("format") != FORMAT:
         raise InputError(f"{where}: not a tpsim schedule (format {data.get('format')!r}, expected {FORMAT!r})")
-    if data.get("version") != VERSION:
-        raise InputError(f"{where}: schedule format version {data.get('version')!r}; this tpsim reads {VERSION}")
+    check_version(data, VERSION, where)  # a JSON true is not version 1
     check_ranks(len(_require(data, "buffers", list, where)), f"{where}: buffers")
     buffers = []
     for rank, declared in enumerate(data["buffers"]):
@@ -205,6 +205,8 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         programs.append([op_from_dict(op, f"{where}: rank {rank} step {step}") for step, op in enumerate(program)])
     if len(programs) != len(buffers):
         raise InputError(f"{where}: {len(programs)} programs but {len(buffers)} buffer declarations")
+    check_grid(data.get("grid"), len(buffers), where)
+    check_programs(programs, where)
     groups = {name: _int_list(ranks, f"{where}: group {name!r}")
               for name, ranks in _require(data, "groups", dict, where).items()}
     tensors = {name: _int_list(shape, f"{where}: tensor {name!r}")

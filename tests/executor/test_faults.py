@@ -15,6 +15,9 @@ torch = pytest.importorskip("torch")
 from executor_cases import make  # noqa: E402
 
 from executor.faults import Fault  # noqa: E402
+from executor.heartbeat import SILENT_AFTER_S, process_state  # noqa: E402
+from executor.job_report import timeout_report  # noqa: E402
+from executor.progress import ProgressBoard  # noqa: E402
 from executor.launch import JobFailed, run_local  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
 from simulator.cli import main  # noqa: E402
@@ -53,6 +56,57 @@ def test_a_rank_that_hangs_mid_schedule_is_named_at_the_timeout():
     assert first == ("timed out after 2 s (--timeout): rank 2 never arrived: it is busy in its own code at "
                      f"iteration 0 step 3 ({schedule.programs[2][3].short()})")
     assert "waiting for them: ranks 0, 1, 3" in failure.report
+
+
+def test_a_rank_stopped_by_sigstop_mid_communication_is_named_at_the_timeout():
+    # Stopped from outside while its row says "communicating", as its blocked peers' rows do: only its
+    # heartbeat (and its process state) tells it apart. Many iterations, so the job cannot end first.
+    schedule = make("2d", "mlp", "fwd")
+    stopped = []
+
+    def stop_rank_2(board):
+        if not stopped and board.state(2)[0] == "communicating" and board.pids[2] > 0:
+            stopped.append(int(board.pids[2]))
+            os.kill(stopped[0], signal.SIGSTOP)
+
+    with pytest.raises(JobFailed) as info:
+        run_local([schedule], RunOptions(warmup=1, iters=100_000, timeout_s=4.0), 4, on_poll=stop_rank_2)
+    failure = info.value
+    assert stopped and failure.reason == "timeout" and failure.ranks == [2], failure.report
+    first = failure.report.splitlines()[0]
+    assert first.startswith("timed out after 4 s (--timeout): rank 2 stopped responding: it is stopped (process "
+                            "state T, what SIGSTOP or SIGTSTP leave), no heartbeat for "), first
+    assert "no rank is missing" not in failure.report
+    assert "waiting for them: ranks 0, 1, 3" in failure.report
+    assert process_state(stopped[0]) is None  # stopped ranks are killed and reaped like the others
+
+
+def test_the_timeout_report_names_a_stopped_and_a_frozen_rank_among_waiting_ones():
+    schedule = make("1d", "gemm", "fwd")  # 4 ranks
+    board = ProgressBoard(4)
+    for rank in range(4):
+        board.update(rank, "communicating", 0, 0, 0)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        while process_state(sleeper.pid) != "T":  # the signal is delivered asynchronously
+            time.sleep(0.01)
+        now = time.monotonic_ns()
+        board.pids[:] = [os.getpid(), sleeper.pid, os.getpid(), os.getpid()]
+        board.beats[:] = [now, now - int(0.5e9), now - int((SILENT_AFTER_S + 3) * 1e9), now]
+        report, reason, ranks = timeout_report([0, 1, 2, 3], [schedule], RunOptions(timeout_s=9.0), board)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    op = schedule.programs[1][0].short()
+    assert (reason, ranks) == ("timeout", [1, 2])
+    lines = report.splitlines()
+    assert lines[0].startswith(f"timed out after 9 s (--timeout): rank 1 stopped responding: it is stopped (process "
+                               f"state T, what SIGSTOP or SIGTSTP leave), no heartbeat for 0.5 s; it was "
+                               f"communicating at iteration 0 step 0 ({op}); rank 2 stopped responding: no "
+                               f"heartbeat for {SILENT_AFTER_S + 3:.1f} s (frozen, or hung in code that holds the "
+                               f"interpreter lock)"), lines[0]
+    assert lines[1].startswith("waiting for them: ranks 0, 3 (rank 0 communicating")
 
 
 def test_a_rank_that_never_reaches_the_rendezvous_is_named_at_the_timeout():
