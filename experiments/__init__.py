@@ -26,6 +26,8 @@ module                     what it holds
 ``repro_3d``               the 3-D TP paper's speedups over 1-D and 2-D on 64 V100s, published vs predicted
 ``repro_megatron``         Megatron-LM's weak-scaling efficiencies on DGX-2H, 1 to 512 GPUs, published vs predicted
 ``repro_training``         Korthikanti et al. 2022's 22B per-layer and per-iteration times, published vs predicted
+``pipeline_tables``        Narayanan et al. 2021 Table 1 and Korthikanti et al. 2022 Table 5, as published
+``repro_pipeline``         pipelined Megatron-LM runs (those two tables), published vs predicted, and the sensitivity
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md.
@@ -34,5 +36,5 @@ Their results and the lab notes behind them are in experiments/README.md.
 __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time",
            "calibration_holdout",
            "cpu_loop", "gpu_check",
-           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "published", "quiet_host",
-           "repro_3d", "repro_megatron", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
+           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "published", "quiet_host",
+           "repro_3d", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

@@ -35,7 +35,7 @@ dataclasses, for notebooks), ``errors`` (``InputError``, ``NotApplicable``),
 ``sizes`` (byte sizes as people write them), ``fp8`` (``--dtype fp8``: the hybrid FP8 recipe as a
 compute-model setting), ``limits`` (what tpsim and this machine accept before any
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
-model; ``gemm_shape``, a GEMM's achievable fraction of peak by its shape), ``files`` (atomic writes, bounded reads and checked JSON records), ``gcpause``, ``progress`` (a long
+model; ``gemm_shape``, a GEMM's achievable fraction of peak by its shape), ``files`` (atomic writes, bounded reads and checked JSON records; ``output_paths``, what an output may be; ``command_files``, every command's outputs checked before any work), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
 ``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked; with a global batch, the
 whole model's training plan from ``training``), ``workers`` (calls spread over forked processes, for
@@ -51,7 +51,8 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 ``simulator/collectives/``, compute time in ``simulator/compute.py``.
 """
 
-__all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "commands", "compare", "compute", "errors", "export",
+__all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "command_files", "commands", "compare", "compute",
+           "errors", "export", "output_paths",
            "files", "fp8", "gcpause", "gemm_shape", "ir", "limits", "memory", "network", "pipeline", "predict",
            "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

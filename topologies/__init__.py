@@ -35,6 +35,9 @@ module              what it holds
 ``draw``            a topology drawn to a PNG
 ``command``         ``tpsim topology``
 ``errors``          ``TopologyError`` and ``PlacementDoesNotFit``
+``keys``            the known keys of profiles and topology files; an unknown one named with the closest
+``physical_bounds`` links no faster than their published peak (+10%), latencies under a second
+``yaml_guard``      YAML loaded with anchors and aliases refused
 ==================  ===============================================================================
 """
 

@@ -30,6 +30,7 @@ module               what it holds
 ``fit``              ``calibrate``: the whole fit and its check
 ``carry``            what a fit carries to other topologies: the profile, what stayed undetermined
 ``result``           ``Calibration``: the calibrated topology, the values, the rows, the file
+``nccl_consistency`` nccl-tests rows cross-checked: size = count x element size, algbw, busbw, nGpus
 ===================  ==============================================================================
 """
 

@@ -25,6 +25,7 @@ module              what it holds
 ``choose``          NCCL's order of preference, filtered by the simulated times of the candidates
 ``run``             planning and running one collective on a ``FlowNetwork``
 ``closed_form``     the closed-form alpha-beta times of every collective
+``nvls_support``    which topologies can run NVLS and the NVLS tree (NVLink SHARP), refusing the others
 ==================  ===============================================================================
 """
 

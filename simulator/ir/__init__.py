@@ -13,11 +13,12 @@ module              what it holds
 ``validate``        checks + walk: a schedule is refused before anything runs it
 ``accounting``      collectives, payload bytes and FLOPs per rank, read off the IR
 ``interpret``       the numpy interpreter that proves a schedule on numbers
+``file_header``     a schedule file's header checked: version, grid, programs
 ==================  ===============================================================================
 
 Modules are imported by their full path (``from simulator.ir.schedule import Schedule``); importing
 this package imports none of them.
 """
 
-__all__ = ["accounting", "builder", "checks", "interpret", "ops", "printout", "schedule", "serialize",
+__all__ = ["accounting", "builder", "checks", "file_header", "interpret", "ops", "printout", "schedule", "serialize",
            "validate", "walk"]

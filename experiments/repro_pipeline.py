@@ -1,0 +1,180 @@
+"""Pipelined GPT training on A100 80 GB servers, published vs predicted: Narayanan et al. 2021 Table 1,
+Korthikanti et al. 2022 Table 5, and what ``tpsim predict`` itself chooses on those GPUs.
+
+What it shows: how close tpsim's whole training step (tensor x pipeline x data parallelism,
+``simulator.pipeline.stage_step``) comes to the published Megatron-LM runs it can express, with each
+row's configuration pinned as the paper states it (``experiments.pipeline_tables``: tensor and pipeline
+sizes, GPUs, global batch; the micro-batch where the paper gives it, else searched; the schedule
+searched between 1F1B and interleaved 1F1B, which the table does not state), on Selene's hardware as the
+``dgx-a100-80gb`` preset (8 x A100 80 GB, NVSwitch, 8 x HDR per server), 2021-22 software as the papers
+ran it: the unfused attention kernel (FlashAttention came later), full activation recomputation for
+Table 1 (its TFLOP/s count the recomputed forward, section 5.1), dropout 0.1, vocabulary 51,200.
+
+- Table 1 rows: achieved teraFLOP/s per GPU, published against tpsim's hardware TFLOP/s per GPU (the
+  same formula, 96 B s l h^2 (1 + s/6h + V/16lh) over the step time and the GPUs).
+- Table 5 rows: seconds per iteration, full recomputation (1-D tensor parallelism) and sequence
+  parallelism with selective recomputation (1d-sp), micro-batch as Table 3 gives it.
+- ``--search`` (off by default: minutes): for each Table 1 model up to 1,024 GPUs, the plan ``predict``
+  picks with every dimension free, against the published configuration.
+- ``sensitivity``: the suspected cause of the rows' common optimism varied. Table 1's rows without pipelines
+  timed again with every GEMM capped at a flat fraction of peak (``gemm_efficiency``, what a calibration
+  sets) instead of the published best-case achievable matmul rate the presets carry (``docs/compute.md``).
+
+Each row's command is the ``tpsim predict`` line that produces its figure. Deterministic. ``--quick`` (the
+CI smoke test) runs the four Table 1 rows without pipeline parallelism and the 22B rows of Table 5, and
+writes to a temporary folder unless ``--csv`` / ``--png`` are given.
+
+    python -m experiments.repro_pipeline [--quick] [--search] [--csv FILE] [--png FILE]
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from experiments.block_time import register_topology, topology
+from experiments.pipeline_tables import KORTHIKANTI_TABLE5, NARAYANAN_TABLE1, SEQ, VOCAB, PipelineRun
+from experiments.published import Comparison, report, script_arguments, tpsim_json
+from simulator.algorithms.arrangement import Arrangement
+from simulator.training.arrangement import TrainingArrangement
+from simulator.training.step import StepOptions, step_time
+from simulator.workloads.workload import Workload
+from topologies.presets import build_preset
+
+__all__ = ["command", "predicted_row", "comparisons", "sensitivity", "summary", "cli"]
+
+NAME = "repro_pipeline"
+PRESET = "dgx-a100-80gb"
+GPUS_PER_SERVER = 8
+DROPOUT = 0.1
+ATTENTION = "unfused"
+SEARCH_LIMIT_GPUS = 1024
+"""``--search`` plans models on at most this many GPUs (the free search of 3,072 takes many minutes)."""
+
+
+def _model_flags(run: PipelineRun) -> list[str]:
+    return ["--workload", "transformer", "--hidden", str(run.hidden), "--heads", str(run.heads), "--seq", str(SEQ),
+            "--layers", str(run.layers), "--vocab", str(VOCAB), "--dropout", str(DROPOUT), "--attention", ATTENTION,
+            "--topology", f"{PRESET}:{run.gpus // GPUS_PER_SERVER}", "--gpus", str(run.gpus),
+            "--global-batch", str(run.global_batch)]
+
+
+def command(run: PipelineRun, pinned: bool = True) -> list[str]:
+    """The ``tpsim predict`` arguments of ``run``: its published configuration pinned, or (``pinned`` False)
+    only its model, GPUs, batch and recomputation, every parallel dimension left to the search."""
+    argv = ["predict", *_model_flags(run), "--recompute", run.recompute]
+    if not pinned:
+        return argv
+    argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",
+             "--simulate-top", "1"]
+    return argv + (["--batch", str(run.micro_batch)] if run.micro_batch is not None else [])
+
+
+def predicted_row(run: PipelineRun, pinned: bool = True) -> dict:
+    """The best fitting row ``predict`` prints for ``run`` (``--json``)."""
+    rows = tpsim_json(command(run, pinned))
+    fitting = [r for r in rows if r["status"] == "ok" and r["fits"] is not False]
+    if not fitting:
+        reason = rows[0]["reason"] if rows else "no row"
+        raise SystemExit(f"{run.name}: no fitting row ({reason})")
+    return fitting[0]
+
+
+def _split(row: dict) -> str:
+    return (f"{row['arrangement']}, micro-batch {row['micro_batch']}: step {row['step_time_s']:.2f} s = compute "
+            f"{row['compute_s']:.2f} + TP comm {row['tp_comm_s']:.2f} + bubble {row['bubble_s']:.2f} + PP comm "
+            f"{row['pp_comm_s']:.2f} + DP comm {row['dp_comm_s']:.2f} s")
+
+
+def _table1(run: PipelineRun) -> Comparison:
+    row = predicted_row(run)
+    return Comparison(paper="Narayanan et al. 2021", claim=f"{run.name} TFLOP/s per GPU",
+                      configuration=f"tp {run.tp} x pp {run.pp} x dp {run.dp}, {run.gpus} GPUs, batch {run.global_batch}",
+                      published=run.tflops_per_gpu, predicted=row["tflops_per_gpu"], unit="TFLOP/s",
+                      source=run.source, explanation=_split(row), commands=("tpsim " + " ".join(command(run)),))
+
+
+def _table5(run: PipelineRun) -> Comparison:
+    row = predicted_row(run)
+    return Comparison(paper="Korthikanti et al. 2022", claim=f"{run.name} s per iteration",
+                      configuration=f"tp {run.tp} x pp {run.pp} x dp {run.dp}, {run.gpus} GPUs, batch "
+                                    f"{run.global_batch}, micro-batch {run.micro_batch}",
+                      published=run.step_s, predicted=row["step_time_s"], unit="s", source=run.source,
+                      explanation=_split(row), commands=("tpsim " + " ".join(command(run)),))
+
+
+def _search(run: PipelineRun) -> Comparison:
+    published, chosen = predicted_row(run), predicted_row(run, pinned=False)
+    return Comparison(paper="Narayanan et al. 2021", claim=f"{run.name}: predict's plan over the published one",
+                      configuration=f"{run.gpus} GPUs, batch {run.global_batch}; published tp {run.tp} x pp {run.pp}",
+                      published=published["step_time_s"], predicted=chosen["step_time_s"], unit="s",
+                      source=run.source, explanation=f"chosen: {_split(chosen)}; published: {_split(published)}",
+                      commands=("tpsim " + " ".join(command(run, pinned=False)),))
+
+
+def comparisons(quick: bool = False, search: bool = False) -> list[Comparison]:
+    """Table 1's rows, Table 5's rows, and (``search``) predict's own plans; ``quick`` as the module says."""
+    table1 = [r for r in NARAYANAN_TABLE1 if not quick or r.pp == 1]
+    table5 = [r for r in KORTHIKANTI_TABLE5 if not quick or r.pp == 1]
+    rows = [_table1(r) for r in table1] + [_table5(r) for r in table5]
+    if search and not quick:
+        rows += [_search(r) for r in NARAYANAN_TABLE1 if r.gpus <= SEARCH_LIMIT_GPUS]
+    return rows
+
+
+def _capped(name: str, cap: float) -> str:
+    """``name`` (a preset cluster) registered again with every GEMM capped at ``cap`` of peak."""
+    variant = f"{name}+gemm{cap:g}"
+    G = build_preset(name)
+    G.graph["sim"] = {**G.graph.get("sim", {}), "gemm_efficiency": cap}
+    register_topology(variant, G)
+    return variant
+
+
+def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float, list[float]]]:
+    """(row, published TFLOP/s, tpsim's TFLOP/s at each GEMM cap of ``caps``) for Table 1's rows without
+    pipelines, each at the micro-batch the pinned plan chose."""
+    out = []
+    for run in (r for r in NARAYANAN_TABLE1 if r.pp == 1):
+        chosen = predicted_row(run)
+        block = Workload.transformer(chosen["micro_batch"], SEQ, run.hidden, run.heads, 4 * run.hidden, DROPOUT,
+                                     attention=ATTENTION)
+        options = StepOptions(global_batch=run.global_batch, layers=run.layers, vocab=VOCAB, recompute=run.recompute)
+        arrangement = TrainingArrangement(Arrangement("1d", (run.tp,)), run.dp)
+        rates = []
+        for cap in caps:
+            G, router = topology(_capped(f"{PRESET}:{run.gpus // GPUS_PER_SERVER}", cap))
+            rates.append(step_time(G, arrangement, block, options, router=router).tflops_per_gpu)
+        out.append((run.name, run.tflops_per_gpu, rates))
+    return out
+
+
+def summary(rows: list[Comparison]) -> str:
+    """Geomean of |error| and the largest error over the published-figure rows (not the search rows)."""
+    figures = [r for r in rows if "predict's plan" not in r.claim]
+    errors = [abs(math.log(r.ratio)) for r in figures]
+    worst = max(figures, key=lambda r: abs(r.ratio - 1.0))
+    return (f"geomean error {math.exp(sum(errors) / len(errors)) - 1:.1%} over {len(figures)} published figures, "
+            f"largest {worst.ratio - 1:+.1%} ({worst.claim}, {worst.configuration})")
+
+
+def cli(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = script_arguments(__doc__.splitlines()[0], NAME, argv,
+                            extra=[("--search", "also plan each model up to 1,024 GPUs with every dimension free")])
+    rows = comparisons(args.quick, args.search)
+    report(rows, args, "Megatron-LM on A100 80 GB (Narayanan 2021, Korthikanti 2022): published vs tpsim")
+    print(summary(rows))
+    if not args.quick:
+        caps = (0.7, 0.75)
+        print("\nsensitivity: Table 1 without pipelines, TFLOP/s per GPU with every GEMM capped at a flat "
+              "fraction of peak")
+        print("| model | published | " + " | ".join(f"cap {c:g}" for c in caps) + " |")
+        print("|---|---|" + "---|" * len(caps))
+        for name, published, rates in sensitivity(caps):
+            print(f"| {name} | {published:.0f} | " + " | ".join(f"{r:.1f} ({r / published - 1:+.0%})" for r in rates)
+                  + " |")
+
+
+if __name__ == "__main__":
+    cli()
