@@ -12,7 +12,7 @@ Example::
     >>> s = Step("megatron-1.2b", "1d", 2, dp=1, micro_batch=2, global_batch=2, topology="dgx-a100")
     >>> s.command()
     'tpsim predict --gpus 2 --topology dgx-a100 --model megatron-1.2b --global-batch 2 --batch 2 \
---tp-sizes 2 --algos 1d --recompute full --dtype float16 --simulate-top 1'
+--tp-sizes 2 --algos 1d --recompute full --dtype float16 --simulate-top 1 --attention unfused'
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ class Step:
     bucket_mb: float = 25.0
     """Gradient bucket size; a bucket larger than the model (1e9) waits for the whole backward, the
     data-parallel all-reduce then overlapping nothing."""
+    attention: str = "unfused"
+    """The attention kernel: the published runs these steps reproduce predate FlashAttention."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -70,7 +72,8 @@ class Step:
         return (f"tpsim predict --gpus {self.gpus} --topology {self.topology} --model {self.model} "
                 f"--global-batch {self.global_batch} --batch {self.micro_batch} --tp-sizes {self.tp} "
                 f"--algos {self.algorithm} --recompute {self.recompute} --dtype {self.dtype} --simulate-top {top}"
-                + (f" --bucket-mb {self.bucket_mb:g}" if self.bucket_mb != 25.0 else ""))
+                + (f" --bucket-mb {self.bucket_mb:g}" if self.bucket_mb != 25.0 else "")
+                + f" --attention {self.attention}")
 
     @property
     def label(self) -> str:
@@ -81,7 +84,8 @@ class Step:
 def training_step(step: Step) -> StepTime:
     """The simulated step (flow network, contention included) of ``step``."""
     model = preset(step.model)
-    block = Workload.transformer(step.micro_batch, model.seq, model.hidden, model.heads, model.ffn, model.dropout)
+    block = Workload.transformer(step.micro_batch, model.seq, model.hidden, model.heads, model.ffn, model.dropout,
+                                 attention=step.attention)
     options = StepOptions(global_batch=step.global_batch, layers=model.layers, vocab=model.vocab,
                           recompute=step.recompute, dtype=step.dtype, bucket_bytes=step.bucket_mb * 1e6)
     G, router = topology(step.topology)
