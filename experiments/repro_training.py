@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 
 from experiments.block_time import topology
@@ -235,13 +233,7 @@ def summary(rows: list[Comparison]) -> str:
 
 def cli(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = script_arguments(__doc__.splitlines()[0], NAME, argv)
-    if args.quick:  # never over the committed outputs
-        folder = None
-        for flag, ext in (("--csv", "csv"), ("--png", "png")):
-            if flag not in argv:
-                folder = folder or tempfile.mkdtemp(prefix="repro_training-")
-                setattr(args, ext, os.path.join(folder, f"{NAME}.{ext}"))
+    args = script_arguments(__doc__.splitlines()[0], NAME, argv)  # --quick: a temporary folder by default
     rows = comparisons(args.quick)
     report(rows, args, f"{PAPER}: 22B GPT on 8 A100 80GB, published vs tpsim")
     print(summary(rows))

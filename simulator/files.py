@@ -21,7 +21,6 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError

@@ -30,7 +30,7 @@ import pytest
 import simulator.cli
 from simulator.algorithms.registry import build_schedule
 from simulator.command_files import OUTPUTS
-from simulator.ir.serialize import save_schedule, schedule_to_dict
+from simulator.ir.serialize import schedule_to_dict
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload
 from tests.cli_run import run

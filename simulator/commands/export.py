@@ -60,7 +60,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from simulator.export.files import COMM_GROUP_FILE, chakra_modules, write_traces
+    from simulator.export.files import chakra_modules, write_traces
     from simulator.export.nodes import build_graphs, group_ids
     from simulator.export.times import simulated_seconds
     from simulator.ir.checks import check_static, spread_ranks

@@ -6,6 +6,7 @@ theirs), placed where the replay with unit times puts it, so the bubbles show as
 
 Example, 1F1B on 2 ranks, 3 micro-batches::
 
+    >>> from simulator.pipeline.order import pipeline_order
     >>> print(format_order(pipeline_order("1f1b", 2, 3), 3))
     slot   0  1  2  3  4  5  6  7
     pp0   F0 F1  . B0 F2 B1  . B2

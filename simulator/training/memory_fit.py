@@ -10,7 +10,7 @@ kept in ``cache`` across arrangements that differ only in pp, schedule and D.
 
 from __future__ import annotations
 
-from simulator.memory import MemoryBreakdown, TrainingSetup, training_memory
+from simulator.memory import TrainingSetup, training_memory
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.step import StepOptions, build_block
