@@ -43,7 +43,6 @@ import re
 import networkx as nx
 
 from simulator.limits import check_topology_gpus
-from topologies import builders
 from topologies.cluster import FabricSpec, fat_tree_cluster
 from topologies.devices import DEVICES
 from topologies.errors import TopologyError
