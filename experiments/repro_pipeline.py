@@ -29,12 +29,11 @@ writes to a temporary folder unless ``--csv`` / ``--png`` are given.
 
 from __future__ import annotations
 
-import math
 import sys
 
 from experiments.block_time import register_topology, topology
 from experiments.pipeline_tables import KORTHIKANTI_TABLE5, NARAYANAN_TABLE1, SEQ, VOCAB, PipelineRun
-from experiments.published import Comparison, report, script_arguments, tpsim_json
+from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
 from simulator.algorithms.arrangement import Arrangement
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.step import StepOptions, step_time
@@ -152,10 +151,7 @@ def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float,
 def summary(rows: list[Comparison]) -> str:
     """Geomean of |error| and the largest error over the published-figure rows (not the search rows)."""
     figures = [r for r in rows if "predict's plan" not in r.claim]
-    errors = [abs(math.log(r.ratio)) for r in figures]
-    worst = max(figures, key=lambda r: abs(r.ratio - 1.0))
-    return (f"geomean error {math.exp(sum(errors) / len(errors)) - 1:.1%} over {len(figures)} published figures, "
-            f"largest {worst.ratio - 1:+.1%} ({worst.claim}, {worst.configuration})")
+    return error_summary(figures).replace(", largest", f" over {len(figures)} published figures, largest", 1)
 
 
 def cli(argv: list[str] | None = None) -> None:

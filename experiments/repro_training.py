@@ -36,12 +36,11 @@ a temporary folder unless ``--csv`` / ``--png`` are given.
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from dataclasses import dataclass
 
 from experiments.block_time import topology
-from experiments.published import Comparison, report, script_arguments
+from experiments.published import Comparison, error_summary, report, script_arguments
 from simulator.algorithms.arrangement import Arrangement
 from simulator.compute import achievable_memory_bandwidth
 from simulator.training.arrangement import TrainingArrangement
@@ -225,10 +224,7 @@ def comparisons(quick: bool = False) -> list[Comparison]:
 
 def summary(rows: list[Comparison]) -> str:
     """Geomean of |error| (as a ratio) and the largest error, one line."""
-    errors = [abs(math.log(r.ratio)) for r in rows]
-    worst = max(rows, key=lambda r: abs(r.ratio - 1.0))
-    return (f"geomean error {math.exp(sum(errors) / len(errors)) - 1:.1%}, largest {worst.ratio - 1:+.1%} "
-            f"({worst.claim}, {worst.configuration})")
+    return error_summary(rows)
 
 
 def cli(argv: list[str] | None = None) -> None:

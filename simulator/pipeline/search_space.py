@@ -28,7 +28,7 @@ from typing import Iterable
 
 from simulator.errors import InputError
 from simulator.pipeline.order import SCHEDULES
-from simulator.training.arrangement import TrainingArrangement
+from simulator.training.arrangement import TrainingArrangement, divisors_of
 
 __all__ = ["check_schedule_flags", "pipeline_sizes", "pipelined", "schedule_variants"]
 
@@ -38,15 +38,7 @@ def pipeline_sizes(gpus: int, layers: int, text: str | None = None) -> tuple[int
     "1,8,16" (each must divide ``gpus``; one that does not divide ``layers`` makes skipped rows)."""
     if text is None:
         return tuple(p for p in range(1, min(gpus, layers) + 1) if gpus % p == 0 and layers % p == 0)
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise InputError(f"--pp-sizes {text!r}: give integers separated by commas, e.g. 1,8,16") from None
-    bad = [p for p in sizes if p < 1 or gpus % p]
-    if not sizes or bad:
-        raise InputError(f"--pp-sizes {text!r}: {bad[0] if bad else '(none)'} does not divide --gpus {gpus}; "
-                         f"valid: divisors of {gpus}")
-    return tuple(sorted(set(sizes)))
+    return divisors_of(gpus, text, "--pp-sizes", "1,8,16")
 
 
 def check_schedule_flags(schedule: str | None, virtual_stages: int | None) -> None:

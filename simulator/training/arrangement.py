@@ -45,7 +45,7 @@ from simulator.algorithms.registry import (ALGORITHMS, OVERLAP_ALGORITHMS, algor
                                            legal_grids)
 from simulator.errors import InputError
 
-__all__ = ["MAX_DEFAULT_TP", "TrainingArrangement", "training_arrangements", "tp_sizes_of"]
+__all__ = ["MAX_DEFAULT_TP", "TrainingArrangement", "divisors_of", "training_arrangements", "tp_sizes_of"]
 
 _SCHEDULES = ("1f1b", "interleaved", "gpipe")
 """``simulator.pipeline.order.SCHEDULES``, repeated so that this module does not import the pipeline package."""
@@ -142,13 +142,18 @@ def tp_sizes_of(gpus: int, text: str | None = None) -> tuple[int, ...]:
     ``--tp-sizes`` "1,8,64"."""
     if text is None:
         return tuple(t for t in range(1, min(gpus, MAX_DEFAULT_TP) + 1) if gpus % t == 0)
+    return divisors_of(gpus, text, "--tp-sizes", "1,8,64")
+
+
+def divisors_of(gpus: int, text: str, flag: str, example: str) -> tuple[int, ...]:
+    """``flag``'s comma-separated sizes, sorted and unique, each a divisor of ``gpus``; InputError otherwise."""
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InputError(f"--tp-sizes {text!r}: give integers separated by commas, e.g. 1,8,64") from None
+        raise InputError(f"{flag} {text!r}: give integers separated by commas, e.g. {example}") from None
     bad = [t for t in sizes if t < 1 or gpus % t]
     if not sizes or bad:
-        raise InputError(f"--tp-sizes {text!r}: {bad[0] if bad else '(none)'} does not divide --gpus {gpus}; "
+        raise InputError(f"{flag} {text!r}: {bad[0] if bad else '(none)'} does not divide --gpus {gpus}; "
                          f"valid: divisors of {gpus}")
     return tuple(sorted(set(sizes)))
 
