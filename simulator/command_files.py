@@ -36,7 +36,7 @@ __all__ = ["OUTPUTS", "INPUTS", "IMAGE_OUTPUTS", "command_key", "check_command_f
 OUTPUTS: dict[str, dict[str, str]] = {
     "schedule": {"out": "--out"},
     "simulate": {"trace": "--trace"},
-    "predict": {"csv": "--csv", "png": "--png"},
+    "predict": {"csv": "--csv", "png": "--png", "trace": "--trace"},
     "topology show": {"png": "--png"},
     "topology save": {"out": "OUT"},
     "run": {"out": "--out", "json": "--out", "trace": "--trace"},  # --json FILE: the old spelling of --out

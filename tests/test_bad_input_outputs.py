@@ -43,6 +43,10 @@ SMALL = ["--algo", "1d", "--gpus", "2", *GEMM]
 OLD = "an earlier output that a refused command must leave alone\n"
 
 # (id, argv, suffix of the target, argv reading {input} (None: the command reads no file), torch needed)
+PLAN = ["--workload", "transformer", "--batch", "1", "--seq", "16", "--hidden", "16", "--heads", "2", "--layers", "2",
+        "--global-batch", "2", "--algos", "1d"]
+"""A whole-model plan small enough to trace in a fraction of a second."""
+
 WRITERS = [
     ("schedule-out", ["schedule", *SMALL, "--out", "{target}"], ".json",
      ["schedule", "--schedule", "{input}", "--out", "{target}"], False),
@@ -53,6 +57,8 @@ WRITERS = [
     ("predict-png", ["predict", "--gpus", "2", "--topology", "loopback:2", *GEMM, "--algos", "1d", "--png", "{target}"],
      ".png", ["predict", "--gpus", "2", "--topology", "loopback:2", "--placement", "{input}", *GEMM, "--png",
               "{target}"], False),
+    ("predict-trace", ["predict", "--gpus", "2", "--topology", "loopback:2", *PLAN, "--trace", "{target}"], ".json",
+     ["predict", "--gpus", "2", "--topology", "{input}", *PLAN, "--trace", "{target}"], False),
     ("topology-show-png", ["topology", "show", "loopback:2", "--png", "{target}"], ".png",
      ["topology", "show", "{input}", "--png", "{target}"], False),
     ("topology-save-out", ["topology", "save", "loopback:2", "{target}"], ".yaml",

@@ -205,7 +205,14 @@ def schedule_from_dict(data: Any, where: str = "schedule") -> Schedule:
         programs.append([op_from_dict(op, f"{where}: rank {rank} step {step}") for step, op in enumerate(program)])
     if len(programs) != len(buffers):
         raise InputError(f"{where}: {len(programs)} programs but {len(buffers)} buffer declarations")
-    check_grid(data.get("grid"), len(buffers), where)
+    # A pipelined step (simulator.pipeline.lower) runs its grid on each of its pp stages.
+    options = data.get("options")
+    pipeline = options.get("pipeline") if isinstance(options, dict) else None
+    stages = pipeline.get("pp") if isinstance(pipeline, dict) else None
+    if pipeline is not None and not (type(stages) is int and stages >= 1 and len(buffers) % stages == 0):
+        raise InputError(f"{where}: options.pipeline.pp {stages!r}: expected an integer >= 1 dividing the file's "
+                         f"{len(buffers)} ranks (the stages the grid runs on)")
+    check_grid(data.get("grid"), len(buffers) // (stages or 1), where)
     check_programs(programs, where)
     groups = {name: _int_list(ranks, f"{where}: group {name!r}")
               for name, ranks in _require(data, "groups", dict, where).items()}
