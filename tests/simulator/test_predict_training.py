@@ -124,7 +124,7 @@ def test_launch_lines_name_each_frameworks_configuration():
     assert optimus[0] == "Colossal-AI: parallel = dict(tensor=dict(mode='2d', size=16))"
     megatron = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 8), 1, 256, zero=1, recompute="selective")
     assert megatron[0] == ("Megatron-LM: --tensor-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 256 "
-                           "--recompute-activations --use-distributed-optimizer")
+                           "--recompute-granularity selective --use-distributed-optimizer")
     dp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 4, 256)
     assert dp[0].startswith("Megatron-LM: --tensor-model-parallel-size 1 ")
     assert "no published training framework" in launch_lines(
