@@ -106,7 +106,8 @@ def test_csv_rows_follow_the_json(capsys, tmp_path):
 
     rows = list(csv.DictReader(path.open()))
     assert rows and set(rows[0]) == {"rank", "arrangement", "algorithm", "grid", "placement", "tp", "pp", "dp",
-                                     "schedule", "virtual_stages", "micro_batch", "micro_batches", "model",
+                                     "schedule", "virtual_stages", "zero", "recompute", "micro_batch",
+                                     "micro_batches", "model",
                                      "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s",
                                      "tp_comm_s", "bubble_s", "pp_comm_s", "dp_comm_s", "optimizer_s",
                                      "peak_bytes", "fits", "status", "reason"}
