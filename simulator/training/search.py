@@ -26,6 +26,7 @@ simulated row is the plan to launch.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
@@ -131,10 +132,11 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
     def grid(a: TrainingArrangement, block):
         return settings(a, block) if settings is not None else ((options.recompute,), ((options.zero,),))
 
-    def one(a: TrainingArrangement, block,
-            beaten: Callable[[bool | None], bool] = lambda fits: False) -> PlanRow | None:
+    def one(a: TrainingArrangement, block, beaten: Callable[[bool | None], bool] = lambda fits: False,
+            cutoff: float = math.inf) -> PlanRow | None:
         """``a``'s row under its fastest lightest fitting setting, or None when ``beaten(fits)`` says a variant
-        already found is better (memory first)."""
+        already found is better (memory first) or every fitting setting's floor is at least ``cutoff`` (the
+        bound of a fitting variant already found)."""
         levels, tiers = grid(a, block)
         sized: dict = {}
 
@@ -154,6 +156,9 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
         best = None
         for setting in chosen:  # lightest first: a tie keeps the lighter
             opts, mem = sized[setting]
+            if (cutoff < math.inf and floor is not None and a.pp > 1 and
+                    floor(G, a, block, opts, router, algorithms, cache) >= cutoff):
+                continue  # its recompute or ZeRO stage already puts it past a fitting variant's bound
             bound = step_time(G, a, block, opts, bound=True, router=router, algorithms=algorithms, cache=cache,
                               split=False)
             if best is None or bound.step_s < best.bound.step_s:
@@ -182,7 +187,8 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
             def beaten(fits, i=i) -> bool:  # a variant that does not fit, at least as slow as the best: not chosen
                 return best is not None and fits is False and floors.get(i, -1.0) >= best.bound.step_s
             try:
-                row = one(variant, block, beaten)
+                cutoff = best.bound.step_s if best is not None and best.fits is not False else math.inf
+                row = one(variant, block, beaten, cutoff)
             except NotApplicable as error:
                 first = first or error
                 continue
