@@ -13,6 +13,9 @@ and the table ranks them: fitting rows first by step time (simulated, then bound
 fit with their peak memory against the device's usable memory, then the skipped ones with the reason.
 The best simulated row gets its launch line. ``--batch`` fixes the micro-batch; without it each
 arrangement gets the smallest one it can build, doubled while it fits and the step gets faster.
+``--zero`` and ``--recompute`` pin the ZeRO stage and the recompute mode; without them each row searches
+them (``simulator.training.settings``: the lightest settings that fit, the fastest of those), the table's
+``ZeRO rc`` column, the JSON's and CSV's ``zero`` and ``recompute`` and the launch line say which.
 ``--json`` prints the rows (``PlanRow.to_dict``: arrangement, algorithm, grid, tp, pp, dp, schedule,
 virtual_stages, micro_batch, step_time_s, tokens_per_s, mfu, compute_s, tp_comm_s, bubble_s, pp_comm_s,
 dp_comm_s, memory (with ``stages``: each pipeline stage's), fits, ...).
@@ -233,8 +236,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
                      f"{'vs best':>7}")
         lines += [_row(i, r, width, best) for i, r in enumerate(fit, 1)]
         if not fit:
-            lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full or larger "
-                         "--tp-sizes shrink the peak)")
+            lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full where pinned, "
+                         "larger --tp-sizes or --pp-sizes shrink the peak)")
         if over:
             lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
             lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]
