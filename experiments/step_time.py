@@ -12,7 +12,7 @@ Example::
     >>> s = Step("megatron-1.2b", "1d", 2, dp=1, micro_batch=2, global_batch=2, topology="dgx-a100")
     >>> s.command()
     'tpsim predict --gpus 2 --topology dgx-a100 --model megatron-1.2b --global-batch 2 --batch 2 \
---tp-sizes 2 --algos 1d --recompute full --dtype float16 --simulate-top 1 --attention unfused'
+--tp-sizes 2 --algos 1d --zero 0 --recompute full --dtype float16 --simulate-top 1 --attention unfused'
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ class Step:
         top = 1 if isinstance(self.layout, int) else 8
         return (f"tpsim predict --gpus {self.gpus} --topology {self.topology} --model {self.model} "
                 f"--global-batch {self.global_batch} --batch {self.micro_batch} --tp-sizes {self.tp} "
-                f"--algos {self.algorithm} --recompute {self.recompute} --dtype {self.dtype} --simulate-top {top}"
+                f"--algos {self.algorithm} --zero 0 --recompute {self.recompute} --dtype {self.dtype} "
+                f"--simulate-top {top}"
                 + (f" --bucket-mb {self.bucket_mb:g}" if self.bucket_mb != 25.0 else "")
                 + f" --attention {self.attention}")
 

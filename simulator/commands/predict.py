@@ -162,7 +162,7 @@ def predict_command(args: argparse.Namespace) -> int:
 
 def _no_training_flags(args) -> None:
     """The whole-model flags mean nothing without --global-batch: say so rather than ignore them."""
-    given = [flag for flag, value, default in (("--zero", args.zero, 0), ("--recompute", args.recompute, "none"),
+    given = [flag for flag, value, default in (("--zero", args.zero, None), ("--recompute", args.recompute, None),
                                                 ("--optimizer", args.optimizer, "adam"),
                                                 ("--tp-sizes", args.tp_sizes, None),
                                                 ("--simulate-top", args.simulate_top, 4),

@@ -13,6 +13,9 @@ and the table ranks them: fitting rows first by step time (simulated, then bound
 fit with their peak memory against the device's usable memory, then the skipped ones with the reason.
 The best simulated row gets its launch line. ``--batch`` fixes the micro-batch; without it each
 arrangement gets the smallest one it can build, doubled while it fits and the step gets faster.
+``--zero`` and ``--recompute`` pin the ZeRO stage and the recompute mode; without them each row searches
+them (``simulator.training.settings``: the lightest settings that fit, the fastest of those), the table's
+``ZeRO rc`` column, the JSON's and CSV's ``zero`` and ``recompute`` and the launch line say which.
 ``--json`` prints the rows (``PlanRow.to_dict``: arrangement, algorithm, grid, tp, pp, dp, schedule,
 virtual_stages, micro_batch, step_time_s, tokens_per_s, mfu, compute_s, tp_comm_s, bubble_s, pp_comm_s,
 dp_comm_s, memory (with ``stages``: each pipeline stage's), fits, ...).
@@ -44,6 +47,7 @@ from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.launch import launch_lines
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
+from simulator.training.settings import settings_grid, short_label
 from simulator.training.step import StepOptions
 from simulator.workloads.attention_cost import selective_note
 from simulator.workloads.models import resolve_model
@@ -53,7 +57,7 @@ from topologies import gpu_nodes
 __all__ = ["add_training_plan_arguments", "training_plan_command", "CSV_FIELDS"]
 
 CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "pp", "dp", "schedule", "virtual_stages",
-              "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu",
+              "zero", "recompute", "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu",
               "hfu", "tflops_per_gpu", "compute_s", "tp_comm_s", "bubble_s", "pp_comm_s", "dp_comm_s", "optimizer_s",
               "peak_bytes", "fits", "status", "reason")
 
@@ -64,7 +68,7 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                                   "parallel)")
     g.add_argument("--global-batch", type=int, metavar="G", help="sequences per training step; turns on the "
                    "whole-model plan (--batch is then the micro-batch, searched when not given)")
-    add_model_state_arguments(g)
+    add_model_state_arguments(g, searched=True)
     g.add_argument("--tp-sizes", metavar="T,T", help="tensor-parallel sizes to try (default: every divisor of "
                    "--gpus up to 64; 1 is pure data parallelism)")
     g.add_argument("--pp-sizes", metavar="P,P", help="pipeline sizes to try (default: every divisor of --gpus "
@@ -100,8 +104,9 @@ def _options(args, workload: Workload) -> StepOptions:
     model = resolve_model(args.model) if args.model else None
     tied = model.tied if model is not None else True
     return StepOptions(global_batch=args.global_batch, layers=args.layers, vocab=vocab_of(args), tied=tied,
-                       zero=args.zero,
-                       optimizer=args.optimizer, recompute=args.recompute, bucket_bytes=args.bucket_mb * 1e6,
+                       zero=args.zero if args.zero is not None else 0, optimizer=args.optimizer,
+                       recompute=args.recompute if args.recompute is not None else "none",
+                       bucket_bytes=args.bucket_mb * 1e6,
                        dtype=args.dtype)
 
 
@@ -123,6 +128,9 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     def variants(a):
         return schedule_variants(a, options.layers, args.schedule, args.virtual_stages)
 
+    def settings(a, block):
+        return settings_grid(args.zero, args.recompute, block.attention, a.pp)
+
     def make_block(b: int) -> Workload:
         return workload.with_batch(b)
 
@@ -136,7 +144,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top,
                              functools.partial(memory_of, cache=cache), usable, algorithms=overrides,
                              progress=lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s,
-                             router=router)
+                             router=router, settings=settings)
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     if args.trace:
         _write_step_trace(args, G, rows, make_block, options, router, overrides, cache)
@@ -151,7 +159,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         return 0
     for line in table_lines(rows, title, options, usable):
         print(line)
-    note = selective_note(workload.attention, options.recompute)
+    note = selective_note(workload.attention, args.recompute)
     if note:
         print(f"  note: {note}")
     for label, path in (("csv", args.csv), ("png", args.png), ("trace", args.trace)):
@@ -171,7 +179,7 @@ def _write_step_trace(args, G, rows, make_block, options, router, overrides, cac
         row = next((r for r in listed if r.fits is not False and r.simulated), None)
         if row is None:
             raise InputError("--trace: no fitting row was simulated to trace; give --trace-row N")
-    trace = step_trace(G, row.arrangement, make_block(row.best.micro_batch), options, bound=row.simulated is None,
+    trace = step_trace(G, row.arrangement, make_block(row.best.micro_batch), row.options, bound=row.simulated is None,
                        router=router, algorithms=overrides, cache=cache)
     write_trace(args.trace, trace)
 
@@ -180,8 +188,13 @@ def _title(args, G, workload, options, device, usable) -> str:
     name = (resolve_model(args.model).name if args.model else
             f"transformer (seq={workload.seq}, hidden={workload.hidden}, heads={workload.heads})")
     opt = {"adam": "Adam", "sgd": "SGD"}[options.optimizer]
+    if args.zero is None and args.recompute is None:
+        settings = "ZeRO and recompute searched"
+    else:
+        settings = (f"{'ZeRO searched' if args.zero is None else f'ZeRO-{args.zero}'}, "
+                    f"{'recompute searched' if args.recompute is None else f'recompute {args.recompute}'}")
     return (f"{name} x {options.layers} layers, vocab {options.vocab:,}, global batch {options.global_batch}, {opt}, "
-            f"ZeRO-{options.zero}, recompute {options.recompute}, {workload.attention} attention, "
+            f"{settings}, {workload.attention} attention, "
             f"{'fp8 (hybrid: the linears in FP8)' if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 
@@ -196,7 +209,8 @@ def _row(i, r, width: int, best: float) -> str:
     mem = _gb(None if m is None else m.peak_bytes)
     states = _gb(None if m is None else m.params_bytes + m.grads_bytes + m.optimizer_bytes)
     acts = _gb(None if m is None else m.activations_bytes)
-    return (f"  {i:>3}  {r.arrangement.label:<{width}}  {s.micro_batch:>3} {s.micro_batches:>4}  "
+    setting = short_label(r.options.zero, r.options.recompute)
+    return (f"  {i:>3}  {r.arrangement.label:<{width}}  {setting:<7}  {s.micro_batch:>3} {s.micro_batches:>4}  "
             f"{format_time(s.step_s):>10}  {s.tokens_per_s:>9,.0f}  {100 * s.mfu:>5.1f}%  "
             f"{format_time(s.tp_comm_s):>10}  {format_time(s.bubble_s):>10}  {format_time(s.pp_comm_s):>10}  "
             f"{format_time(s.dp_comm_s):>10}  {states:>10}  {acts:>9}  {mem:>10}  "
@@ -215,18 +229,20 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
     else:
         width = max(len(r.arrangement.label) for r in shown)
         best = (fit or over)[0].best.step_s
-        lines.append(f"  {'#':>3}  {'arrangement':<{width}}  {'B':>3} {'m':>4}  {'step':>10}  {'tokens/s':>9}  "
+        lines.append(f"  {'#':>3}  {'arrangement':<{width}}  {'ZeRO rc':<7}  {'B':>3} {'m':>4}  {'step':>10}  "
+                     f"{'tokens/s':>9}  "
                      f"{'MFU':>6}  {'TP comm':>10}  {'bubble':>10}  {'PP comm':>10}  {'DP comm':>10}  {'states':>10}  "
                      f"{'acts':>9}  {'peak':>10}  "
                      f"{'vs best':>7}")
         lines += [_row(i, r, width, best) for i, r in enumerate(fit, 1)]
         if not fit:
-            lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full or larger "
-                         "--tp-sizes shrink the peak)")
+            lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full where pinned, "
+                         "larger --tp-sizes or --pp-sizes shrink the peak)")
         if over:
             lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
             lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]
-        lines.append("  B: micro-batch, m: micro-batches per step; step = compute + TP comm + pipeline bubble + "
+        lines.append("  ZeRO rc: ZeRO stage and recompute (-: none, sel: selective, full); "
+                     "B: micro-batch, m: micro-batches per step; step = compute + TP comm + pipeline bubble + "
                      "PP comm + DP comm (exposed); states: parameters + gradients + optimizer; acts: kept "
                      "activations; peak per GPU (pipelines: the worst stage's)")
         lines.append("  simulated: flow network, contention included; bound: contention-free analytic "
@@ -241,7 +257,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
     if winner is not None:
         lines.append(f"  launch {winner.arrangement.label}:")
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
-                                                         options.global_batch, options.zero, options.recompute,
+                                                         options.global_batch, winner.options.zero,
+                                                         winner.options.recompute,
                                                          options.layers)]
     return lines
 

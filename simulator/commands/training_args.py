@@ -15,17 +15,19 @@ from simulator.memory.setup import OPTIMIZERS, RECOMPUTE, ZERO_STAGES, TrainingS
 __all__ = ["add_model_state_arguments", "add_training_arguments", "setup_from_args"]
 
 
-def add_model_state_arguments(group: argparse._ArgumentGroup) -> None:
-    """Add ``--optimizer --zero --recompute`` to ``group`` (`simulate` and `predict --global-batch` share them)."""
+def add_model_state_arguments(group: argparse._ArgumentGroup, searched: bool = False) -> None:
+    """Add ``--optimizer --zero --recompute`` to ``group`` (`simulate` and `predict --global-batch` share them);
+    ``searched``: their default is None, the plan searches them (``simulator.training.settings``)."""
     group.add_argument("--optimizer", default="adam", metavar="|".join(OPTIMIZERS),
                        help="mixed-precision Adam (default: 16 B per parameter before sharding) or SGD with "
                             "momentum (12 B)")
-    group.add_argument("--zero", type=int, default=0, metavar="|".join(map(str, ZERO_STAGES)),
+    default = "searched per row: the lightest that fits, the fastest of those" if searched else None
+    group.add_argument("--zero", type=int, default=None if searched else 0, metavar="|".join(map(str, ZERO_STAGES)),
                        help="ZeRO stage over the data-parallel group: 1 shards the optimizer state, 2 also the "
-                            "gradients, 3 also the parameters (default 0)")
-    group.add_argument("--recompute", default="none", metavar="|".join(RECOMPUTE),
-                       help="activation recomputation: none (default), selective (the attention core), full "
-                            "(each layer from its input)")
+                            f"gradients, 3 also the parameters (default {default or 0})")
+    group.add_argument("--recompute", default=None if searched else "none", metavar="|".join(RECOMPUTE),
+                       help="activation recomputation: none, selective (the attention core), full "
+                            f"(each layer from its input) (default {default or 'none'})")
 
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:

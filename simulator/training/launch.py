@@ -6,15 +6,18 @@
   L / (P v)`` (interleaved 1F1B; Megatron-LM runs 1F1B otherwise), ``--micro-batch-size B``,
   ``--global-batch-size G``; Megatron-LM derives the data-parallel size as world size / (T x P). It has no
   GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
-  ``--recompute-activations`` (selective, Korthikanti et al.) or ``--recompute-granularity full
-  --recompute-method uniform --recompute-num-layers 1``. ZeRO-1 is Megatron-LM's distributed optimizer
-  (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed ``--zero-stage``).
+  ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
+  ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. ZeRO-1 is Megatron-LM's
+  distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
+  ``--zero-stage``). Pure data parallelism with ZeRO-3 is what FSDP runs: a second line gives torchtitan's
+  FSDP2 settings (``--parallelism.data_parallel_shard_degree``, ``--activation_checkpoint.mode``).
 - 2-D (Optimus), 2.5-D (Tesseract) and 3-D: Colossal-AI's tensor-parallel configuration (its config
   file's ``parallel = dict(tensor=dict(mode=..., size=..., depth=...))``): mode ``2d`` with size q^2,
   ``2.5d`` with size q^2 d and depth d, ``3d`` with size q^3; Colossal-AI also derives the data-parallel
   size as world size / (pipeline x tensor). Pipelines: ``parallel = dict(pipeline=P, tensor=...)``, its
   ``NUM_MICRO_BATCHES`` m, and ``num_chunks=v`` for the interleaved schedule (Colossal-AI's
-  ``InterleavedPipelineSchedule``).
+  ``InterleavedPipelineSchedule``). A ZeRO stage or recompute mode other than none is named on a line of
+  its own (Colossal-AI sets them outside ``parallel``: its ZeRO optimizer and activation checkpointing).
 - Cannon 2.5-D: no published training framework implements it; the line says so.
 
 Example::
@@ -46,7 +49,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
             args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (a.pp * a.virtual_stages)}")
     args += [f"--micro-batch-size {micro_batch}", f"--global-batch-size {global_batch}"]
     if recompute == "selective":
-        args.append("--recompute-activations")
+        args.append("--recompute-granularity selective")
     elif recompute == "full":
         args.append("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
     if zero == 1:
@@ -54,9 +57,14 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
     if a.pp == 1:
-        return ["Megatron-LM: " + " ".join(args),
-                f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
-                f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
+        lines = ["Megatron-LM: " + " ".join(args),
+                 f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
+                 f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
+        if a.tp == 1 and zero == 3:  # fully sharded data parallelism: PyTorch's own FSDP runs it natively
+            lines.append(f"  or torchtitan (FSDP2): --parallelism.data_parallel_shard_degree {a.dp} "
+                         f"--activation_checkpoint.mode {recompute} --training.local_batch_size {micro_batch} "
+                         f"--training.global_batch_size {global_batch}")
+        return lines
     lines = ["Megatron-LM: " + " ".join(args),
              f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs, stage s on GPUs "
              f"s x {a.dp * a.tp} onwards; data-parallel size {a.dp} = {a.gpus} / ({a.tp} x {a.pp}), derived by "
@@ -74,6 +82,8 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers)
     grid = a.tensor.grid
+    settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
+        else []
     if a.algorithm in _MODES:
         depth = f", depth={grid[2]}" if a.algorithm == "summa25d" else ""
         tensor = f"tensor=dict(mode='{_MODES[a.algorithm]}', size={a.tp}{depth})"
@@ -82,7 +92,7 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
         if a.pp == 1:
             return [f"Colossal-AI: parallel = dict({tensor})",
                     f"  data-parallel size {a.dp} = {a.gpus} / {a.tp}, derived by Colossal-AI; micro-batch "
-                    f"{micro_batch}, global batch {global_batch}"] + placed
+                    f"{micro_batch}, global batch {global_batch}"] + placed + settings
         m = global_batch // (micro_batch * a.dp)
         chunks = f"; model num_chunks={a.virtual_stages} (InterleavedPipelineSchedule)" \
             if a.schedule == "interleaved" else ""
@@ -94,7 +104,7 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
                          "runs GPipe")
         if a.tensor.placement:
             lines.append(f"  ranks placed {a.tensor.placement} inside each tensor-parallel group")
-        return lines
+        return lines + settings
     return [f"{a.label}: no published training framework implements Cannon 2.5-D; "
             f"tpsim's executor runs its schedule (`tpsim run --algo {a.algorithm} --grid "
             f"{','.join(map(str, grid))}`)"]

@@ -24,8 +24,14 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
     (pp > 1: a ``PipelineMemory``, the worst stage's figures)."""
     setup = TrainingSetup(optimizer=options.optimizer, zero=options.zero, recompute=options.recompute, dp=a.dp,
                           layers=options.layers, vocab=options.vocab, tied=options.tied)
-    if a.pp == 1:
-        return training_memory(build_block(a, block, "both", options.dtype), setup)
+    if a.pp == 1:  # the schedule depends on the tensor arrangement and the block only: built once per search
+        key = ("both schedule", a.tensor, block, options.dtype)
+        schedule = cache.get(key) if cache is not None else None
+        if schedule is None:
+            schedule = build_block(a, block, "both", options.dtype)
+            if cache is not None:
+                cache[key] = schedule
+        return training_memory(schedule, setup)
     from simulator.pipeline.stage_memory import pipeline_memory, rank_parts  # the pipeline package builds on this
     from simulator.pipeline.stage_step import check_pipeline_plan
     m = micro_batches(options.global_batch, block.batch, a.dp)

@@ -10,7 +10,10 @@ the row keeps the variant that fits with the lowest bound, as it keeps the best 
    runs larger GEMMs and fewer steps' latencies, and keeps more activations);
 2. the contention-free bound of its step (``step_time(..., bound=True)``), cheap enough for every row;
 3. its memory per GPU (``memory``, a callable returning an object with ``peak_bytes`` and ``to_dict()``,
-   or None when memory is not modelled), and whether it fits: peak <= the device's usable bytes.
+   or None when memory is not modelled), and whether it fits: peak <= the device's usable bytes;
+4. its training settings, the ZeRO stage and recompute mode (``settings(a, block)``: the grid of
+   ``simulator.training.settings``; default: ``options``' own, one cell): the lightest settings that fit are
+   bounded and the fastest is kept (``PlanRow.options``); where none fits, the least-memory one is shown.
 
 The fitting rows are ordered by their bound and the leading ``simulate_top`` of them are simulated on
 the flow network (contention included). The result lists the fitting rows by step time, simulated
@@ -23,7 +26,8 @@ simulated row is the plan to launch.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 import networkx as nx
@@ -32,6 +36,7 @@ from simulator.errors import NotApplicable
 from simulator.network.topology_cache import TopologyCache
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.lm_head import lm_head_workload
+from simulator.training.settings import lightest_fitting
 from simulator.training.step import StepOptions, StepTime, build_block, step_time
 
 __all__ = ["PlanRow", "plan_training", "micro_batch_for"]
@@ -51,6 +56,8 @@ class PlanRow:
     device_bytes: int | None = None
     """Usable device memory per GPU, bytes, or None when unknown."""
     skipped: str | None = None
+    options: StepOptions | None = None
+    """The step options the row was bounded under: its ZeRO stage and recompute mode (None: skipped)."""
 
     @property
     def best(self) -> StepTime | None:
@@ -67,6 +74,8 @@ class PlanRow:
     def to_dict(self) -> dict:
         """The ``--json`` row (``tpsim predict --global-batch``)."""
         out = self.arrangement.to_dict()
+        out.update(zero=None if self.options is None else self.options.zero,
+                   recompute=None if self.options is None else self.options.recompute)
         best = self.best
         if best is not None:
             out.update(best.to_dict())
@@ -103,29 +112,62 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
                   router=None, algorithms: dict[str, str] | None = None,
                   progress: Callable[[str], None] | None = None,
                   variants: Callable[[TrainingArrangement], list[TrainingArrangement]] | None = None,
-                  cache: dict | None = None, floor: Callable | None = None) -> list[PlanRow]:
+                  cache: dict | None = None, floor: Callable | None = None,
+                  settings: Callable | None = None) -> list[PlanRow]:
     """Rows for ``candidates`` in the order of the module docstring. ``make_block(B)`` is the transformer
     block of micro-batch B; ``memory(a, block, options)`` its breakdown; ``progress(label)`` after each row;
     ``variants(a)`` the schedules a row tries (default: ``a`` alone); ``cache`` keeps block times (and
     whatever ``memory`` keeps there) across rows: they depend on the tensor arrangement and B only.
     ``floor(G, a, block, options, router, algorithms, cache)``, a cheap lower bound of a variant's bound:
     variants are tried lowest floor first,
-    and one whose floor is not below the best fitting variant's bound is skipped (it cannot be chosen)."""
+    and one whose floor is not below the best fitting variant's bound is skipped (it cannot be chosen).
+    ``settings(a, block)``: (recompute levels, ZeRO tiers) a variant tries (``simulator.training.settings``;
+    default: ``options``' own); the floor is taken under the lightest (no recompute, the first tier's highest
+    stage: the sharded optimizer step), below every setting's bound."""
     candidates = list(candidates)
     router = router if router is not None else TopologyCache(G)  # routes and plans shared by every row
     cache = {} if cache is None else cache
     rows: list[PlanRow] = []
 
-    def one(a: TrainingArrangement, block,
-            beaten: Callable[[bool | None], bool] = lambda fits: False) -> PlanRow | None:
-        """``a``'s row, or None when ``beaten(fits)`` says a variant already found is better (memory first)."""
-        mem = memory(a, block, options) if memory is not None else None
-        fits = None if mem is None or device_bytes is None else mem.peak_bytes <= device_bytes
-        if beaten(fits):
-            return None
-        bound = step_time(G, a, block, options, bound=True, router=router, algorithms=algorithms, cache=cache,
-                          split=False)
-        return PlanRow(a, bound, memory=mem, device_bytes=device_bytes)
+    def grid(a: TrainingArrangement, block):
+        return settings(a, block) if settings is not None else ((options.recompute,), ((options.zero,),))
+
+    def one(a: TrainingArrangement, block, beaten: Callable[[bool | None], bool] = lambda fits: False,
+            cutoff: float = math.inf) -> PlanRow | None:
+        """``a``'s row under its fastest lightest fitting setting, or None when ``beaten(fits)`` says a variant
+        already found is better (memory first) or every fitting setting's floor is at least ``cutoff`` (the
+        bound of a fitting variant already found)."""
+        levels, tiers = grid(a, block)
+        sized: dict = {}
+
+        def fits(setting) -> bool | None:
+            opts = replace(options, zero=setting[0], recompute=setting[1])
+            mem = memory(a, block, opts) if memory is not None else None
+            sized[setting] = (opts, mem)
+            return None if mem is None or device_bytes is None else mem.peak_bytes <= device_bytes
+
+        chosen, smallest = lightest_fitting(levels, tiers, fits)
+        if not chosen:
+            if beaten(False):
+                return None
+            if smallest not in sized:
+                fits(smallest)
+            chosen = [smallest]
+        best = None
+        for setting in chosen:  # lightest first: a tie keeps the lighter
+            opts, mem = sized[setting]
+            if (cutoff < math.inf and floor is not None and a.pp > 1 and
+                    floor(G, a, block, opts, router, algorithms, cache) >= cutoff):
+                continue  # its recompute or ZeRO stage already puts it past a fitting variant's bound
+            bound = step_time(G, a, block, opts, bound=True, router=router, algorithms=algorithms, cache=cache,
+                              split=False)
+            if best is None or bound.step_s < best.bound.step_s:
+                best = PlanRow(a, bound, memory=mem, device_bytes=device_bytes, options=opts)
+        return best
+
+    def lightest(a: TrainingArrangement, block) -> StepOptions:
+        levels, tiers = grid(a, block)
+        return replace(options, zero=max(tiers[0]), recompute=levels[0])
 
     def bounded(a: TrainingArrangement, b: int) -> PlanRow:
         block, best, first = make_block(b), None, None
@@ -134,7 +176,7 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
         if floor is not None and len(tries) > 1:
             for i, variant in tries:
                 try:
-                    floors[i] = floor(G, variant, block, options, router, algorithms, cache)
+                    floors[i] = floor(G, variant, block, lightest(variant, block), router, algorithms, cache)
                 except NotApplicable as error:
                     first = first or error
             tries = sorted(((i, v) for i, v in tries if i in floors), key=lambda t: (floors[t[0]], t[0]))
@@ -145,7 +187,8 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
             def beaten(fits, i=i) -> bool:  # a variant that does not fit, at least as slow as the best: not chosen
                 return best is not None and fits is False and floors.get(i, -1.0) >= best.bound.step_s
             try:
-                row = one(variant, block, beaten)
+                cutoff = best.bound.step_s if best is not None and best.fits is not False else math.inf
+                row = one(variant, block, beaten, cutoff)
             except NotApplicable as error:
                 first = first or error
                 continue
@@ -157,9 +200,9 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
         if best is None:
             raise first
         if best.arrangement.pp > 1:  # the kept schedule's bubble and pipeline communication, split
-            best = PlanRow(best.arrangement, step_time(G, best.arrangement, block, options, bound=True, router=router,
-                                                       algorithms=algorithms, cache=cache),
-                           memory=best.memory, device_bytes=device_bytes)
+            best = PlanRow(best.arrangement, step_time(G, best.arrangement, block, best.options, bound=True,
+                                                       router=router, algorithms=algorithms, cache=cache),
+                           memory=best.memory, device_bytes=device_bytes, options=best.options)
         return best
 
     for a in candidates:
@@ -188,9 +231,9 @@ def plan_training(G: nx.DiGraph, candidates: Iterable[TrainingArrangement], make
     for i, r in enumerate(ok):
         if i < simulate_top:
             block = make_block(r.bound.micro_batch)
-            sim = step_time(G, r.arrangement, block, options, bound=False, router=router, algorithms=algorithms,
+            sim = step_time(G, r.arrangement, block, r.options, bound=False, router=router, algorithms=algorithms,
                             cache=cache)
-            r = PlanRow(r.arrangement, r.bound, sim, r.memory, r.device_bytes)
+            r = PlanRow(r.arrangement, r.bound, sim, r.memory, r.device_bytes, options=r.options)
             if progress is not None:
                 progress(r.arrangement.label + " (simulated)")
         done.append(r)

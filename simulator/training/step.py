@@ -34,7 +34,7 @@ passes and closed-form collectives (``dp_reduce.bound_stream``) for the reductio
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
@@ -198,6 +198,19 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
         return cache[key]
     dtype = options.dtype
     gpus = tp_group_gpus(G, TrainingArrangement(a.tensor, 1))  # the same GPUs for every pp and D
+    if options.recompute != "none":  # the passes without recompute, plus what it adds: one timing for every mode
+        base = block_times(G, a, block, replace(options, recompute="none"), bound, router, algorithms, cache)
+        t = dict(base.passes)
+        if options.recompute == "full":
+            t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
+        elif block.attention == "unfused":
+            # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
+            attn = _time(build_block(a, block, "fwd", dtype), G, gpus, bound, router, algorithms, part="attn")
+            t["block_bwd"] = t["block_bwd"] + attn
+        out = replace(base, passes=t)
+        if cache is not None:
+            cache[key] = out
+        return out
     fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype)
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
@@ -205,11 +218,6 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
         head_f, head_b = build_block(a, head, "fwd", dtype), build_block(a, head, "bwd", dtype)
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
-    if options.recompute == "full":
-        t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
-    elif options.recompute == "selective" and block.attention == "unfused":
-        # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
-        t["block_bwd"] = t["block_bwd"] + _time(fwd_s, G, gpus, bound, router, algorithms, part="attn")
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero

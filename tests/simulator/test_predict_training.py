@@ -106,7 +106,8 @@ def test_csv_rows_follow_the_json(capsys, tmp_path):
 
     rows = list(csv.DictReader(path.open()))
     assert rows and set(rows[0]) == {"rank", "arrangement", "algorithm", "grid", "placement", "tp", "pp", "dp",
-                                     "schedule", "virtual_stages", "micro_batch", "micro_batches", "model",
+                                     "schedule", "virtual_stages", "zero", "recompute", "micro_batch",
+                                     "micro_batches", "model",
                                      "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu", "hfu", "tflops_per_gpu", "compute_s",
                                      "tp_comm_s", "bubble_s", "pp_comm_s", "dp_comm_s", "optimizer_s",
                                      "peak_bytes", "fits", "status", "reason"}
@@ -124,7 +125,7 @@ def test_launch_lines_name_each_frameworks_configuration():
     assert optimus[0] == "Colossal-AI: parallel = dict(tensor=dict(mode='2d', size=16))"
     megatron = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 8), 1, 256, zero=1, recompute="selective")
     assert megatron[0] == ("Megatron-LM: --tensor-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 256 "
-                           "--recompute-activations --use-distributed-optimizer")
+                           "--recompute-granularity selective --use-distributed-optimizer")
     dp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 4, 256)
     assert dp[0].startswith("Megatron-LM: --tensor-model-parallel-size 1 ")
     assert "no published training framework" in launch_lines(

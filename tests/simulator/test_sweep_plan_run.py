@@ -27,7 +27,7 @@ def test_ok_is_predicts_launch_row(capsys):
 @pytest.mark.parametrize("argv, status, reason", [
     (["--gpus", "2", *BASE, "--simulate-top", "0"], "bound", "no fitting arrangement simulated (simulate-top 0)"),
     (["--gpus", "2", *BASE[:2], "--model", "gpt3-1.3b", "--global-batch", "8", "--batch", "4", "--tp-sizes", "1",
-      "--pp-sizes", "1"], "no-fit", "no arrangement fits in memory"),
+      "--pp-sizes", "1", "--zero", "0", "--recompute", "none"], "no-fit", "no arrangement fits in memory"),
     (["--gpus", "8", *BASE, "--tp-sizes", "8", "--algos", "1d"], "none",
      "no arrangement applies: 1d on 8 GPUs: heads=12 must be divisible by p = 8"),
     (["--gpus", "16", *BASE], "refused",
