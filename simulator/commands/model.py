@@ -87,7 +87,7 @@ def show_lines(m: ModelPreset) -> list[str]:
     layer, outside = m.layer_parameters(), m.outside_parameters()
     published = "" if m.published_params is None else f" (published {_count(m.published_params)})"
     lines = [f"{m.name}: {m.source}",
-             f"  layers {m.layers}, hidden {m.hidden}, heads {m.heads} of {d}, kv_heads {m.kv_heads} ({attention})",
+             f"  layers {m.layers}, hidden {m.hidden}, heads {m.heads} of width {d}, kv_heads {m.kv_heads} ({attention})",
              f"  mlp {mlp}",
              f"  seq {m.seq}, vocab {m.vocab}, dropout {m.dropout:g}",
              f"  norm {m.norm}, position {m.position}, embedding {'tied to' if m.tied else 'untied from'} the "
