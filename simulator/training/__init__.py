@@ -16,8 +16,9 @@ module              what it holds
 ``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
 ``memory_fit``      memory per GPU of an arrangement (``simulator.memory``) and the usable device memory
 ``launch``          the winner's launch line: Megatron-LM arguments or Colossal-AI's tensor config
+``settings``        the ZeRO stage and recompute mode each row searches, lightest that fit first
 ==================  ================================================================================
 """
 
-__all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "launch", "lm_head", "memory_fit",
+__all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "launch", "lm_head", "memory_fit", "settings",
            "optimizer_step", "placement", "search", "step"]
