@@ -7,8 +7,9 @@ row's configuration pinned as the paper states it (``experiments.pipeline_tables
 sizes, GPUs, global batch; the micro-batch where the paper gives it, else searched; the schedule
 searched between 1F1B and interleaved 1F1B, which the table does not state), on Selene's hardware as the
 ``dgx-a100-80gb`` preset (8 x A100 80 GB, NVSwitch, 8 x HDR per server), 2021-22 software as the papers
-ran it: the unfused attention kernel (FlashAttention came later), full activation recomputation for
-Table 1 (its TFLOP/s count the recomputed forward, section 5.1), dropout 0.1, vocabulary 51,200.
+ran it: the unfused attention kernel (FlashAttention came later), no distributed optimizer (ZeRO-0), full
+activation recomputation for Table 1 (its TFLOP/s count the recomputed forward, section 5.1), dropout 0.1,
+vocabulary 51,200.
 
 - Table 1 rows: achieved teraFLOP/s per GPU, published against tpsim's hardware TFLOP/s per GPU (the
   same formula, 96 B s l h^2 (1 + s/6h + V/16lh) over the step time and the GPUs).
@@ -61,7 +62,7 @@ def _model_flags(run: PipelineRun) -> list[str]:
 def command(run: PipelineRun, pinned: bool = True) -> list[str]:
     """The ``tpsim predict`` arguments of ``run``: its published configuration pinned, or (``pinned`` False)
     only its model, GPUs, batch and recomputation, every parallel dimension left to the search."""
-    argv = ["predict", *_model_flags(run), "--recompute", run.recompute]
+    argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", "0"]  # no distributed optimizer then
     if not pinned:
         return argv
     argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",
