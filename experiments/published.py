@@ -28,6 +28,7 @@ import textwrap
 from dataclasses import asdict, dataclass, field, fields
 
 from experiments.outputs import OUT, default_folder
+from simulator.files import replacing, save_figure
 from simulator.cli import main as tpsim
 
 __all__ = ["Comparison", "tpsim_json", "write_csv", "write_png", "script_arguments", "within", "report",
@@ -86,15 +87,14 @@ def tpsim_json(args: list[str]):
 
 
 def write_csv(rows: list[Comparison], path: str) -> None:
-    """Write ``rows`` to ``path`` (through a temporary file, so a failed run leaves no half-written CSV)."""
+    """Write ``rows`` to ``path`` through tpsim's one writer (``simulator.files.replacing``: a temporary file
+    renamed over it, so a failed run leaves no half-written CSV)."""
     columns = [f.name for f in fields(Comparison)] + ["ratio", "reproduced"]
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", newline="") as handle:
+    with replacing(path) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for row in rows:
             writer.writerow(row.as_row())
-    os.replace(tmp, path)
 
 
 def write_png(rows: list[Comparison], path: str, title: str) -> None:
@@ -119,10 +119,8 @@ def write_png(rows: list[Comparison], path: str, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = f"{path}.tmp.png"
-    fig.savefig(tmp)
+    save_figure(fig, path)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def script_arguments(description: str, name: str, argv: list[str] | None = None,
