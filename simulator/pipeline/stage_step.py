@@ -56,7 +56,8 @@ from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.gradients import Bucket, aligned_stream_buckets
-from simulator.training.optimizer_step import optimizer_step_s
+from simulator.training.main_grads import grad_bytes, reduction_bucket_bytes
+from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime, block_times, utilisation
 from simulator.workloads.workload import Workload
@@ -149,14 +150,15 @@ def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms
     """When every stage's data-parallel reduction ends (absolute), and ZeRO-1's parameter all-gather's seconds."""
     if a.dp == 1:
         return 0.0, 0.0
-    per_byte = DTYPE_BYTES[options.dtype]
+    per_byte = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)  # main gradients' dtype
     groups, streams = [], []
     heaviest = max(range(a.tp), key=lambda r: (sum(bt.layer_el[r]) + bt.word_el[r], -r))
     for rank in (sorted({0, a.pp - 1}) if bound else range(a.pp)):
         # The bound: the group of the tensor-parallel rank with the most gradient bytes stands for its stage.
         slots = [heaviest] if bound else range(a.tp)
         raw = [_gradient_stream(bt, a, last_backward, rank, slot, options.layers, per_byte) for slot in slots]
-        buckets, members = aligned_stream_buckets(raw, options.bucket_bytes), dp_groups(G, a, rank)
+        size = reduction_bucket_bytes(options.bucket_bytes, options.zero, options.overlap_grad_reduce)
+        buckets, members = aligned_stream_buckets(raw, size), dp_groups(G, a, rank)
         members = [members[slot] for slot in slots]
         groups += members
         streams += buckets
@@ -165,7 +167,7 @@ def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms
     end = run(G, groups, streams, kind, router=router, algorithms=algorithms)
     gather = 0.0
     if options.zero == 1:
-        params = [[Bucket(b.nbytes, 0.0) for b in s] for s in streams]
+        params = [[Bucket(b.nbytes * DTYPE_BYTES[options.dtype] / per_byte, 0.0) for b in s] for s in streams]
         gather = run(G, groups, params, "all_gather", router=router, algorithms=algorithms)
     return end, gather
 
@@ -198,7 +200,7 @@ def _embedding_sync_s(G, a, bt, options, bound, router, algorithms) -> float:
     """The tied word embedding's gradient all-reduce between each first-stage GPU and its last-stage peer."""
     if a.pp == 1 or not options.vocab or not options.tied:  # an untied head has no copy to keep in step
         return 0.0
-    per_byte = DTYPE_BYTES[options.dtype]
+    per_byte = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)  # the main gradient's
     groups, streams = [], []
     for g in range(1 if bound else a.dp):
         for s, d, n in zip(tp_group_gpus(G, a, g, 0), tp_group_gpus(G, a, g, a.pp - 1), bt.word_el):
@@ -206,6 +208,14 @@ def _embedding_sync_s(G, a, bt, options, bound, router, algorithms) -> float:
             streams.append([Bucket(n * per_byte, 0.0)])
     run = bound_stream if bound else simulate_waves
     return run(G, groups, streams, "all_reduce", router=router, algorithms=algorithms)
+
+
+def _optimizer_terms(params: float, a: TrainingArrangement, options: StepOptions, device: dict,
+                     config: ComputeConfig) -> dict[str, float]:
+    """The optimizer's passes on a rank of ``params`` parameters (``simulator.training.optimizer_step``)."""
+    return optimizer_terms(params, a.dp if options.zero >= 1 else 1, options.optimizer, options.dtype,
+                           grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32), device,
+                           config.memory_efficiency)
 
 
 def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, router=None,
@@ -225,8 +235,7 @@ def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, opt
     params = max(stage_parameters(bt, a, options.layers, r, slot) for r in (0, a.pp - 1) for slot in range(a.tp))
     device = G.nodes[tp_group_gpus(G, a)[0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
-    return floor + optimizer_step_s(params / (a.dp if options.zero >= 1 else 1), options.optimizer, device,
-                                    config.memory_efficiency)
+    return floor + sum(_optimizer_terms(params, a, options, device, config).values())
 
 
 def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions,
@@ -279,12 +288,15 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
     params = max(stage_parameters(bt, a, L, r, slot) for r in range(pp) for slot in range(a.tp))
     device = G.nodes[tp_group_gpus(G, a)[0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
-    opt = optimizer_step_s(params / (a.dp if options.zero >= 1 else 1), options.optimizer, device,
-                           config.memory_efficiency)
+    terms = _optimizer_terms(params, a, options, device, config)
+    opt = sum(terms.values())
+    terms["embedding_loss"] = m * bt.embedding_loss_s
+    terms["embedding_sync"] = embedding  # in pp_comm_s too
     step = makespan + dp + embedding + opt
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, busy[critical].compute_s + opt,
                     busy[critical].comm_s, dp, opt, options.global_batch * block.seq / step,
                     model_util, flops, bt.passes, hardware_util, tflops, bubble_s=bubble,
-                    pp_comm_s=sends + embedding, imbalance_s=busy[critical].time_s - min(b.time_s for b in busy))
+                    pp_comm_s=sends + embedding, imbalance_s=busy[critical].time_s - min(b.time_s for b in busy),
+                    terms=terms)

@@ -93,7 +93,9 @@ def test_recompute_costs_time_and_zero_trades_communication_for_optimizer_time()
     assert full.passes["block_bwd"].time_s == pytest.approx(
         none.passes["block_bwd"].time_s + none.passes["block_fwd"].time_s)
     z1 = _step(a, dataclasses.replace(base, zero=1))
-    assert z1.optimizer_s == pytest.approx(none.optimizer_s / 4)
+    # The distributed optimizer zeroes and scales the whole gradient buffer (12 B of the 50 per parameter)
+    # and steps a quarter of the parameters (the other 38 B).
+    assert z1.optimizer_s == pytest.approx(none.optimizer_s * (12 + 38 / 4) / 50)
     assert z1.dp_comm_s > none.dp_comm_s  # the parameter all-gather after the update is exposed
     z3 = _step(a, dataclasses.replace(base, zero=3))
     assert z3.dp_comm_s >= none.dp_comm_s
