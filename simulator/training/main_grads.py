@@ -20,6 +20,8 @@ Example::
 
     >>> grad_bytes("bfloat16", 0, None), grad_bytes("bfloat16", 0, False), grad_bytes("float16", 1, None)
     (4, 2, 2)
+    >>> megatron_flags("bfloat16", 0, 32, True, False)
+    ('--overlap-grad-reduce', '--grad-reduce-in-bf16')
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import math
 
 from simulator.ir.schedule import DTYPE_BYTES
 
-__all__ = ["grad_bytes", "reduction_bucket_bytes"]
+__all__ = ["grad_bytes", "megatron_flags", "reduction_bucket_bytes"]
 
 
 def grad_bytes(dtype: str, zero: int, grad_reduce_in_fp32: bool | None) -> int:
@@ -45,3 +47,15 @@ def reduction_bucket_bytes(bucket_bytes: float, zero: int, overlap_grad_reduce: 
     """The bucket size the reduction runs in: ``bucket_bytes``, or one bucket of everything (infinite) when
     Megatron-LM's reduction does not overlap the backward (ZeRO 0 and 1 only)."""
     return math.inf if not overlap_grad_reduce and zero <= 1 else bucket_bytes
+
+
+def megatron_flags(dtype: str, zero: int, dp: int, overlap_grad_reduce: bool,
+                   grad_reduce_in_fp32: bool | None) -> tuple[str, ...]:
+    """The Megatron-LM arguments that make a run reduce as planned: ``--overlap-grad-reduce`` where there is
+    a data-parallel reduction to overlap, and the dtype flag where the plan differs from Megatron-LM's default."""
+    flags = ["--overlap-grad-reduce"] if overlap_grad_reduce and dp > 1 and zero <= 1 else []
+    if grad_reduce_in_fp32 is False and dtype == "bfloat16":
+        flags.append("--grad-reduce-in-bf16")
+    elif grad_reduce_in_fp32 and dtype == "float16":
+        flags.append("--accumulate-allreduce-grads-in-fp32")
+    return tuple(flags)
