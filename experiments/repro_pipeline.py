@@ -8,7 +8,9 @@ sizes, GPUs, global batch; the micro-batch where the paper gives it, else search
 searched between 1F1B and interleaved 1F1B, which the table does not state), on Selene's hardware as the
 ``dgx-a100-80gb`` preset (8 x A100 80 GB, NVSwitch, 8 x HDR per server), 2021-22 software as the papers
 ran it: the unfused attention kernel (FlashAttention came later), no distributed optimizer (ZeRO-0), the
-gradients reduced after the backward, not under it (``--no-overlap-grad-reduce``), full
+gradients reduced after the backward, not under it (``--no-overlap-grad-reduce``), for Table 1 (April
+2021) no gradient accumulation fusion (``--no-gradient-accumulation-fusion``; Megatron-LM added it in
+February 2022, before Table 5's runs), full
 activation recomputation for Table 1 (its TFLOP/s count the recomputed forward, section 5.1), dropout 0.1,
 vocabulary 51,200.
 
@@ -66,6 +68,8 @@ def command(run: PipelineRun, pinned: bool = True) -> list[str]:
     # No distributed optimizer then, and the gradients reduced after the backward (Megatron-LM's
     # allreduce_gradients of 2021-22; --overlap-grad-reduce came in 2023).
     argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", "0", "--no-overlap-grad-reduce"]
+    if run in NARAYANAN_TABLE1:  # Megatron-LM of April 2021: gradient accumulation fusion came in February 2022
+        argv.append("--no-gradient-accumulation-fusion")
     if not pinned:
         return argv
     argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",
@@ -143,7 +147,7 @@ def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float,
         block = Workload.transformer(chosen["micro_batch"], SEQ, run.hidden, run.heads, 4 * run.hidden, DROPOUT,
                                      attention=ATTENTION)
         options = StepOptions(global_batch=run.global_batch, layers=run.layers, vocab=VOCAB, recompute=run.recompute,
-                              overlap_grad_reduce=False)
+                              overlap_grad_reduce=False, gradient_accumulation_fusion=False)
         arrangement = TrainingArrangement(Arrangement("1d", (run.tp,)), run.dp)
         rates = []
         for cap in caps:

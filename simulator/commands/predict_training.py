@@ -89,6 +89,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    help="reduce gradients in buckets under the last backward, as Megatron-LM's "
                    "--overlap-grad-reduce (default on; --no-overlap-grad-reduce: one reduction after the "
                    "backward, Megatron-LM's default)")
+    g.add_argument("--no-gradient-accumulation-fusion", dest="gradient_accumulation_fusion", action="store_false",
+                   help="add each micro-batch's weight gradients into the main gradients in a memory pass, as "
+                   "Megatron-LM before 2022 (default: fused into the weight-gradient GEMM)")
     reduce = g.add_mutually_exclusive_group()
     reduce.add_argument("--grad-reduce-in-bf16", dest="grad_reduce_in_fp32", action="store_false", default=None,
                         help="keep and reduce the main gradients in bf16 (default under bf16: fp32, as Megatron-LM)")
@@ -118,7 +121,8 @@ def _options(args, workload: Workload) -> StepOptions:
                        recompute=args.recompute if args.recompute is not None else "none",
                        bucket_bytes=args.bucket_mb * 1e6,
                        dtype=args.dtype, overlap_grad_reduce=args.overlap_grad_reduce,
-                       grad_reduce_in_fp32=args.grad_reduce_in_fp32)
+                       grad_reduce_in_fp32=args.grad_reduce_in_fp32,
+                       gradient_accumulation_fusion=args.gradient_accumulation_fusion)
 
 
 def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
@@ -269,7 +273,7 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         lines.append(f"  launch {winner.arrangement.label}:")
         o = winner.options
         reduction = megatron_flags(o.dtype, o.zero, winner.arrangement.dp, o.overlap_grad_reduce,
-                                   o.grad_reduce_in_fp32)
+                                   o.grad_reduce_in_fp32, o.gradient_accumulation_fusion)
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, o.zero, o.recompute,
                                                          options.layers, reduction)]

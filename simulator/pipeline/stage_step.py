@@ -5,8 +5,8 @@ For a ``TrainingArrangement`` with pp stages (v model chunks per pipeline rank, 
 1. One micro-batch's passes on one tensor-parallel group (``simulator.training.step.block_times``: the block's
    forward and backward simulated, or bounded, once, the LM head the same way). A virtual stage's forward is
    L / (pp v) block forwards, its backward as many block backwards; the last virtual stage adds the LM head
-   and loss, the first the embedding (its lookup is not timed, as without pipelines:
-   ``simulator.training.lm_head``).
+   and loss, the first the embedding (its lookup, its backward and its collectives:
+   ``simulator.training.embedding_loss``).
 2. The pipeline sends: every GPU of a stage sends its block of the activation (the block input's layout,
    ``BlockTimes.activation_bytes``) to the GPU holding the same tensor-parallel rank of the same replica on
    the next stage (Megatron-LM's rank order, ``simulator.training.placement``), all of a boundary's tp x D
@@ -63,9 +63,11 @@ from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime,
 from simulator.workloads.workload import Workload
 
 __all__ = ["boundary_sends_s", "cached_order", "check_pipeline_plan", "crossing_s", "pipeline_floor_s",
-           "pipeline_step_time", "stage_passes", "stage_parameters"]
+           "pipeline_step_time", "stage_key", "stage_passes", "stage_parameters"]
 
 log = logging.getLogger(__name__)
+
+ZERO = PassTime(0.0, 0.0, 0.0)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -90,12 +92,23 @@ def check_pipeline_plan(a: TrainingArrangement, m: int, options: StepOptions) ->
                             f"(Megatron-LM's rule)")
 
 
-def stage_passes(bt: BlockTimes, a: TrainingArrangement, layers: int) -> dict[tuple[str, bool], PassTime]:
-    """(kind "F"|"B", on the last virtual stage) -> one micro-batch's pass through one virtual stage."""
+def stage_passes(bt: BlockTimes, a: TrainingArrangement, layers: int) -> dict[tuple[str, bool, bool], PassTime]:
+    """(kind "F"|"B", on the first virtual stage, on the last) -> one micro-batch's pass through one virtual
+    stage: the first adds the embedding, the last the LM head and loss (``stage_key``)."""
     per = layers // (a.pp * a.virtual_stages)
     t = bt.passes
-    f, b = t["block_fwd"] * per, t["block_bwd"] * per
-    return {("F", False): f, ("B", False): b, ("F", True): f + t["head_fwd"], ("B", True): b + t["head_bwd"]}
+    out = {}
+    for kind, block, head, embed in (("F", "block_fwd", "head_fwd", "embed_fwd"),
+                                     ("B", "block_bwd", "head_bwd", "embed_bwd")):
+        for first in (False, True):
+            for last in (False, True):
+                out[kind, first, last] = t[block] * per + (t[head] if last else ZERO) + (t[embed] if first else ZERO)
+    return out
+
+
+def stage_key(x: Action, stages: int) -> tuple[str, bool, bool]:
+    """``stage_passes``'s key of action ``x`` in a pipeline of ``stages`` virtual stages."""
+    return x.kind, x.stage == 0, x.stage == stages - 1
 
 
 def stage_parameters(bt: BlockTimes, a: TrainingArrangement, layers: int, rank: int, slot: int) -> int:
@@ -128,6 +141,7 @@ def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, last_backward: dict
     S = a.pp * a.virtual_stages
     per = layers // S
     layer_bwd, head_bwd = bt.passes["block_bwd"].time_s, bt.passes["head_bwd"].time_s
+    embed_bwd = bt.passes["embed_bwd"].time_s
     weights = [e * per_byte for e in reversed(bt.layer_el[slot])]
     word = bt.word_el[slot] * per_byte
     stream: list[tuple[float, float]] = []
@@ -142,7 +156,7 @@ def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, last_backward: dict
             stream.extend((nbytes, t0 + done * layer_bwd) for nbytes in weights)
         if s == 0:  # the embedding's gradient is complete when the whole backward is
             extra = bt.positions_el + (bt.final_norm_el if S == 1 else 0)
-            stream.append((word + extra * per_byte, t0 + per * layer_bwd))
+            stream.append((word + extra * per_byte, t0 + per * layer_bwd + embed_bwd))  # after the lookup's
     return stream
 
 
@@ -229,7 +243,7 @@ def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, opt
     bt = block_times(G, a, block, options, True, router, algorithms, cache)
     passes = stage_passes(bt, a, options.layers)
     v = a.virtual_stages
-    f, b = passes["F", False].time_s * v, passes["B", False].time_s * v
+    f, b = passes["F", False, False].time_s * v, passes["B", False, False].time_s * v
     head = bt.passes["head_fwd"].time_s + bt.passes["head_bwd"].time_s
     floor = max(ideal_step_s(a.schedule, a.pp, m, f, b, v), m * (f + b + head))
     params = max(stage_parameters(bt, a, options.layers, r, slot) for r in (0, a.pp - 1) for slot in range(a.tp))
@@ -253,7 +267,7 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
     times = {key: p.time_s for key, p in passes.items()}
 
     def time_s(x: Action) -> float:
-        return times[x.kind, x.stage == S - 1]
+        return times[stage_key(x, S)]
 
     hop, wrap = boundary_sends_s(G, a, bt, block, bound, router, algorithms, cache)
     p2p_s = crossing_s(pp, hop, wrap)
@@ -275,9 +289,11 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
         free = max(r[-1][1] for r in replay_times(order, m, S, time_s, validate=False))
     else:
         free = math.nan
-    # Rank r runs m passes of each of its v chunks; the last rank's last chunk also carries the LM head.
-    chunk, head = passes["F", False] + passes["B", False], bt.passes["head_fwd"] + bt.passes["head_bwd"]
-    busy = [chunk * (m * v) + head * (m if r == pp - 1 else 0) for r in range(pp)]
+    # Rank r runs m passes of each of its v chunks; the last rank's last chunk also carries the LM head, the
+    # first rank's first chunk the embedding.
+    chunk, head = passes["F", False, False] + passes["B", False, False], bt.passes["head_fwd"] + bt.passes["head_bwd"]
+    embed = bt.passes["embed_fwd"] + bt.passes["embed_bwd"]
+    busy = [chunk * (m * v) + head * (m if r == pp - 1 else 0) + embed * (m if r == 0 else 0) for r in range(pp)]
     critical = max(range(pp), key=lambda r: (busy[r].time_s, -r))
     bubble = free - busy[critical].time_s
     sends = makespan - free

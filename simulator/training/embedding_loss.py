@@ -31,9 +31,8 @@ Embedding, T = tokens, h hidden, p bytes, one forward and one backward per micro
 
 The grid algorithms (2-D, 2.5-D, 3-D) shard the embedding their own way; the same bytes per rank are
 charged, with the collectives of Megatron-LM's 1-D layout, an approximation (no published framework
-times theirs). The embedding's passes are charged to the LM head's passes: without pipelines the sum is
-the same; with pipelines they land on the last stage instead of the first (an imbalance of a few
-milliseconds against stages of seconds).
+times theirs). The loss's passes join the LM head's (the last pipeline stage), the embedding's are passes
+of their own (``embed_fwd``, ``embed_bwd``: the first stage).
 """
 
 from __future__ import annotations
@@ -55,12 +54,18 @@ __all__ = ["HeadExtras", "cross_entropy_bytes", "embedding_bytes", "head_extras"
 
 @dataclass(frozen=True)
 class HeadExtras:
-    """Seconds one micro-batch adds to the LM head's passes: memory passes (compute) and collectives (comm)."""
+    """Seconds one micro-batch spends around the logit GEMM: the loss's (on the LM head's stage) and the
+    embedding's (on the first stage), each a ``PassTime``-like (time, memory passes, collectives) triple."""
 
-    fwd_compute_s: float
-    fwd_comm_s: float
-    bwd_compute_s: float
-    bwd_comm_s: float
+    loss_fwd: tuple[float, float, float]
+    loss_bwd: tuple[float, float, float]
+    embed_fwd: tuple[float, float, float]
+    embed_bwd: tuple[float, float, float]
+
+    @property
+    def total_s(self) -> float:
+        """All four passes' seconds."""
+        return self.loss_fwd[0] + self.loss_bwd[0] + self.embed_fwd[0] + self.embed_bwd[0]
 
 
 def cross_entropy_bytes(tokens: int, vocab_shard: int, p: int) -> tuple[float, float]:
@@ -85,25 +90,30 @@ def embedding_bytes(block: Workload, vocab_shard: int, tp: int, p: int, g: int) 
     return float(fwd), float(bwd)
 
 
-def _collectives_s(G: nx.DiGraph, gpus: list, block: Workload, algorithm: str, p: int, router) -> float:
-    """Forward seconds of the head's and embedding's tensor-parallel collectives (module docstring)."""
+def _collectives_s(G: nx.DiGraph, gpus: list, block: Workload, algorithm: str, p: int,
+                   router) -> tuple[float, float]:
+    """Forward seconds of the loss's and the embedding's tensor-parallel collectives (module docstring)."""
     if len(gpus) == 1:
-        return 0.0
+        return 0.0, 0.0
     net, params = FlowNetwork(simpy.Environment(), G, router=router), CollectiveParams.from_graph(G)
     tokens = block.batch * block.seq
     loss = 3 * predict_collective_s(net, "all_reduce", list(gpus), 4 * tokens, params=params)
     kind = "reduce_scatter" if algorithm == "1d-sp" else "all_reduce"
     embed = predict_collective_s(net, kind, list(gpus), tokens * block.hidden * p, params=params)
-    return loss + embed
+    return loss, embed
 
 
 def head_extras(G: nx.DiGraph, gpus: list, block: Workload, vocab: int, tp: int, algorithm: str, p: int, g: int,
                 memory_efficiency: float, router=None) -> HeadExtras:
-    """One micro-batch's embedding and cross-entropy time on the tensor-parallel group ``gpus`` (module
+    """One micro-batch's cross-entropy and embedding time on the tensor-parallel group ``gpus`` (module
     docstring); ``p`` bytes per activation element, ``g`` per main gradient."""
     shard = padded_vocab(vocab, tp) // tp
     rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"], memory_efficiency)
     ce_f, ce_b = cross_entropy_bytes(block.batch * block.seq, shard, p)
     em_f, em_b = embedding_bytes(block, shard, tp, p, g)
-    return HeadExtras((ce_f + em_f) / rate, _collectives_s(G, gpus, block, algorithm, p, router),
-                      (ce_b + em_b) / rate, 0.0)
+    loss_comm, embed_comm = _collectives_s(G, gpus, block, algorithm, p, router)
+
+    def part(nbytes: float, comm: float) -> tuple[float, float, float]:
+        return nbytes / rate + comm, nbytes / rate, comm
+
+    return HeadExtras(part(ce_f, loss_comm), part(ce_b, 0.0), part(em_f, embed_comm), part(em_b, 0.0))

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
-from simulator.compute import FP8, ComputeConfig, ComputeModel
+from simulator.compute import FP8, ComputeConfig, ComputeModel, achievable_memory_bandwidth
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
@@ -52,7 +52,7 @@ from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_p
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.embedding_loss import head_extras
-from simulator.training.main_grads import grad_bytes, reduction_bucket_bytes
+from simulator.training.main_grads import accumulation_bytes, grad_bytes, reduction_bucket_bytes
 from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.workloads.workload import Workload
@@ -86,6 +86,9 @@ class StepOptions:
     (``simulator.training.main_grads``); False: one reduction of everything after it."""
     grad_reduce_in_fp32: bool | None = None
     """Main gradients (accumulated and reduced) in fp32; None: Megatron-LM's default (fp32 under bf16)."""
+    gradient_accumulation_fusion: bool = True
+    """Megatron-LM's default: the weight-gradient GEMMs accumulate into the main gradients; False: each
+    micro-batch's backward adds them in a memory pass (``main_grads.accumulation_bytes``)."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
@@ -132,7 +135,8 @@ class StepTime:
     mfu: float
     flops_per_step: float
     passes: dict = field(default_factory=dict, compare=False)
-    """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd"): its ``PassTime``, one micro-batch."""
+    """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd", "embed_fwd", "embed_bwd"): its ``PassTime``,
+    one micro-batch."""
     hfu: float = 0.0
     """Hardware FLOPs utilisation: recomputed work counted (``simulator.training.flops``)."""
     tflops_per_gpu: float = 0.0
@@ -183,7 +187,8 @@ class BlockTimes:
     """What a step repeats: one micro-batch's passes on the tensor-parallel group, and each rank's weights."""
 
     passes: dict
-    """"block_fwd", "block_bwd" (recomputation included), "head_fwd", "head_bwd": a ``PassTime`` each."""
+    """"block_fwd", "block_bwd" (recomputation included), "head_fwd", "head_bwd" (the logit GEMM and the loss),
+    "embed_fwd", "embed_bwd" (``simulator.training.embedding_loss``): a ``PassTime`` each."""
     layer_el: tuple
     """Per tensor-parallel rank: elements of each of the block's weights, in ``workload.weights()`` order."""
     word_el: tuple
@@ -206,7 +211,8 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
     g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
-    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g)
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g,
+           options.gradient_accumulation_fusion)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -234,14 +240,21 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    t["embed_fwd"] = t["embed_bwd"] = zero
     extra = 0.0
-    if head is not None:  # the embedding's and the loss's passes and collectives around the logit GEMM
+    if head is not None:  # the loss's and the embedding's passes and collectives around the logit GEMM
         per, eff = DTYPE_BYTES[dtype], ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency
         x = head_extras(G, gpus, block, options.vocab, a.tp, a.algorithm, per, g, eff, router)
-        t["head_fwd"] = t["head_fwd"] + PassTime(x.fwd_compute_s + x.fwd_comm_s, x.fwd_compute_s, x.fwd_comm_s)
-        t["head_bwd"] = t["head_bwd"] + PassTime(x.bwd_compute_s + x.bwd_comm_s, x.bwd_compute_s, x.bwd_comm_s)
-        extra = x.fwd_compute_s + x.fwd_comm_s + x.bwd_compute_s + x.bwd_comm_s
+        t["head_fwd"], t["head_bwd"] = t["head_fwd"] + PassTime(*x.loss_fwd), t["head_bwd"] + PassTime(*x.loss_bwd)
+        t["embed_fwd"], t["embed_bwd"] = PassTime(*x.embed_fwd), PassTime(*x.embed_bwd)
+        extra = x.total_s
     layer_el = tuple(tuple(weight_elements(fwd_s, block, r)) for r in range(a.tp))
+    added = accumulation_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g,
+                               options.gradient_accumulation_fusion)
+    if added:  # each backward's hook adds the layer's weight gradients into the main gradients
+        rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"],
+                                           ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency)
+        t["block_bwd"] = t["block_bwd"] + PassTime(added / rate, added / rate, 0.0)
     word_el = tuple((sum(weight_elements(head_f, head, r)) if head else 0) for r in range(a.tp))
     x = block.layers()[0].inputs[0]
     acts = tuple(fwd_s.buffers[r][x].nbytes if x in fwd_s.buffers[r] else 0 for r in range(a.tp))
@@ -269,7 +282,7 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     dtype, L = options.dtype, options.layers
     bt = block_times(G, a, block, options, bound, router, algorithms, cache)
     t = bt.passes
-    micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"]
+    micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"] + t["embed_fwd"] + t["embed_bwd"]
 
     # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's;
     # gradients reduced in the main gradients' dtype, parameters gathered in their own (``main_grads``).
@@ -278,11 +291,11 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     layer_el = bt.layer_el
     embed_el = [copies * bt.word_el[r] + bt.positions_el + bt.final_norm_el for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
-    bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
+    bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s + t["embed_bwd"].time_s
     streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
                               [embed_el[r] * per for r in range(a.tp)], L,
                               reduction_bucket_bytes(options.bucket_bytes, options.zero, options.overlap_grad_reduce),
-                              t["head_bwd"].time_s, t["block_bwd"].time_s)
+                              t["head_bwd"].time_s, t["block_bwd"].time_s, t["embed_bwd"].time_s)
     groups = dp_groups(G, a)
     reduce = bound_stream if bound else simulate_waves
 
@@ -300,7 +313,7 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
             dp += stream_s("all_gather", gather)
         elif options.zero == 3:
             ag = stream_s("all_gather", gather)
-            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
+            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s + t["embed_fwd"].time_s
             dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
