@@ -26,6 +26,8 @@ pass               what Megatron-LM runs                                       b
                    scale`` fp32 master -> bf16 / fp16 parameter
 =================  ==========================================================  ==============  =========
 
+``grad_scale`` is counted whatever D: the 2022 code divides by 1 too; megatron-core today skips a factor of
+1 (``param_and_grad_buffer.py``), so a plan without data parallelism is 8 bytes per parameter pessimistic.
 "buffer" is every gradient the rank holds, "shard" its 1/D under ZeRO (Megatron-LM's distributed
 optimizer scales and zeroes the whole buffer, steps only its shard). Under bf16 with fp32 main gradients
 that is 4 + 8 + 4 + 28 + 6 = 50 bytes per parameter (Adam, no ZeRO); fp32 parameters (``--dtype
