@@ -7,7 +7,10 @@ row's configuration pinned as the paper states it (``experiments.pipeline_tables
 sizes, GPUs, global batch; the micro-batch where the paper gives it, else searched; the schedule
 searched between 1F1B and interleaved 1F1B, which the table does not state), on Selene's hardware as the
 ``dgx-a100-80gb`` preset (8 x A100 80 GB, NVSwitch, 8 x HDR per server), 2021-22 software as the papers
-ran it: the unfused attention kernel (FlashAttention came later), no distributed optimizer (ZeRO-0), full
+ran it: the unfused attention kernel (FlashAttention came later), no distributed optimizer (ZeRO-0), the
+gradients reduced after the backward, not under it (``--no-overlap-grad-reduce``), for Table 1 (April
+2021) no gradient accumulation fusion (``--no-gradient-accumulation-fusion``; Megatron-LM added it in
+February 2022, before Table 5's runs), full
 activation recomputation for Table 1 (its TFLOP/s count the recomputed forward, section 5.1), dropout 0.1,
 vocabulary 51,200.
 
@@ -62,7 +65,11 @@ def _model_flags(run: PipelineRun) -> list[str]:
 def command(run: PipelineRun, pinned: bool = True) -> list[str]:
     """The ``tpsim predict`` arguments of ``run``: its published configuration pinned, or (``pinned`` False)
     only its model, GPUs, batch and recomputation, every parallel dimension left to the search."""
-    argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", "0"]  # no distributed optimizer then
+    # No distributed optimizer then, and the gradients reduced after the backward (Megatron-LM's
+    # allreduce_gradients of 2021-22; --overlap-grad-reduce came in 2023).
+    argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", "0", "--no-overlap-grad-reduce"]
+    if run in NARAYANAN_TABLE1:  # Megatron-LM of April 2021: gradient accumulation fusion came in February 2022
+        argv.append("--no-gradient-accumulation-fusion")
     if not pinned:
         return argv
     argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",
@@ -139,7 +146,8 @@ def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float,
         chosen = predicted_row(run)
         block = Workload.transformer(chosen["micro_batch"], SEQ, run.hidden, run.heads, 4 * run.hidden, DROPOUT,
                                      attention=ATTENTION)
-        options = StepOptions(global_batch=run.global_batch, layers=run.layers, vocab=VOCAB, recompute=run.recompute)
+        options = StepOptions(global_batch=run.global_batch, layers=run.layers, vocab=VOCAB, recompute=run.recompute,
+                              overlap_grad_reduce=False, gradient_accumulation_fusion=False)
         arrangement = TrainingArrangement(Arrangement("1d", (run.tp,)), run.dp)
         rates = []
         for cap in caps:

@@ -45,6 +45,7 @@ from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.launch import launch_lines
+from simulator.training.main_grads import megatron_flags
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.settings import settings_grid, short_label
@@ -84,6 +85,18 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    "arrangements with the best bound (default 4); the rest show their contention-free bound")
     g.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB", help="gradient bucket size in MB "
                    "(10^6 B; default 25, PyTorch DDP's bucket_cap_mb)")
+    g.add_argument("--overlap-grad-reduce", action=argparse.BooleanOptionalAction, default=True,
+                   help="reduce gradients in buckets under the last backward, as Megatron-LM's "
+                   "--overlap-grad-reduce (default on; --no-overlap-grad-reduce: one reduction after the "
+                   "backward, Megatron-LM's default)")
+    g.add_argument("--no-gradient-accumulation-fusion", dest="gradient_accumulation_fusion", action="store_false",
+                   help="add each micro-batch's weight gradients into the main gradients in a memory pass, as "
+                   "Megatron-LM before 2022 (default: fused into the weight-gradient GEMM)")
+    reduce = g.add_mutually_exclusive_group()
+    reduce.add_argument("--grad-reduce-in-bf16", dest="grad_reduce_in_fp32", action="store_false", default=None,
+                        help="keep and reduce the main gradients in bf16 (default under bf16: fp32, as Megatron-LM)")
+    reduce.add_argument("--accumulate-allreduce-grads-in-fp32", dest="grad_reduce_in_fp32", action="store_true",
+                        help="keep and reduce the main gradients in fp32 (the default under bf16; fp16: fp16)")
 
 
 MAX_GLOBAL_BATCH = 1 << 20
@@ -107,7 +120,9 @@ def _options(args, workload: Workload) -> StepOptions:
                        zero=args.zero if args.zero is not None else 0, optimizer=args.optimizer,
                        recompute=args.recompute if args.recompute is not None else "none",
                        bucket_bytes=args.bucket_mb * 1e6,
-                       dtype=args.dtype)
+                       dtype=args.dtype, overlap_grad_reduce=args.overlap_grad_reduce,
+                       grad_reduce_in_fp32=args.grad_reduce_in_fp32,
+                       gradient_accumulation_fusion=args.gradient_accumulation_fusion)
 
 
 def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
@@ -256,10 +271,12 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
                      f"faster: raise --simulate-top to simulate it")
     if winner is not None:
         lines.append(f"  launch {winner.arrangement.label}:")
+        o = winner.options
+        reduction = megatron_flags(o.dtype, o.zero, winner.arrangement.dp, o.overlap_grad_reduce,
+                                   o.grad_reduce_in_fp32, o.gradient_accumulation_fusion)
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
-                                                         options.global_batch, winner.options.zero,
-                                                         winner.options.recompute,
-                                                         options.layers)]
+                                                         options.global_batch, o.zero, o.recompute,
+                                                         options.layers, reduction)]
     return lines
 
 

@@ -5,8 +5,8 @@ For a ``TrainingArrangement`` with pp stages (v model chunks per pipeline rank, 
 1. One micro-batch's passes on one tensor-parallel group (``simulator.training.step.block_times``: the block's
    forward and backward simulated, or bounded, once, the LM head the same way). A virtual stage's forward is
    L / (pp v) block forwards, its backward as many block backwards; the last virtual stage adds the LM head
-   and loss, the first the embedding (its lookup is not timed, as without pipelines:
-   ``simulator.training.lm_head``).
+   and loss, the first the embedding (its lookup, its backward and its collectives:
+   ``simulator.training.embedding_loss``).
 2. The pipeline sends: every GPU of a stage sends its block of the activation (the block input's layout,
    ``BlockTimes.activation_bytes``) to the GPU holding the same tensor-parallel rank of the same replica on
    the next stage (Megatron-LM's rank order, ``simulator.training.placement``), all of a boundary's tp x D
@@ -56,15 +56,18 @@ from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.gradients import Bucket, aligned_stream_buckets
-from simulator.training.optimizer_step import optimizer_step_s
+from simulator.training.main_grads import grad_bytes, reduction_bucket_bytes
+from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime, block_times, utilisation
 from simulator.workloads.workload import Workload
 
 __all__ = ["boundary_sends_s", "cached_order", "check_pipeline_plan", "crossing_s", "pipeline_floor_s",
-           "pipeline_step_time", "stage_passes", "stage_parameters"]
+           "pipeline_step_time", "stage_key", "stage_passes", "stage_parameters"]
 
 log = logging.getLogger(__name__)
+
+ZERO = PassTime(0.0, 0.0, 0.0)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -89,12 +92,23 @@ def check_pipeline_plan(a: TrainingArrangement, m: int, options: StepOptions) ->
                             f"(Megatron-LM's rule)")
 
 
-def stage_passes(bt: BlockTimes, a: TrainingArrangement, layers: int) -> dict[tuple[str, bool], PassTime]:
-    """(kind "F"|"B", on the last virtual stage) -> one micro-batch's pass through one virtual stage."""
+def stage_passes(bt: BlockTimes, a: TrainingArrangement, layers: int) -> dict[tuple[str, bool, bool], PassTime]:
+    """(kind "F"|"B", on the first virtual stage, on the last) -> one micro-batch's pass through one virtual
+    stage: the first adds the embedding, the last the LM head and loss (``stage_key``)."""
     per = layers // (a.pp * a.virtual_stages)
     t = bt.passes
-    f, b = t["block_fwd"] * per, t["block_bwd"] * per
-    return {("F", False): f, ("B", False): b, ("F", True): f + t["head_fwd"], ("B", True): b + t["head_bwd"]}
+    out = {}
+    for kind, block, head, embed in (("F", "block_fwd", "head_fwd", "embed_fwd"),
+                                     ("B", "block_bwd", "head_bwd", "embed_bwd")):
+        for first in (False, True):
+            for last in (False, True):
+                out[kind, first, last] = t[block] * per + (t[head] if last else ZERO) + (t[embed] if first else ZERO)
+    return out
+
+
+def stage_key(x: Action, stages: int) -> tuple[str, bool, bool]:
+    """``stage_passes``'s key of action ``x`` in a pipeline of ``stages`` virtual stages."""
+    return x.kind, x.stage == 0, x.stage == stages - 1
 
 
 def stage_parameters(bt: BlockTimes, a: TrainingArrangement, layers: int, rank: int, slot: int) -> int:
@@ -127,6 +141,7 @@ def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, last_backward: dict
     S = a.pp * a.virtual_stages
     per = layers // S
     layer_bwd, head_bwd = bt.passes["block_bwd"].time_s, bt.passes["head_bwd"].time_s
+    embed_bwd = bt.passes["embed_bwd"].time_s
     weights = [e * per_byte for e in reversed(bt.layer_el[slot])]
     word = bt.word_el[slot] * per_byte
     stream: list[tuple[float, float]] = []
@@ -141,7 +156,7 @@ def _gradient_stream(bt: BlockTimes, a: TrainingArrangement, last_backward: dict
             stream.extend((nbytes, t0 + done * layer_bwd) for nbytes in weights)
         if s == 0:  # the embedding's gradient is complete when the whole backward is
             extra = bt.positions_el + (bt.final_norm_el if S == 1 else 0)
-            stream.append((word + extra * per_byte, t0 + per * layer_bwd))
+            stream.append((word + extra * per_byte, t0 + per * layer_bwd + embed_bwd))  # after the lookup's
     return stream
 
 
@@ -149,14 +164,15 @@ def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms
     """When every stage's data-parallel reduction ends (absolute), and ZeRO-1's parameter all-gather's seconds."""
     if a.dp == 1:
         return 0.0, 0.0
-    per_byte = DTYPE_BYTES[options.dtype]
+    per_byte = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)  # main gradients' dtype
     groups, streams = [], []
     heaviest = max(range(a.tp), key=lambda r: (sum(bt.layer_el[r]) + bt.word_el[r], -r))
     for rank in (sorted({0, a.pp - 1}) if bound else range(a.pp)):
         # The bound: the group of the tensor-parallel rank with the most gradient bytes stands for its stage.
         slots = [heaviest] if bound else range(a.tp)
         raw = [_gradient_stream(bt, a, last_backward, rank, slot, options.layers, per_byte) for slot in slots]
-        buckets, members = aligned_stream_buckets(raw, options.bucket_bytes), dp_groups(G, a, rank)
+        size = reduction_bucket_bytes(options.bucket_bytes, options.zero, options.overlap_grad_reduce)
+        buckets, members = aligned_stream_buckets(raw, size), dp_groups(G, a, rank)
         members = [members[slot] for slot in slots]
         groups += members
         streams += buckets
@@ -165,7 +181,7 @@ def _reduction_end_s(G, a, bt, last_backward, options, bound, router, algorithms
     end = run(G, groups, streams, kind, router=router, algorithms=algorithms)
     gather = 0.0
     if options.zero == 1:
-        params = [[Bucket(b.nbytes, 0.0) for b in s] for s in streams]
+        params = [[Bucket(b.nbytes * DTYPE_BYTES[options.dtype] / per_byte, 0.0) for b in s] for s in streams]
         gather = run(G, groups, params, "all_gather", router=router, algorithms=algorithms)
     return end, gather
 
@@ -198,7 +214,7 @@ def _embedding_sync_s(G, a, bt, options, bound, router, algorithms) -> float:
     """The tied word embedding's gradient all-reduce between each first-stage GPU and its last-stage peer."""
     if a.pp == 1 or not options.vocab or not options.tied:  # an untied head has no copy to keep in step
         return 0.0
-    per_byte = DTYPE_BYTES[options.dtype]
+    per_byte = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)  # the main gradient's
     groups, streams = [], []
     for g in range(1 if bound else a.dp):
         for s, d, n in zip(tp_group_gpus(G, a, g, 0), tp_group_gpus(G, a, g, a.pp - 1), bt.word_el):
@@ -206,6 +222,14 @@ def _embedding_sync_s(G, a, bt, options, bound, router, algorithms) -> float:
             streams.append([Bucket(n * per_byte, 0.0)])
     run = bound_stream if bound else simulate_waves
     return run(G, groups, streams, "all_reduce", router=router, algorithms=algorithms)
+
+
+def _optimizer_terms(params: float, a: TrainingArrangement, options: StepOptions, device: dict,
+                     config: ComputeConfig) -> dict[str, float]:
+    """The optimizer's passes on a rank of ``params`` parameters (``simulator.training.optimizer_step``)."""
+    return optimizer_terms(params, a.dp if options.zero >= 1 else 1, options.optimizer, options.dtype,
+                           grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32), device,
+                           config.memory_efficiency)
 
 
 def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, router=None,
@@ -219,14 +243,13 @@ def pipeline_floor_s(G: nx.DiGraph, a: TrainingArrangement, block: Workload, opt
     bt = block_times(G, a, block, options, True, router, algorithms, cache)
     passes = stage_passes(bt, a, options.layers)
     v = a.virtual_stages
-    f, b = passes["F", False].time_s * v, passes["B", False].time_s * v
+    f, b = passes["F", False, False].time_s * v, passes["B", False, False].time_s * v
     head = bt.passes["head_fwd"].time_s + bt.passes["head_bwd"].time_s
     floor = max(ideal_step_s(a.schedule, a.pp, m, f, b, v), m * (f + b + head))
     params = max(stage_parameters(bt, a, options.layers, r, slot) for r in (0, a.pp - 1) for slot in range(a.tp))
     device = G.nodes[tp_group_gpus(G, a)[0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
-    return floor + optimizer_step_s(params / (a.dp if options.zero >= 1 else 1), options.optimizer, device,
-                                    config.memory_efficiency)
+    return floor + sum(_optimizer_terms(params, a, options, device, config).values())
 
 
 def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions,
@@ -244,7 +267,7 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
     times = {key: p.time_s for key, p in passes.items()}
 
     def time_s(x: Action) -> float:
-        return times[x.kind, x.stage == S - 1]
+        return times[stage_key(x, S)]
 
     hop, wrap = boundary_sends_s(G, a, bt, block, bound, router, algorithms, cache)
     p2p_s = crossing_s(pp, hop, wrap)
@@ -266,9 +289,11 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
         free = max(r[-1][1] for r in replay_times(order, m, S, time_s, validate=False))
     else:
         free = math.nan
-    # Rank r runs m passes of each of its v chunks; the last rank's last chunk also carries the LM head.
-    chunk, head = passes["F", False] + passes["B", False], bt.passes["head_fwd"] + bt.passes["head_bwd"]
-    busy = [chunk * (m * v) + head * (m if r == pp - 1 else 0) for r in range(pp)]
+    # Rank r runs m passes of each of its v chunks; the last rank's last chunk also carries the LM head, the
+    # first rank's first chunk the embedding.
+    chunk, head = passes["F", False, False] + passes["B", False, False], bt.passes["head_fwd"] + bt.passes["head_bwd"]
+    embed = bt.passes["embed_fwd"] + bt.passes["embed_bwd"]
+    busy = [chunk * (m * v) + head * (m if r == pp - 1 else 0) + embed * (m if r == 0 else 0) for r in range(pp)]
     critical = max(range(pp), key=lambda r: (busy[r].time_s, -r))
     bubble = free - busy[critical].time_s
     sends = makespan - free
@@ -279,12 +304,15 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
     params = max(stage_parameters(bt, a, L, r, slot) for r in range(pp) for slot in range(a.tp))
     device = G.nodes[tp_group_gpus(G, a)[0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
-    opt = optimizer_step_s(params / (a.dp if options.zero >= 1 else 1), options.optimizer, device,
-                           config.memory_efficiency)
+    terms = _optimizer_terms(params, a, options, device, config)
+    opt = sum(terms.values())
+    terms["embedding_loss"] = m * bt.embedding_loss_s
+    terms["embedding_sync"] = embedding  # in pp_comm_s too
     step = makespan + dp + embedding + opt
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, busy[critical].compute_s + opt,
                     busy[critical].comm_s, dp, opt, options.global_batch * block.seq / step,
                     model_util, flops, bt.passes, hardware_util, tflops, bubble_s=bubble,
-                    pp_comm_s=sends + embedding, imbalance_s=busy[critical].time_s - min(b.time_s for b in busy))
+                    pp_comm_s=sends + embedding, imbalance_s=busy[critical].time_s - min(b.time_s for b in busy),
+                    terms=terms)

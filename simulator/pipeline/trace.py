@@ -18,7 +18,7 @@ from __future__ import annotations
 import networkx as nx
 
 from simulator.pipeline.stage_step import (_embedding_sync_s, _reduction_end_s, boundary_sends_s, cached_order,
-                                           crossing_s, pipeline_step_time, stage_passes)
+                                           crossing_s, pipeline_step_time, stage_key, stage_passes)
 from simulator.pipeline.timeline import replay
 from simulator.timing.trace import chrome_trace
 from simulator.training.arrangement import TrainingArrangement
@@ -45,7 +45,7 @@ def step_trace(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: 
     hop, wrap = boundary_sends_s(G, a, bt, block, bound, router, algorithms, cache)
     p2p_s = crossing_s(pp, hop, wrap)
     order = cached_order(a.schedule, pp, m, v)
-    timeline = replay(order, m, S, lambda x: times[x.kind, x.stage == S - 1], p2p_s)
+    timeline = replay(order, m, S, lambda x: times[stage_key(x, S)], p2p_s)
     records, last_backward = [], {}
     for rank, timed in enumerate(timeline.ranks):
         for t in timed:

@@ -53,13 +53,14 @@ def weight_elements(schedule: Schedule, workload: Workload, rank: int) -> list[i
     return [buffers[name].numel if name in buffers else 0 for name in workload.weights()]
 
 
-def _stream(layer_bytes, embedding_bytes, layers, head_bwd_s, layer_bwd_s) -> list[tuple[float, float]]:
+def _stream(layer_bytes, embedding_bytes, layers, head_bwd_s, layer_bwd_s,
+            embed_bwd_s: float = 0.0) -> list[tuple[float, float]]:
     """(bytes, ready) of every parameter's gradient, in the order they are produced."""
     stream = []
     for done in range(1, layers + 1):  # layer L - done finishes its backward at head + done x layer
         ready = head_bwd_s + done * layer_bwd_s
         stream.extend((nbytes, ready) for nbytes in reversed(layer_bytes))
-    stream.append((embedding_bytes, head_bwd_s + layers * layer_bwd_s))
+    stream.append((embedding_bytes, head_bwd_s + layers * layer_bwd_s + embed_bwd_s))  # after the lookup's backward
     return stream
 
 
@@ -95,7 +96,7 @@ def gradient_buckets(layer_bytes: list[float], embedding_bytes: float, layers: i
 
 
 def aligned_buckets(layer_bytes: list[list[float]], embedding_bytes: list[float], layers: int, bucket_bytes: float,
-                    head_bwd_s: float, layer_bwd_s: float) -> list[list[Bucket]]:
+                    head_bwd_s: float, layer_bwd_s: float, embed_bwd_s: float = 0.0) -> list[list[Bucket]]:
     """Every rank's buckets cut at the same parameters, those of the rank with the most gradient bytes.
 
     Ranks whose shards are alike (every algorithm here but Cannon, which keeps the weights on its first
@@ -103,7 +104,8 @@ def aligned_buckets(layer_bytes: list[list[float]], embedding_bytes: list[float]
     with the same ready times, sized by their own shards. That is an approximation (DDP cuts each rank's
     buckets by its own sizes) which lets ``dp_reduce.simulate_waves`` run every group's k-th bucket
     together."""
-    streams = [_stream(lb, eb, layers, head_bwd_s, layer_bwd_s) for lb, eb in zip(layer_bytes, embedding_bytes)]
+    streams = [_stream(lb, eb, layers, head_bwd_s, layer_bwd_s, embed_bwd_s)
+               for lb, eb in zip(layer_bytes, embedding_bytes)]
     return aligned_stream_buckets(streams, bucket_bytes)
 
 

@@ -39,7 +39,7 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 
 
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
-              layers: int | None) -> list[str]:
+              layers: int | None, reduction: tuple[str, ...] = ()) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -56,6 +56,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
         args.append("--use-distributed-optimizer")
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
+    args += reduction
     if a.pp == 1:
         lines = ["Megatron-LM: " + " ".join(args),
                  f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
@@ -76,11 +77,12 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
 
 
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
-                 recompute: str = "none", layers: int | None = None) -> list[str]:
+                 recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = ()) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
-    the interleaved schedule's layers per virtual stage."""
+    the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
+    arguments (``simulator.training.main_grads.megatron_flags``)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
-        return _megatron(a, micro_batch, global_batch, zero, recompute, layers)
+        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

