@@ -113,7 +113,8 @@ def _capped_topology(spec: str, folder: str) -> str:
     return path
 
 
-def _comparison(run: FsdpRun, vary_folder: str | None) -> Comparison:
+def _comparison(run: FsdpRun, vary_folder: str | None) -> tuple[Comparison, float | None]:
+    """``run``'s row, and (``vary_folder`` given) tpsim's figure over the published one with the GEMM cap."""
     argv = command(run)
     row = predicted_row(argv)
     predicted = _per_gpu(row, run)
@@ -126,15 +127,17 @@ def _comparison(run: FsdpRun, vary_folder: str | None) -> Comparison:
                      f"gives {full:,.0f} tokens/s/GPU ({full / run.tokens_per_s_per_gpu - 1:+.1%})")
     if run.mixed_precision.endswith("DEFAULT") or run.framework == "torchtitan":
         notes.append("gradients reduced in float32 by the run, in bfloat16 by tpsim")
+    capped = None
     if vary_folder is not None:
         capped = _per_gpu(predicted_row(command(run, _capped_topology(topology(run), vary_folder))), run)
         notes.append(f"every GEMM capped at {GEMM_CAP:.0%} of peak: {capped:,.0f} "
                      f"({capped / run.tokens_per_s_per_gpu - 1:+.1%})")
     config = (f"{run.gpus} {run.device}, seq {run.seq}, micro-batch {run.micro_batch} x {run.grad_accum}, "
               f"batch {run.global_batch}, {run.sharding}, checkpointing {run.checkpointing}")
-    return Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU", configuration=config,
-                      published=run.tokens_per_s_per_gpu, predicted=predicted, unit="tokens/s/GPU",
-                      source=run.source, explanation="; ".join(notes), commands=("tpsim " + " ".join(argv),))
+    row = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU", configuration=config,
+                     published=run.tokens_per_s_per_gpu, predicted=predicted, unit="tokens/s/GPU",
+                     source=run.source, explanation="; ".join(notes), commands=("tpsim " + " ".join(argv),))
+    return row, None if capped is None else capped / run.tokens_per_s_per_gpu
 
 
 def quick_runs() -> list[FsdpRun]:
@@ -143,8 +146,7 @@ def quick_runs() -> list[FsdpRun]:
     return [next(r for r in runs if (r.device, r.model, r.seq, r.gpus) == key) for key in QUICK]
 
 
-def comparisons(quick: bool = False) -> list[Comparison]:
-    """Every row (``quick``: ``quick_runs()``), each varied with the GEMM cap unless ``quick``."""
+def _rows(quick: bool) -> list[tuple[Comparison, float | None]]:
     runs = quick_runs() if quick else list(MOSAICML + TORCHTITAN)
     if quick:
         return [_comparison(run, None) for run in runs]
@@ -152,24 +154,43 @@ def comparisons(quick: bool = False) -> list[Comparison]:
         return [_comparison(run, folder) for run in runs]
 
 
-def summary(rows: list[Comparison]) -> str:
-    """Geomean |error| and the largest, over all rows and per framework and device."""
+def comparisons(quick: bool = False) -> list[Comparison]:
+    """Every row (``quick``: ``quick_runs()``), each varied with the GEMM cap unless ``quick``."""
+    return [row for row, _ in _rows(quick)]
+
+
+def _geomean_error(ratios: list[float]) -> float:
+    return math.exp(sum(abs(math.log(r)) for r in ratios) / len(ratios)) - 1
+
+
+def summary(rows: list[Comparison], capped: list[float | None] | None = None) -> str:
+    """Geomean |error| and the largest, over all rows and per (framework, GPU, checkpointing); with
+    ``capped`` (each row's ratio under the GEMM cap) the same geomean under the cap."""
+    capped = capped or [None] * len(rows)
     lines = [error_summary(rows).replace(", largest", f" over {len(rows)} rows, largest", 1)]
-    groups: dict[str, list[Comparison]] = {}
-    for r in rows:
-        groups.setdefault(f"{r.paper}, {r.configuration.split(',')[0].split(' ', 1)[1]}", []).append(r)
+    if None not in capped:
+        lines[0] += f"; every GEMM capped at {GEMM_CAP:.0%} of peak: geomean error {_geomean_error(capped):.1%}"
+    groups: dict[str, list[tuple[Comparison, float | None]]] = {}
+    for r, c in zip(rows, capped):
+        device = r.configuration.split(",")[0].split(" ", 1)[1]
+        groups.setdefault(f"{r.paper}, {device}, checkpointing {r.configuration.rsplit(' ', 1)[1]}", []).append((r, c))
     for label, group in groups.items():
-        signed = math.exp(sum(math.log(r.ratio) for r in group) / len(group)) - 1
-        lines.append(f"  {label}: {len(group)} rows, {error_summary(group)}, geomean signed {signed:+.1%}")
+        ratios = [r.ratio for r, _ in group]
+        line = (f"  {label}: {len(group)} rows, tpsim / published {min(ratios):.2f}-{max(ratios):.2f}, geomean "
+                f"error {_geomean_error(ratios):.1%}")
+        if None not in (c for _, c in group):
+            line += f"; GEMM cap {_geomean_error([c for _, c in group]):.1%}"
+        lines.append(line)
     return "\n".join(lines)
 
 
 def cli(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = script_arguments(__doc__.splitlines()[0], NAME, argv)
-    rows = comparisons(args.quick)
+    pairs = _rows(args.quick)
+    rows = [row for row, _ in pairs]
     report(rows, args, "FSDP training, llm-foundry and torchtitan: published vs tpsim tokens/s per GPU")
-    print(summary(rows))
+    print(summary(rows, [capped for _, capped in pairs]))
     print("\nleft out:")
     for what, why in NOT_EXPRESSED:
         print(f"  {what}: {why}")
