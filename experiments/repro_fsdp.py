@@ -15,7 +15,10 @@ The figure compared is the measured tokens per second per GPU; tpsim's is its st
 GPUs. Each row's explanation gives tpsim's step split, its MFU against the one the source prints, and
 (full runs) the suspected cause of the common gap varied: the same command on the same cluster with
 every GEMM capped at a flat 70% of the device's dense peak (``gemm_efficiency``, what ``tpsim
-calibrate`` sets) instead of the published best-case achievable matmul rate the presets carry.
+calibrate`` sets) instead of the published best-case achievable matmul rate the presets carry. Each row
+also gets ``comm_share``: how long FSDP's collectives of one micro-batch take (``tpsim collective``) over
+tpsim's compute time of that micro-batch. tpsim hides those collectives under the compute at no cost to
+it; the summary groups the errors by that share on each kind of GPU.
 
 What tpsim does not express, named in the rows it touches: FSDP's float32 gradient reduction
 (llm-foundry's ``amp_bf16 DEFAULT`` and torchtitan's default reduce in float32; tpsim reduces in
@@ -33,6 +36,8 @@ variation and writes to a temporary folder unless ``--csv`` / ``--png`` are give
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import os
 import sys
@@ -40,6 +45,7 @@ import tempfile
 
 from experiments.fsdp_tables import MOSAICML, NOT_EXPRESSED, TORCHTITAN, FsdpRun
 from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
+from simulator.workloads.models import resolve_model
 from topologies import save_topology
 from topologies.presets import build_preset
 
@@ -96,10 +102,27 @@ def _per_gpu(row: dict, run: FsdpRun) -> float:
 
 
 def _split(row: dict) -> str:
-    fits = "" if row["fits"] is not False else (f"; needs {row['memory']['peak_bytes'] / 1e9:.1f} GB, more than "
-                                                   f"the preset's {row['device_memory_bytes'] / 1e9:.1f} GB usable")
+    peak, usable = row["memory"]["peak_bytes"] / 1e9, row["device_memory_bytes"] / 1e9
     return (f"tpsim step {row['step_time_s']:.3f} s = compute {row['compute_s']:.3f} + DP comm exposed "
-            f"{row['dp_comm_s']:.3f} s, MFU {row['mfu']:.1%}{fits}")
+            f"{row['dp_comm_s']:.3f} s, MFU {row['mfu']:.1%}, peak memory {peak:.1f} GB of {usable:.1f} usable"
+            + (" (does not fit)" if row["fits"] is False else ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _collective_s(op: str, nbytes: int, topology_spec: str) -> float:
+    return tpsim_json(["collective", "--op", op, "--bytes", str(nbytes), "--topology", topology_spec])["time_s"]
+
+
+def comm_share(run: FsdpRun, row: dict) -> float:
+    """The time FSDP's collectives of one micro-batch take (two all-gathers of the bfloat16 parameters,
+    forward and backward, and one reduce-scatter of the gradients, in float32 where the run reduces in
+    float32), each as ``tpsim collective`` times it over all the run's GPUs, over tpsim's compute time of
+    one micro-batch: the share of the compute that has a collective running beside it."""
+    params = dataclasses.replace(resolve_model(_model(run)), seq=run.seq).parameter_count()
+    grad_bytes = 2 if run.mixed_precision == "bf16 PURE" else 4
+    spec = topology(run)
+    comm = 2 * _collective_s("all_gather", 2 * params, spec) + _collective_s("reduce_scatter", grad_bytes * params, spec)
+    return comm / ((row["compute_s"] - row["optimizer_s"]) / row["micro_batches"])
 
 
 def _capped_topology(spec: str, folder: str) -> str:
@@ -113,12 +136,14 @@ def _capped_topology(spec: str, folder: str) -> str:
     return path
 
 
-def _comparison(run: FsdpRun, vary_folder: str | None) -> tuple[Comparison, float | None]:
-    """``run``'s row, and (``vary_folder`` given) tpsim's figure over the published one with the GEMM cap."""
+def _comparison(run: FsdpRun, vary_folder: str | None) -> tuple[Comparison, float, float | None]:
+    """``run``'s row, its ``comm_share``, and (``vary_folder`` given) tpsim's figure over the published one
+    with the GEMM cap."""
     argv = command(run)
     row = predicted_row(argv)
     predicted = _per_gpu(row, run)
-    notes = [_split(row)]
+    share = comm_share(run, row)
+    notes = [_split(row), f"FSDP's collectives take {share:.0%} of each micro-batch's compute time"]
     if run.mfu_percent is not None:
         notes.append(f"published MFU {run.mfu_percent:.1f}% (6N + 12lsh per token)")
     if run.checkpointing == "selective-op":
@@ -137,7 +162,7 @@ def _comparison(run: FsdpRun, vary_folder: str | None) -> tuple[Comparison, floa
     row = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU", configuration=config,
                      published=run.tokens_per_s_per_gpu, predicted=predicted, unit="tokens/s/GPU",
                      source=run.source, explanation="; ".join(notes), commands=("tpsim " + " ".join(argv),))
-    return row, None if capped is None else capped / run.tokens_per_s_per_gpu
+    return row, share, None if capped is None else capped / run.tokens_per_s_per_gpu
 
 
 def quick_runs() -> list[FsdpRun]:
@@ -146,7 +171,7 @@ def quick_runs() -> list[FsdpRun]:
     return [next(r for r in runs if (r.device, r.model, r.seq, r.gpus) == key) for key in QUICK]
 
 
-def _rows(quick: bool) -> list[tuple[Comparison, float | None]]:
+def _rows(quick: bool) -> list[tuple[Comparison, float, float | None]]:
     runs = quick_runs() if quick else list(MOSAICML + TORCHTITAN)
     if quick:
         return [_comparison(run, None) for run in runs]
@@ -156,7 +181,7 @@ def _rows(quick: bool) -> list[tuple[Comparison, float | None]]:
 
 def comparisons(quick: bool = False) -> list[Comparison]:
     """Every row (``quick``: ``quick_runs()``), each varied with the GEMM cap unless ``quick``."""
-    return [row for row, _ in _rows(quick)]
+    return [row for row, _, _ in _rows(quick)]
 
 
 def _geomean_error(ratios: list[float]) -> float:
@@ -184,13 +209,34 @@ def summary(rows: list[Comparison], capped: list[float | None] | None = None) ->
     return "\n".join(lines)
 
 
+SHARE_BINS = (0.0, 0.1, 0.2, 0.4, math.inf)
+
+
+def by_comm_share(rows: list[Comparison], shares: list[float]) -> str:
+    """tpsim / published per GPU and ``comm_share`` bin (``SHARE_BINS``): the error against the communication
+    each micro-batch's compute has beside it, on one kind of GPU at a time."""
+    lines = ["by GPU and FSDP's collectives over each micro-batch's compute (tpsim / published, geomean):"]
+    for device in dict.fromkeys(r.configuration.split(",")[0].split(" ", 1)[1] for r in rows):
+        cells = []
+        for low, high in zip(SHARE_BINS, SHARE_BINS[1:]):
+            ratios = [r.ratio for r, share in zip(rows, shares)
+                      if low <= share < high and r.configuration.split(",")[0].endswith(" " + device)]
+            if ratios:
+                label = f"{low:.0%}-{high:.0%}" if high != math.inf else f">= {low:.0%}"
+                mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+                cells.append(f"{label}: {mean:.2f} ({len(ratios)})")
+        lines.append(f"  {device}: " + ", ".join(cells))
+    return "\n".join(lines)
+
+
 def cli(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = script_arguments(__doc__.splitlines()[0], NAME, argv)
-    pairs = _rows(args.quick)
-    rows = [row for row, _ in pairs]
+    triples = _rows(args.quick)
+    rows = [row for row, _, _ in triples]
     report(rows, args, "FSDP training, llm-foundry and torchtitan: published vs tpsim tokens/s per GPU")
-    print(summary(rows, [capped for _, capped in pairs]))
+    print(summary(rows, [capped for _, _, capped in triples]))
+    print(by_comm_share(rows, [share for _, share, _ in triples]))
     print("\nleft out:")
     for what, why in NOT_EXPRESSED:
         print(f"  {what}: {why}")
