@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from experiments.fsdp_tables import MOSAICML, MOSAICML_PARAMS, TORCHTITAN, FsdpR
 from experiments.published import error_summary
 from simulator.workloads.model_file import load_model_file
 
+ROOT = Path(__file__).resolve().parents[2]
 _WIDTH = {"7b": 4096, "13b": 5120, "30b": 7168, "70b": 8192}
 _LAYERS = {"7b": 32, "13b": 40, "30b": 48, "70b": 80}
 # The dense bf16 peaks llm-foundry's MFU divides by (Composer's GPU_AVAILABLE_FLOPS, read by
@@ -39,11 +41,12 @@ def test_a_row_whose_batch_does_not_multiply_out_is_refused():
 
 @pytest.mark.parametrize("model", sorted(MOSAICML_PARAMS))
 def test_the_mpt_model_files_count_the_published_parameters(model):
-    m = load_model_file(f"experiments/models/mpt-{model}.yaml")
+    m = load_model_file(str(ROOT / "experiments" / "models" / f"mpt-{model}.yaml"))
     assert m.parameter_count() == pytest.approx(MOSAICML_PARAMS[model], rel=2e-4)
 
 
-def test_quick_run_writes_every_row_with_finite_predictions(tmp_path, capsys):
+def test_quick_run_writes_every_row_with_finite_predictions(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the commands name the model files relative to the repository root
     out_csv, out_png = tmp_path / "f.csv", tmp_path / "f.png"
     repro_fsdp.cli(["--quick", "--csv", str(out_csv), "--png", str(out_png)])
     rows = list(csv.DictReader(out_csv.open()))
@@ -61,7 +64,8 @@ def test_quick_run_writes_every_row_with_finite_predictions(tmp_path, capsys):
     assert "geomean error" in out and "left out:" in out
 
 
-def test_quick_rows_geomean_error_is_within_the_reported_bound():
+def test_quick_rows_geomean_error_is_within_the_reported_bound(monkeypatch):
+    monkeypatch.chdir(ROOT)
     # Not an accuracy target: experiments/README.md reports tpsim optimistic on every FSDP row, by 20-67% on
     # these four. The bound catches a regression that would make it far worse.
     rows = repro_fsdp.comparisons(quick=True)
