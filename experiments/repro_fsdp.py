@@ -49,7 +49,8 @@ from simulator.workloads.models import resolve_model
 from topologies import save_topology
 from topologies.presets import build_preset
 
-__all__ = ["command", "predicted_row", "comparisons", "quick_runs", "summary", "cli"]
+__all__ = ["Result", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs", "summary",
+           "by_comm_share", "cli"]
 
 NAME = "repro_fsdp"
 MODELS = os.path.join("experiments", "models")
@@ -136,12 +137,21 @@ def _capped_topology(spec: str, folder: str) -> str:
     return path
 
 
-def _comparison(run: FsdpRun, vary_folder: str | None) -> tuple[Comparison, float, float | None]:
-    """``run``'s row, its ``comm_share``, and (``vary_folder`` given) tpsim's figure over the published one
-    with the GEMM cap."""
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One row: the published run, its comparison, its ``comm_share`` and (full runs) tpsim's figure over the
+    published one with every GEMM capped at ``GEMM_CAP``."""
+
+    run: FsdpRun
+    comparison: Comparison
+    comm_share: float
+    capped_ratio: float | None = None
+
+
+def _result(run: FsdpRun, vary_folder: str | None) -> Result:
+    """``run`` predicted, explained, and varied with the GEMM cap when ``vary_folder`` is given."""
     argv = command(run)
     row = predicted_row(argv)
-    predicted = _per_gpu(row, run)
     share = comm_share(run, row)
     notes = [_split(row), f"FSDP's collectives take {share:.0%} of each micro-batch's compute time"]
     if run.mfu_percent is not None:
@@ -159,10 +169,11 @@ def _comparison(run: FsdpRun, vary_folder: str | None) -> tuple[Comparison, floa
                      f"({capped / run.tokens_per_s_per_gpu - 1:+.1%})")
     config = (f"{run.gpus} {run.device}, seq {run.seq}, micro-batch {run.micro_batch} x {run.grad_accum}, "
               f"batch {run.global_batch}, {run.sharding}, checkpointing {run.checkpointing}")
-    row = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU", configuration=config,
-                     published=run.tokens_per_s_per_gpu, predicted=predicted, unit="tokens/s/GPU",
-                     source=run.source, explanation="; ".join(notes), commands=("tpsim " + " ".join(argv),))
-    return row, share, None if capped is None else capped / run.tokens_per_s_per_gpu
+    comparison = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU",
+                            configuration=config, published=run.tokens_per_s_per_gpu, predicted=_per_gpu(row, run),
+                            unit="tokens/s/GPU", source=run.source, explanation="; ".join(notes),
+                            commands=("tpsim " + " ".join(argv),))
+    return Result(run, comparison, share, None if capped is None else capped / run.tokens_per_s_per_gpu)
 
 
 def quick_runs() -> list[FsdpRun]:
@@ -171,40 +182,41 @@ def quick_runs() -> list[FsdpRun]:
     return [next(r for r in runs if (r.device, r.model, r.seq, r.gpus) == key) for key in QUICK]
 
 
-def _rows(quick: bool) -> list[tuple[Comparison, float, float | None]]:
-    runs = quick_runs() if quick else list(MOSAICML + TORCHTITAN)
+def results(quick: bool = False) -> list[Result]:
+    """Every row (``quick``: ``quick_runs()``), each varied with the GEMM cap unless ``quick``."""
     if quick:
-        return [_comparison(run, None) for run in runs]
+        return [_result(run, None) for run in quick_runs()]
     with tempfile.TemporaryDirectory(prefix="tpsim-repro-fsdp-") as folder:
-        return [_comparison(run, folder) for run in runs]
+        return [_result(run, folder) for run in MOSAICML + TORCHTITAN]
 
 
 def comparisons(quick: bool = False) -> list[Comparison]:
-    """Every row (``quick``: ``quick_runs()``), each varied with the GEMM cap unless ``quick``."""
-    return [row for row, _, _ in _rows(quick)]
+    """The comparisons of ``results(quick)``."""
+    return [r.comparison for r in results(quick)]
 
 
 def _geomean_error(ratios: list[float]) -> float:
     return math.exp(sum(abs(math.log(r)) for r in ratios) / len(ratios)) - 1
 
 
-def summary(rows: list[Comparison], capped: list[float | None] | None = None) -> str:
-    """Geomean |error| and the largest, over all rows and per (framework, GPU, checkpointing); with
-    ``capped`` (each row's ratio under the GEMM cap) the same geomean under the cap."""
-    capped = capped or [None] * len(rows)
-    lines = [error_summary(rows).replace(", largest", f" over {len(rows)} rows, largest", 1)]
-    if None not in capped:
-        lines[0] += f"; every GEMM capped at {GEMM_CAP:.0%} of peak: geomean error {_geomean_error(capped):.1%}"
-    groups: dict[str, list[tuple[Comparison, float | None]]] = {}
-    for r, c in zip(rows, capped):
-        device = r.configuration.split(",")[0].split(" ", 1)[1]
-        groups.setdefault(f"{r.paper}, {device}, checkpointing {r.configuration.rsplit(' ', 1)[1]}", []).append((r, c))
+def summary(rows: list[Result]) -> str:
+    """Geomean |error| and the largest, over all rows and per (framework, GPU, checkpointing), each with the
+    geomean under the GEMM cap where the rows were varied."""
+    comparisons_ = [r.comparison for r in rows]
+    varied = all(r.capped_ratio is not None for r in rows)
+    lines = [error_summary(comparisons_).replace(", largest", f" over {len(rows)} rows, largest", 1)]
+    if varied:
+        cap = _geomean_error([r.capped_ratio for r in rows])
+        lines[0] += f"; every GEMM capped at {GEMM_CAP:.0%} of peak: geomean error {cap:.1%}"
+    groups: dict[str, list[Result]] = {}
+    for r in rows:
+        groups.setdefault(f"{r.run.framework}, {r.run.device}, checkpointing {r.run.checkpointing}", []).append(r)
     for label, group in groups.items():
-        ratios = [r.ratio for r, _ in group]
+        ratios = [r.comparison.ratio for r in group]
         line = (f"  {label}: {len(group)} rows, tpsim / published {min(ratios):.2f}-{max(ratios):.2f}, geomean "
                 f"error {_geomean_error(ratios):.1%}")
-        if None not in (c for _, c in group):
-            line += f"; GEMM cap {_geomean_error([c for _, c in group]):.1%}"
+        if varied:
+            line += f"; GEMM cap {_geomean_error([r.capped_ratio for r in group]):.1%}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -212,15 +224,14 @@ def summary(rows: list[Comparison], capped: list[float | None] | None = None) ->
 SHARE_BINS = (0.0, 0.1, 0.2, 0.4, math.inf)
 
 
-def by_comm_share(rows: list[Comparison], shares: list[float]) -> str:
+def by_comm_share(rows: list[Result]) -> str:
     """tpsim / published per GPU and ``comm_share`` bin (``SHARE_BINS``): the error against the communication
     each micro-batch's compute has beside it, on one kind of GPU at a time."""
     lines = ["by GPU and FSDP's collectives over each micro-batch's compute (tpsim / published, geomean):"]
-    for device in dict.fromkeys(r.configuration.split(",")[0].split(" ", 1)[1] for r in rows):
+    for device in dict.fromkeys(r.run.device for r in rows):
         cells = []
         for low, high in zip(SHARE_BINS, SHARE_BINS[1:]):
-            ratios = [r.ratio for r, share in zip(rows, shares)
-                      if low <= share < high and r.configuration.split(",")[0].endswith(" " + device)]
+            ratios = [r.comparison.ratio for r in rows if r.run.device == device and low <= r.comm_share < high]
             if ratios:
                 label = f"{low:.0%}-{high:.0%}" if high != math.inf else f">= {low:.0%}"
                 mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
@@ -232,11 +243,11 @@ def by_comm_share(rows: list[Comparison], shares: list[float]) -> str:
 def cli(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = script_arguments(__doc__.splitlines()[0], NAME, argv)
-    triples = _rows(args.quick)
-    rows = [row for row, _, _ in triples]
-    report(rows, args, "FSDP training, llm-foundry and torchtitan: published vs tpsim tokens/s per GPU")
-    print(summary(rows, [capped for _, _, capped in triples]))
-    print(by_comm_share(rows, [share for _, share, _ in triples]))
+    rows = results(args.quick)
+    report([r.comparison for r in rows], args,
+           "FSDP training, llm-foundry and torchtitan: published vs tpsim tokens/s per GPU")
+    print(summary(rows))
+    print(by_comm_share(rows))
     print("\nleft out:")
     for what, why in NOT_EXPRESSED:
         print(f"  {what}: {why}")
