@@ -4,6 +4,7 @@ and the --quick form CI runs."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from pathlib import Path
 
@@ -71,3 +72,25 @@ def test_quick_rows_geomean_error_is_within_the_reported_bound(monkeypatch):
     rows = repro_fsdp.comparisons(quick=True)
     errors = [abs(math.log(r.ratio)) for r in rows]
     assert math.exp(sum(errors) / len(errors)) - 1 < 0.6, error_summary(rows)
+
+
+def test_each_command_pins_what_its_row_publishes():
+    for run in MOSAICML + TORCHTITAN:
+        argv = repro_fsdp.command(run)
+        flags = dict(zip(argv[1::2], argv[2::2]))
+        assert flags["--gpus"] == str(run.gpus) and flags["--topology"].endswith(f":{max(1, run.gpus // 8)}")
+        assert (flags["--seq"], flags["--batch"], flags["--global-batch"]) == (
+            str(run.seq), str(run.micro_batch), str(run.global_batch))
+        assert (flags["--zero"], flags["--tp-sizes"], flags["--pp-sizes"]) == ("3", "1", "1")
+        assert flags["--recompute"] == {"full": "full", "none": "none", "selective-op": "none"}[run.checkpointing]
+    bound = repro_fsdp.command(TORCHTITAN[0], recompute="full")  # per-op selective's other bound
+    assert bound[bound.index("--recompute") + 1] == "full"
+
+
+def test_a_smaller_micro_batch_has_more_fsdp_communication_per_unit_of_compute(monkeypatch):
+    # FSDP gathers and reduces the whole model every micro-batch, whatever it holds.
+    monkeypatch.chdir(ROOT)
+    run = next(r for r in MOSAICML if (r.device, r.model, r.seq, r.gpus) == ("a100_80gb", "13b", 2048, 8))
+    small = dataclasses.replace(run, micro_batch=1, grad_accum=6)
+    shares = [repro_fsdp.comm_share(r, repro_fsdp.predicted_row(repro_fsdp.command(r))) for r in (run, small)]
+    assert 0 < shares[0] < shares[1], shares
