@@ -148,6 +148,23 @@ class Result:
     capped_ratio: float | None = None
 
 
+def _suspected(run: FsdpRun, ratio: float, share: float, capped: float | None) -> str:
+    """One sentence on what the row's own variations point to, for an error over 5%."""
+    causes = []
+    if share >= 0.1:
+        causes.append(f"FSDP's collectives run beside {share:.0%} of the compute, which tpsim charges nothing for")
+    if capped is not None:
+        if abs(capped - 1) <= 0.05:
+            causes.append(f"the GEMM rate: capped at {GEMM_CAP:.0%} of peak, tpsim is within 5% ({capped - 1:+.1%})")
+        elif capped < 0.95:
+            causes.append(f"a GEMM rate between the preset's and a {GEMM_CAP:.0%} cap ({capped - 1:+.1%} with it)")
+        else:
+            causes.append(f"the GEMM rate in part ({capped - 1:+.1%} with a {GEMM_CAP:.0%} cap)")
+    if run.framework == "torchtitan":
+        causes.append("500 W H100s and per-op selective checkpointing, which tpsim does not express")
+    return f"{ratio - 1:+.1%}, suspected: " + ("; ".join(causes) or "not varied under --quick")
+
+
 def _result(run: FsdpRun, vary_folder: str | None) -> Result:
     """``run`` predicted, explained, and varied with the GEMM cap when ``vary_folder`` is given."""
     argv = command(run)
@@ -167,6 +184,9 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
         capped = _per_gpu(predicted_row(command(run, _capped_topology(topology(run), vary_folder))), run)
         notes.append(f"every GEMM capped at {GEMM_CAP:.0%} of peak: {capped:,.0f} "
                      f"({capped / run.tokens_per_s_per_gpu - 1:+.1%})")
+    ratio = _per_gpu(row, run) / run.tokens_per_s_per_gpu
+    if abs(ratio - 1) > 0.05:
+        notes.insert(0, _suspected(run, ratio, share, None if capped is None else capped / run.tokens_per_s_per_gpu))
     config = (f"{run.gpus} {run.device}, seq {run.seq}, micro-batch {run.micro_batch} x {run.grad_accum}, "
               f"batch {run.global_batch}, {run.sharding}, checkpointing {run.checkpointing}")
     comparison = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU",
