@@ -28,8 +28,10 @@ Korthikanti et al.'s, which under FlashAttention recomputes nothing, so the row 
 and gives ``full`` as the other bound), and torchtitan's H100s (96 GB HBM2e at 500 W, below the H100
 SXM5 80GB of the preset). ``experiments.fsdp_tables.NOT_EXPRESSED`` lists the rows left out and why.
 
-Deterministic. ``--quick`` (the CI smoke test) runs four rows on 8 GPUs without the GEMM-cap
-variation and writes to a temporary folder unless ``--csv`` / ``--png`` are given.
+Writes the CSV, the PNG of every row's bars and beside it ``*_share.png``, each row's error against its
+communication share (``experiments.fsdp_share_plot``). Deterministic. ``--quick`` (the CI smoke test)
+runs four rows on 8 GPUs without the GEMM-cap variation and writes to a temporary folder unless
+``--csv`` / ``--png`` are given.
 
     python -m experiments.repro_fsdp [--quick] [--csv FILE] [--png FILE]
 """
@@ -43,6 +45,7 @@ import os
 import sys
 import tempfile
 
+from experiments.fsdp_share_plot import write_share_png
 from experiments.fsdp_tables import MOSAICML, NOT_EXPRESSED, TORCHTITAN, FsdpRun
 from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
 from simulator.workloads.models import resolve_model
@@ -266,6 +269,10 @@ def cli(argv: list[str] | None = None) -> None:
     rows = results(args.quick)
     report([r.comparison for r in rows], args,
            "FSDP training, llm-foundry and torchtitan: published vs tpsim tokens/s per GPU")
+    share_png = f"{os.path.splitext(args.png)[0]}_share.png"
+    write_share_png([(r.run.device, r.run.checkpointing != "none", r.comm_share, r.comparison.ratio) for r in rows],
+                    share_png, "FSDP rows: tpsim / published against FSDP's communication share")
+    print(f"wrote {share_png}")
     print(summary(rows))
     print(by_comm_share(rows))
     print("\nleft out:")

@@ -51,7 +51,7 @@ def test_quick_run_writes_every_row_with_finite_predictions(tmp_path, capsys, mo
     out_csv, out_png = tmp_path / "f.csv", tmp_path / "f.png"
     repro_fsdp.cli(["--quick", "--csv", str(out_csv), "--png", str(out_png)])
     rows = list(csv.DictReader(out_csv.open()))
-    assert out_png.stat().st_size > 0
+    assert out_png.stat().st_size > 0 and (tmp_path / "f_share.png").stat().st_size > 0
     quick = repro_fsdp.quick_runs()
     assert [r["claim"] for r in rows] == [f"{run.model} seq {run.seq} tokens/s/GPU" for run in quick]
     # The published figures as the sources print them (llm-foundry's T/s/GPU, torchtitan's TPS/GPU).
