@@ -2,8 +2,10 @@
 
 Two sources, each row as printed; nothing here is derived from tpsim.
 
-- MosaicML llm-foundry, ``scripts/train/benchmarking/README.md`` (github:mosaicml/llm-foundry, tables
-  last changed in commit 5e85bd62 of 2024-01-06, read at commit 8c8dd48f of 2025-07-21): MPT models
+- MosaicML llm-foundry, ``scripts/train/benchmarking/README.md`` (github:mosaicml/llm-foundry, read at
+  commit 8c8dd48f of 2025-07-21; the rows kept here were added by commit 300cc5c5 of 2023-05-03 (A100
+  40GB), b2a43a14 of 2023-10-19 (H100 80GB BF16, A100 80GB) and 5e85bd62 of 2024-01-06 (H100 large
+  scale), and not changed since): MPT models
   trained with PyTorch FSDP (Composer) on the MosaicML platform, one row per (model, sequence length,
   GPU count): MFU, micro-batch, gradient accumulation, global batch, throughput in tokens/s per GPU,
   precision and FSDP mixed-precision mode, sharding strategy and activation checkpointing. Kept: every
@@ -56,8 +58,13 @@ class FsdpRun:
     selective checkpointing)."""
     sharding: str = "FULL_SHARD"
     mixed_precision: str = ""
-    """llm-foundry's ``Precision / MP Mode`` columns, e.g. ``amp_bf16 DEFAULT`` (bfloat16 compute, float32
-    gradient reduction) or ``bf16 PURE`` (bfloat16 throughout)."""
+    """llm-foundry's ``Precision / MP Mode`` columns: ``amp_bf16 DEFAULT`` or ``bf16 PURE`` (bfloat16
+    parameters, gradient reduction and buffers)."""
+    gradient_reduction: str = "bfloat16"
+    """The dtype FSDP reduced the gradients in: ``bfloat16``, ``float32``, or ``float32 or bfloat16`` where the
+    source does not say (Composer's ``DEFAULT`` reduced in the parameters' bfloat16 until its commit d745fcb1
+    of 2023-10-10, released in v0.16.4, and in float32 since; the rows of 2023-10-19 do not name the
+    version)."""
     mfu_percent: float | None = None
     """The source's own MFU, where printed (llm-foundry: 6 N + 12 l s h FLOPs per token over the dense bf16
     peak)."""
@@ -74,13 +81,21 @@ class FsdpRun:
         return f"{self.model} seq {self.seq} on {self.gpus} {self.device}"
 
 
-_LLMF = ("MosaicML llm-foundry, scripts/train/benchmarking/README.md (github:mosaicml/llm-foundry, tables of "
-         "commit 5e85bd62, 2024-01-06), table '{}'")
+_LLMF = ("MosaicML llm-foundry, scripts/train/benchmarking/README.md (github:mosaicml/llm-foundry, rows of "
+         "commit {}), table '{}'")
 _H100_LARGE = "H100 80GB BF16 (Large Scale, >= 128 GPUs)"
 _H100 = "H100 80GB BF16"
 _A100_80 = "A100 80GB with 1600 Gbps node-node interconnect (RoCE)"
 _A100_40 = "A100 40GB with 1600 Gbps node-node interconnect (RoCE)"
 _DEVICE = {_H100_LARGE: "h100_80gb", _H100: "h100_80gb", _A100_80: "a100_80gb", _A100_40: "a100_40gb"}
+_COMMIT = {_H100_LARGE: "5e85bd62, 2024-01-06", _H100: "b2a43a14, 2023-10-19", _A100_80: "b2a43a14, 2023-10-19",
+           _A100_40: "300cc5c5, 2023-05-03"}
+
+
+def _reduction(table: str, mode: str) -> str:
+    if mode == "PURE":
+        return "bfloat16"
+    return "float32" if table == _H100_LARGE else "float32 or bfloat16"  # DEFAULT: see gradient_reduction
 
 # (table, model, seq, GPUs, MFU %, micro-batch, accumulation, global batch, tokens/s/GPU, precision, MP mode,
 #  activation checkpointing): the columns of the published rows, in the published order; every row is
@@ -167,8 +182,8 @@ _ROWS = (
 
 MOSAICML = tuple(
     FsdpRun("llm-foundry", table, model, seq, gpus, _DEVICE[table], micro, accum, batch, tps,
-            "full" if checkpointing else "none", mixed_precision=f"{precision} {mode}", mfu_percent=mfu,
-            source=_LLMF.format(table))
+            "full" if checkpointing else "none", mixed_precision=f"{precision} {mode}",
+            gradient_reduction=_reduction(table, mode), mfu_percent=mfu, source=_LLMF.format(_COMMIT[table], table))
     for table, model, seq, gpus, mfu, micro, accum, batch, tps, precision, mode, checkpointing in _ROWS
 )
 """The 77 bfloat16 rows of MPT 7B to 70B, in the published order."""
@@ -182,10 +197,11 @@ TORCHTITAN = (
     # Table 1: 8 GPUs, local batch 2, global batch 16, selective activation checkpointing; seq 8192 is
     # torchtitan's llama3_8b.toml (training.seq_len) at that commit.
     FsdpRun("torchtitan", "Table 1: 1D Parallelism (FSDP), Llama 3.1 8B, 8 GPUs", "llama3-8b", 8192, 8,
-            "h100_96gb_500w", 2, 1, 16, 5762, "selective-op", source=_TT.format(1)),
+            "h100_96gb_500w", 2, 1, 16, 5762, "selective-op", gradient_reduction="float32", source=_TT.format(1)),
     # Table 3: the same on 128 GPUs, global batch 256.
     FsdpRun("torchtitan", "Table 3: 1D Parallelism (FSDP), Llama 3.1 8B, 128 GPUs", "llama3-8b", 8192, 128,
-            "h100_96gb_500w", 2, 1, 256, 5605, "selective-op", source=_TT.format(3)),
+            "h100_96gb_500w", 2, 1, 256, 5605, "selective-op", gradient_reduction="float32",
+            source=_TT.format(3)),
 )
 """torchtitan's two plain FSDP rows (bfloat16, eager, no Float8)."""
 

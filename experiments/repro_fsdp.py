@@ -21,7 +21,7 @@ tpsim's compute time of that micro-batch. tpsim hides those collectives under th
 it; the summary groups the errors by that share on each kind of GPU.
 
 What tpsim does not express, named in the rows it touches: FSDP's float32 gradient reduction
-(llm-foundry's ``amp_bf16 DEFAULT`` and torchtitan's default reduce in float32; tpsim reduces in
+(torchtitan's default and llm-foundry's ``amp_bf16 DEFAULT`` since Composer 0.16.4; tpsim reduces in
 bfloat16), torchtitan's per-op selective checkpointing (it recomputes every second matmul of a block,
 about 37% of the block's forward GEMM FLOPs in Llama 3.1 8B; tpsim's selective recomputation is
 Korthikanti et al.'s, which under FlashAttention recomputes nothing, so the row runs ``--recompute none``
@@ -119,11 +119,11 @@ def _collective_s(op: str, nbytes: int, topology_spec: str) -> float:
 
 def comm_share(run: FsdpRun, row: dict) -> float:
     """The time FSDP's collectives of one micro-batch take (two all-gathers of the bfloat16 parameters,
-    forward and backward, and one reduce-scatter of the gradients, in float32 where the run reduces in
-    float32), each as ``tpsim collective`` times it over all the run's GPUs, over tpsim's compute time of
-    one micro-batch: the share of the compute that has a collective running beside it."""
+    forward and backward, and one reduce-scatter of the gradients, in float32 where the run is known to
+    reduce in float32, else bfloat16), each as ``tpsim collective`` times it over all the run's GPUs, over
+    tpsim's compute time of one micro-batch: the share of the compute that has a collective beside it."""
     params = dataclasses.replace(resolve_model(_model(run)), seq=run.seq).parameter_count()
-    grad_bytes = 2 if run.mixed_precision == "bf16 PURE" else 4
+    grad_bytes = 4 if run.gradient_reduction == "float32" else 2
     spec = topology(run)
     comm = 2 * _collective_s("all_gather", 2 * params, spec) + _collective_s("reduce_scatter", grad_bytes * params, spec)
     return comm / ((row["compute_s"] - row["optimizer_s"]) / row["micro_batches"])
@@ -180,8 +180,8 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
         full = _per_gpu(predicted_row(command(run, recompute="full")), run)
         notes.append(f"per-op selective checkpointing recomputes part of each block: tpsim with --recompute full "
                      f"gives {full:,.0f} tokens/s/GPU ({full / run.tokens_per_s_per_gpu - 1:+.1%})")
-    if run.mixed_precision.endswith("DEFAULT") or run.framework == "torchtitan":
-        notes.append("gradients reduced in float32 by the run, in bfloat16 by tpsim")
+    if run.gradient_reduction != "bfloat16":
+        notes.append(f"gradients reduced in {run.gradient_reduction} by the run, in bfloat16 by tpsim")
     capped = None
     if vary_folder is not None:
         capped = _per_gpu(predicted_row(command(run, _capped_topology(topology(run), vary_folder))), run)
