@@ -125,7 +125,8 @@ def comm_share(run: FsdpRun, row: dict) -> float:
     params = dataclasses.replace(resolve_model(_model(run)), seq=run.seq).parameter_count()
     grad_bytes = 4 if run.gradient_reduction == "float32" else 2
     spec = topology(run)
-    comm = 2 * _collective_s("all_gather", 2 * params, spec) + _collective_s("reduce_scatter", grad_bytes * params, spec)
+    gathers = 2 * _collective_s("all_gather", 2 * params, spec)
+    comm = gathers + _collective_s("reduce_scatter", grad_bytes * params, spec)
     return comm / ((row["compute_s"] - row["optimizer_s"]) / row["micro_batches"])
 
 
