@@ -38,7 +38,7 @@ Their results and the lab notes behind them are in experiments/README.md; ``mode
 """
 
 __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time",
-           "calibration_holdout", "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gpu_check",
-           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables",
-           "published", "quiet_host", "repro_3d", "repro_fsdp", "repro_megatron", "repro_optimus",
-           "repro_pipeline", "repro_tesseract", "repro_training", "speedup", "step_time"]
+           "calibration_holdout",
+           "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gpu_check",
+           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "published", "quiet_host",
+           "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
