@@ -28,13 +28,17 @@ module                     what it holds
 ``repro_training``         Korthikanti et al. 2022's 22B per-layer and per-iteration times, published vs predicted
 ``pipeline_tables``        Narayanan et al. 2021 Table 1 and Korthikanti et al. 2022 Table 5, as published
 ``repro_pipeline``         pipelined Megatron-LM runs (those two tables), published vs predicted, and the sensitivity
+``fsdp_tables``            llm-foundry's MPT and torchtitan's Llama 3.1 8B FSDP throughput rows, as published
+``repro_fsdp``             those FSDP rows, published vs predicted, with the GEMM cap and communication share varied
+``fsdp_share_plot``        repro_fsdp's second PNG: each row's error against its communication share
 =========================  ==========================================================================
 
-Their results and the lab notes behind them are in experiments/README.md.
+Their results and the lab notes behind them are in experiments/README.md; ``models/`` holds the model files
+(MPT) the reproductions name.
 """
 
 __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time",
            "calibration_holdout",
-           "cpu_loop", "gpu_check",
+           "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gpu_check",
            "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "published", "quiet_host",
-           "repro_3d", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
+           "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
