@@ -35,6 +35,11 @@ differs: an all-reduce counts its buffer once, its reduce-scatter + all-gather h
 LayerNorm and bias traffic, backward only, p > 1: 6 all-reduces over p of [1, h] (dln1_g, dln1_b,
 dln2_g, dln2_b, dbproj, db2): payload 6h, received 12(p-1)/p h. Nothing in the forward. (At p = 1
 the linears' gathers and scatters are still emitted on a one-rank group; the vector all-reduces not.)
+
+Under ``async_dgrad`` (Megatron-LM's default, ``megatron_1d``) a column-parallel linear's backward runs
+as ``LinearWithGradAccumulationAndAsyncCommunication`` does with sequence parallelism: the re-gather of
+X is issued before the dX GEMM and waited for after it, then the reduce-scatter of dX is issued and runs
+beside the dW GEMM, waited for after it. Same ops and sizes, in that order.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from typing import ClassVar
 from simulator.algorithms.base import Blocks, LinearNames
 from simulator.algorithms.megatron_1d import WORLD, Megatron1D, _column, _split
 from simulator.ir.builder import ScheduleBuilder
-from simulator.ir.ops import AllGather, Gemm, ReduceScatter
+from simulator.ir.ops import AllGather, Gemm, ReduceScatter, Wait
 from simulator.workloads.workload import Workload
 
 
@@ -72,10 +77,11 @@ class Megatron1DSP(Megatron1D):
     def output_blocks(self, lin: LinearNames) -> Blocks:
         return self._columns(lin.m, lin.n) if _column(lin) else self._shards(lin.m, lin.n)
 
-    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int) -> str:
-        """All-gather the shards of ``shard`` into ``<shard>_full`` [rows, cols] on rank r."""
+    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int, handle: str | None = None) -> str:
+        """All-gather the shards of ``shard`` into ``<shard>_full`` [rows, cols] on rank r (asynchronously
+        with ``handle``)."""
         full = b.buffer(r, f"{shard}_full", (rows, cols))
-        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0))
+        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0, handle=handle))
         return full
 
     def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
@@ -95,10 +101,14 @@ class Megatron1DSP(Megatron1D):
         """dX = reduce_scatter(dY_r W_r^T) (column), or dX_r = all_gather(dY) W_r^T (row)."""
         for r, rows, cols in self.input_blocks(lin):
             if _column(lin):
+                if self.async_dgrad:  # Megatron-LM gathers X for dW while the dX GEMM runs
+                    self._gather(b, r, lin.x, lin.m, lin.k, f"{lin.y}.xgather")
                 part = b.buffer(r, f"{dx}_part", (lin.m, lin.k))
                 b.emit(r, Gemm(out=part, a=dy, b=lin.w, trans_b=True))
+                if self.async_dgrad:
+                    b.emit(r, Wait(f"{lin.y}.xgather"))
                 b.buffer(r, dx, (rows[1] - rows[0], lin.k))
-                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0))
+                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0, handle=self.dgrad_handle(lin)))
             else:
                 full = self._gather(b, r, dy, lin.m, lin.n)
                 b.buffer(r, dx, (lin.m, cols[1] - cols[0]))
@@ -110,7 +120,9 @@ class Megatron1DSP(Megatron1D):
         for r, rows, cols in self.weight_blocks(lin):
             b.buffer(r, dw, (rows[1] - rows[0], cols[1] - cols[0]))
             if _column(lin):
-                x = self._gather(b, r, lin.x, lin.m, lin.k)
+                # Under async_dgrad backward_input gathered X already.
+                x = f"{lin.x}_full" if self.async_dgrad else self._gather(b, r, lin.x, lin.m, lin.k)
                 b.emit(r, Gemm(out=dw, a=x, b=dy, trans_a=True))
+                self.wait_dgrad(b, r, lin)
             else:
                 b.emit(r, Gemm(out=dw, a=lin.x, b=f"{dy}_full", trans_a=True))
