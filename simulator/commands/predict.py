@@ -36,7 +36,7 @@ import sys
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
 from simulator.commands.defaults import default_gpus
 from simulator.commands.predict_training import add_training_plan_arguments, training_plan_command
-from simulator.commands.schedule_args import add_workload_arguments, layers_of, workload_from_args
+from simulator.commands.schedule_args import add_async_dgrad_argument, add_workload_arguments, layers_of, workload_from_args
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          parse_overrides)
 from simulator.errors import InputError
@@ -69,6 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                    f"or the names the plan prints: {','.join(ALIASES)})")
     s.add_argument("--overlap", action="store_true",
                    help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
+    add_async_dgrad_argument(s)
     s.add_argument("--no-prune", action="store_true",
                    help="simulate every arrangement (default: only those whose contention-free bound could "
                         "still beat the best simulated time, and no schedule twice)")

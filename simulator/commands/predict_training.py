@@ -107,7 +107,7 @@ def _options(args, workload: Workload) -> StepOptions:
                        zero=args.zero if args.zero is not None else 0, optimizer=args.optimizer,
                        recompute=args.recompute if args.recompute is not None else "none",
                        bucket_bytes=args.bucket_mb * 1e6,
-                       dtype=args.dtype)
+                       dtype=args.dtype, async_dgrad=args.async_dgrad)
 
 
 def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,

@@ -79,6 +79,9 @@ class StepOptions:
     recompute: str = "none"
     bucket_bytes: float = DDP_BUCKET_BYTES
     dtype: str = "bfloat16"
+    async_dgrad: bool = True
+    """1d / 1d-sp: Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (its default;
+    ``simulator.algorithms.megatron_1d``)."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
@@ -148,11 +151,12 @@ class StepTime:
                            for k, p in self.passes.items()}}
 
 
-def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str):
-    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid."""
+def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str, async_dgrad: bool = False):
+    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid (``async_dgrad`` as
+    ``StepOptions``')."""
     t = a.tensor
     if not algorithm_class(t.algorithm).square_grid:
-        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0])
+        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0], async_dgrad=async_dgrad)
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
@@ -193,7 +197,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
                 router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> BlockTimes:
     """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
-    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype)
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, options.async_dgrad)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -211,11 +215,12 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
         if cache is not None:
             cache[key] = out
         return out
-    fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype)
+    asy = options.async_dgrad
+    fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype, asy)
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
     if head is not None:
-        head_f, head_b = build_block(a, head, "fwd", dtype), build_block(a, head, "bwd", dtype)
+        head_f, head_b = build_block(a, head, "fwd", dtype), build_block(a, head, "bwd", dtype, asy)
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)
