@@ -217,6 +217,14 @@ def _row(i, r, width: int, best: float) -> str:
             f"{s.step_s / best:>6.2f}x  {s.model}")
 
 
+def comm_line(label: str, s) -> str:
+    """The plan's communication per kind, exposed (on the critical path) + hidden (under compute), per step."""
+    names = {"tp": "TP", "dp": "DP reduction", "zero_gather": "ZeRO all-gather", "pp": "PP"}
+    parts = [f"{names[k]} {format_time(v['exposed_s'])} + {format_time(v['hidden_s'])}"
+             for k, v in s.comm_breakdown().items() if v["total_s"] > 0]
+    return f"  communication of {label} per step, exposed + hidden: " + (", ".join(parts) or "none")
+
+
 def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> list[str]:
     """The ranked table: fitting rows, the rows that do not fit, the skipped ones; then the launch line."""
     fit = [r for r in rows if not r.skipped and r.fits is not False]
@@ -255,6 +263,7 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         lines.append(f"  note: {fit[0].arrangement.label}'s bound is below the best simulated step; it may be "
                      f"faster: raise --simulate-top to simulate it")
     if winner is not None:
+        lines.append(comm_line(winner.arrangement.label, winner.best))
         lines.append(f"  launch {winner.arrangement.label}:")
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, winner.options.zero,

@@ -44,7 +44,8 @@ from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
 from simulator.timing.critical_path import analyze
-from simulator.timing.simulation import simulate
+from simulator.timing.results import critical_rank
+from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.dp_reduce import bound_stream, simulate_waves
@@ -99,12 +100,16 @@ class PassTime:
     compute_s: float
     comm_s: float
     """Exposed tensor-parallel communication, waiting for peers included."""
+    hidden_s: float = 0.0
+    """Hidden tensor-parallel communication: the critical rank's collectives' time that ran under its compute
+    (asynchronous ones, ``StepOptions.async_dgrad``); ``comm_s + hidden_s`` is all of it."""
 
     def __add__(self, other: "PassTime") -> "PassTime":
-        return PassTime(self.time_s + other.time_s, self.compute_s + other.compute_s, self.comm_s + other.comm_s)
+        return PassTime(self.time_s + other.time_s, self.compute_s + other.compute_s, self.comm_s + other.comm_s,
+                        self.hidden_s + other.hidden_s)
 
     def __mul__(self, k: float) -> "PassTime":
-        return PassTime(self.time_s * k, self.compute_s * k, self.comm_s * k)
+        return PassTime(self.time_s * k, self.compute_s * k, self.comm_s * k, self.hidden_s * k)
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,23 @@ class StepTime:
     """Pipelines: what the sends between stages add to the pipeline's makespan."""
     imbalance_s: float = 0.0
     """Pipelines: the busiest rank's compute over the least busy one's (the last stage's LM head and loss)."""
+    hidden: dict = field(default_factory=dict, compare=False)
+    """Communication that ran under compute, per kind ("tp", "dp", "zero_gather"), seconds per step; pipelines
+    report none (their sends' overlap is inside ``pp_comm_s``'s makespan difference)."""
+    zero_gather_s: float = 0.0
+    """The part of ``dp_comm_s`` that is ZeRO's parameter all-gathers (exposed)."""
+
+    def exposed(self) -> dict:
+        """Exposed (critical-path) communication per kind, seconds per step: ``tp_comm_s``, and ``dp_comm_s``
+        split into the gradient reduction ("dp") and ZeRO's parameter all-gathers ("zero_gather")."""
+        return {"tp": self.tp_comm_s, "dp": self.dp_comm_s - self.zero_gather_s, "zero_gather": self.zero_gather_s,
+                "pp": self.pp_comm_s}
+
+    def comm_breakdown(self) -> dict:
+        """Per kind: {"exposed_s", "hidden_s", "total_s"} with exposed + hidden = total."""
+        exposed = self.exposed()
+        return {kind: {"exposed_s": exposed[kind], "hidden_s": self.hidden.get(kind, 0.0),
+                       "total_s": exposed[kind] + self.hidden.get(kind, 0.0)} for kind in ("tp", "dp", "zero_gather", "pp")}
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
@@ -147,8 +169,9 @@ class StepTime:
                 "bubble_s": self.bubble_s, "pp_comm_s": self.pp_comm_s, "imbalance_s": self.imbalance_s,
                 "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
                 "hfu": self.hfu, "tflops_per_gpu": self.tflops_per_gpu,
-                "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
-                           for k, p in self.passes.items()}}
+                "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s,
+                               "comm_hidden_s": p.hidden_s} for k, p in self.passes.items()},
+                "comm": self.comm_breakdown()}
 
 
 def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str, async_dgrad: bool = False):
@@ -162,14 +185,18 @@ def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: 
 
 def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None) -> PassTime:
     run = analyze if bound else simulate
-    r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router)
+    plan = plan_on_graph(schedule, G, gpus)
+    r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router, plan=plan)
     if part is not None:  # one layer part of the critical rank (recompute's share)
         p = r.parts.get(part)
         comm = 0.0 if p is None or schedule.world_size == 1 else p.comm_s + p.wait_s
         return PassTime(0.0, 0.0, 0.0) if p is None else PassTime(p.compute_s + comm, p.compute_s, comm)
     if schedule.world_size == 1:  # Megatron-LM skips a 1-rank group's collectives (returns the input)
         return PassTime(r.compute_s, r.compute_s, 0.0)
-    return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s)
+    # Hidden: the critical rank's collectives' time less what it spent blocked on them.
+    rank = critical_rank(r.per_rank).rank
+    total = sum(i.end_s - i.start_s for i in plan.instances if rank in i.ranks)
+    return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s, max(0.0, total - r.comm_s))
 
 
 @dataclass(frozen=True)
@@ -272,18 +299,26 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     def stream_s(kind: str, buckets) -> float:
         return reduce(G, groups, buckets, kind, router=router, algorithms=algorithms)
 
-    dp = 0.0
+    dp = gathered = 0.0
+    hidden = {"tp": m * micro.hidden_s}
     if a.dp > 1:
         kind = "all_reduce" if options.zero == 0 else "reduce_scatter"
         tail = max(0.0, stream_s(kind, streams) - bwd_end)
-        dp += tail * (m if options.zero >= 2 else 1)
+        reductions = m if options.zero >= 2 else 1
+        dp += tail * reductions
         gather = [[Bucket(b.nbytes, 0.0) for b in s] for s in streams]  # parameter buckets, as large
+        # The reduction's own time: its buckets run back to back, all ready at once; hidden is what of it
+        # the backward covered.
+        alone = stream_s(kind, [[Bucket(b.nbytes, 0.0) for b in s] for s in streams])
+        hidden["dp"] = reductions * max(0.0, alone - tail)
         if options.zero == 1 or options.zero == 2:
-            dp += stream_s("all_gather", gather)
+            gathered = stream_s("all_gather", gather)
         elif options.zero == 3:
             ag = stream_s("all_gather", gather)
             fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
-            dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
+            gathered = m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
+            hidden["zero_gather"] = 2 * m * ag - gathered
+        dp += gathered
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
@@ -293,7 +328,8 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
-                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops)
+                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, hidden=hidden,
+                    zero_gather_s=gathered)
 
 
 def utilisation(block: Workload, options: StepOptions, device: dict, config: ComputeConfig, step_s: float,
