@@ -48,6 +48,7 @@ from simulator.timing.results import critical_rank
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
+from simulator.training.comm_breakdown import breakdown
 from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
@@ -145,22 +146,14 @@ class StepTime:
     imbalance_s: float = 0.0
     """Pipelines: the busiest rank's compute over the least busy one's (the last stage's LM head and loss)."""
     hidden: dict = field(default_factory=dict, compare=False)
-    """Communication that ran under compute, per kind ("tp", "dp", "zero_gather"), seconds per step; pipelines
-    report none (their sends' overlap is inside ``pp_comm_s``'s makespan difference)."""
+    """Communication that ran under compute, per kind ("tp", "dp", "zero_gather"), seconds per step
+    (``simulator.training.comm_breakdown``)."""
     zero_gather_s: float = 0.0
     """The part of ``dp_comm_s`` that is ZeRO's parameter all-gathers (exposed)."""
 
-    def exposed(self) -> dict:
-        """Exposed (critical-path) communication per kind, seconds per step: ``tp_comm_s``, and ``dp_comm_s``
-        split into the gradient reduction ("dp") and ZeRO's parameter all-gathers ("zero_gather")."""
-        return {"tp": self.tp_comm_s, "dp": self.dp_comm_s - self.zero_gather_s, "zero_gather": self.zero_gather_s,
-                "pp": self.pp_comm_s}
-
     def comm_breakdown(self) -> dict:
-        """Per kind: {"exposed_s", "hidden_s", "total_s"} with exposed + hidden = total."""
-        exposed = self.exposed()
-        return {kind: {"exposed_s": exposed[kind], "hidden_s": self.hidden.get(kind, 0.0),
-                       "total_s": exposed[kind] + self.hidden.get(kind, 0.0)} for kind in ("tp", "dp", "zero_gather", "pp")}
+        """Per kind of communication: {"exposed_s", "hidden_s", "total_s"} (``comm_breakdown.breakdown``)."""
+        return breakdown(self)
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
