@@ -7,7 +7,8 @@ includes: ``StepTime.tp_comm_s``, ``dp_comm_s`` split into the reduction and the
 
 - tp: per pass, the critical rank's collectives' time less the time it was blocked on them
   (``simulator.training.step._time``): Megatron-LM's asynchronous dX communication beside the dW GEMM;
-- dp: the reduction's time alone (its buckets back to back) less what of it runs past the backward;
+- dp: the reduction's time alone (its buckets back to back) less what of it runs past the backward (not
+  split out for pipelines, whose ``StepTime`` carries only the TP part);
 - zero_gather: ZeRO-3's all-gather in each pass, up to that pass's compute; ZeRO-1/2's after the update
   is all exposed;
 - pp: not split out (the pipeline model reports what the sends add to the makespan, ``pp_comm_s``).

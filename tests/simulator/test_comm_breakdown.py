@@ -62,3 +62,16 @@ def test_off_restores_the_blocking_times(G):
     plain = simulate(build_schedule("1d", BLOCK, "bwd", "bfloat16", gpus=4), G, tp_group_gpus(G, a), timeline=False)
     assert s.passes["block_bwd"].time_s == plain.makespan_s
     assert dataclasses.astuple(s.passes["block_bwd"])[-1] == 0.0
+
+
+def test_pipelines_report_the_hidden_tp_communication_and_the_trace_carries_the_breakdown(G):
+    from simulator.pipeline.trace import step_trace
+
+    a = TrainingArrangement(Arrangement("1d", (4,)), 1, pp=2, schedule="1f1b")
+    options = StepOptions(global_batch=8, layers=4, vocab=4096)
+    s = step_time(G, a, BLOCK, options)
+    c = s.comm_breakdown()
+    assert c["tp"]["hidden_s"] > 0 and c["tp"]["exposed_s"] == s.tp_comm_s
+    assert c["pp"]["exposed_s"] == s.pp_comm_s
+    trace = step_trace(G, a, BLOCK, options)
+    assert trace["otherData"]["comm"] == c
