@@ -268,7 +268,7 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, winner.options.zero,
                                                          winner.options.recompute,
-                                                         options.layers)]
+                                                         options.layers, options.async_dgrad)]
     return lines
 
 
