@@ -40,6 +40,10 @@ Under ``async_dgrad`` (Megatron-LM's default, ``megatron_1d``) a column-parallel
 as ``LinearWithGradAccumulationAndAsyncCommunication`` does with sequence parallelism: the re-gather of
 X is issued before the dX GEMM and waited for after it, then the reduce-scatter of dX is issued and runs
 beside the dW GEMM, waited for after it. Same ops and sizes, in that order.
+
+``tp_comm_overlap`` (Megatron-LM's ``--tp-comm-overlap``, off by default there too) runs the forward's
+gathers and reduce-scatters in chunks beside chunked GEMMs, as Transformer Engine's userbuffers do
+(``simulator.algorithms.tp_comm_overlap``); the backward is unchanged.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from typing import ClassVar
 
 from simulator.algorithms.base import Blocks, LinearNames
 from simulator.algorithms.megatron_1d import WORLD, Megatron1D, _column, _split
+from simulator.algorithms.tp_comm_overlap import pipelined_reduce_forward, ring_exchange_forward
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllGather, Gemm, ReduceScatter, Wait
 from simulator.workloads.workload import Workload
@@ -58,10 +63,13 @@ from simulator.workloads.workload import Workload
 class Megatron1DSP(Megatron1D):
     """Megatron-LM 1-D with sequence parallelism on ``p`` ranks: the replicated region split by rows."""
 
+    tp_comm_overlap: bool = False
+    """Transformer Engine's userbuffers overlap of the forward's gathers and scatters (``tp_comm_overlap``)."""
     name: ClassVar[str] = "1d-sp"
     aliases: ClassVar[tuple[str, ...]] = ("megatron-sp",)
     summary: ClassVar[str] = ("Megatron-LM with sequence parallelism (Korthikanti et al. 2022): all-gather and "
                               "reduce-scatter around the 1-D linears, --gpus P")
+    supports_tp_comm_overlap: ClassVar[bool] = True
 
     def check(self, workload: Workload) -> None:
         """1-D's constraints, and M divisible by p (the sequence shards)."""
@@ -85,9 +93,14 @@ class Megatron1DSP(Megatron1D):
         return full
 
     def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
-        """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row)."""
+        """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row); chunked beside the GEMMs
+        under ``tp_comm_overlap``."""
         for r, rows, cols in self.output_blocks(lin):
-            if _column(lin):
+            if self.tp_comm_overlap and _column(lin):
+                ring_exchange_forward(b, self.p, r, lin, cols[1] - cols[0])
+            elif self.tp_comm_overlap:
+                pipelined_reduce_forward(b, self.p, r, lin, WORLD)
+            elif _column(lin):
                 x = self._gather(b, r, lin.x, lin.m, lin.k)
                 b.buffer(r, lin.y, (lin.m, cols[1] - cols[0]))
                 b.emit(r, Gemm(out=lin.y, a=x, b=lin.w))

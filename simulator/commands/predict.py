@@ -167,7 +167,10 @@ def _no_training_flags(args) -> None:
                                                 ("--optimizer", args.optimizer, "adam"),
                                                 ("--tp-sizes", args.tp_sizes, None),
                                                 ("--simulate-top", args.simulate_top, 4),
-                                                ("--bucket-mb", args.bucket_mb, 25.0)) if value != default]
+                                                ("--bucket-mb", args.bucket_mb, 25.0),
+                                                ("--no-async-tensor-model-parallel-allreduce", args.async_dgrad, True),
+                                                ("--tp-comm-overlap", args.tp_comm_overlap, False))
+             if value != default]
     if given:
         raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")
 

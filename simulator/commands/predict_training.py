@@ -107,7 +107,7 @@ def _options(args, workload: Workload) -> StepOptions:
                        zero=args.zero if args.zero is not None else 0, optimizer=args.optimizer,
                        recompute=args.recompute if args.recompute is not None else "none",
                        bucket_bytes=args.bucket_mb * 1e6,
-                       dtype=args.dtype, async_dgrad=args.async_dgrad)
+                       dtype=args.dtype, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap)
 
 
 def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
@@ -268,7 +268,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, winner.options.zero,
                                                          winner.options.recompute,
-                                                         options.layers, options.async_dgrad)]
+                                                         options.layers, options.async_dgrad,
+                                                         options.tp_comm_overlap)]
     return lines
 
 

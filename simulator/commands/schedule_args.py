@@ -82,10 +82,14 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = ""
 
 
 def add_async_dgrad_argument(group) -> None:
-    """Add Megatron-LM's ``--no-async-tensor-model-parallel-allreduce`` (dest ``async_dgrad``, default on)."""
+    """Add Megatron-LM's ``--no-async-tensor-model-parallel-allreduce`` (dest ``async_dgrad``, default on) and
+    ``--tp-comm-overlap`` (default off, as in Megatron-LM)."""
     group.add_argument("--no-async-tensor-model-parallel-allreduce", dest="async_dgrad", action="store_false",
                        help="1d/1d-sp: wait for each linear's input-gradient all-reduce (reduce-scatter) before its "
                             "weight-gradient GEMM (default: run them side by side, as Megatron-LM does)")
+    group.add_argument("--tp-comm-overlap", action="store_true",
+                       help="1d-sp: run the forward's all-gathers and reduce-scatters in chunks beside chunked "
+                            "GEMMs, as Megatron-LM's --tp-comm-overlap does with Transformer Engine (default off)")
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:
@@ -225,6 +229,8 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
                  if getattr(args, dest) is not None and getattr(args, dest) is not False]
         if getattr(args, "async_dgrad", True) is False:
             given.append("--no-async-tensor-model-parallel-allreduce")
+        if getattr(args, "tp_comm_overlap", False):
+            given.append("--tp-comm-overlap")
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
         schedule = load_schedule(args.schedule)
@@ -238,7 +244,11 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     workload = workload_from_args(args)
     grid = parse_grid(args.grid) if args.grid is not None else None
     if pipeline is not None:
+        if args.tp_comm_overlap:
+            raise InputError("--tp-comm-overlap with --pp: the pipelined schedule is not lowered with it (its ring of "
+                             "sends is not remapped onto the stages); `tpsim predict --global-batch` times it "
+                             "per stage, or drop --pp")
         return lower_pipeline(args.algo, workload, args.layers, dtype=args.dtype, grid=grid, gpus=args.gpus,
                               overlap=args.overlap, async_dgrad=args.async_dgrad, **pipeline)
     return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
-                          overlap=args.overlap, async_dgrad=args.async_dgrad)
+                          overlap=args.overlap, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap)

@@ -9,7 +9,8 @@
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
   ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. A plan timed without
   Megatron-LM's asynchronous dX communication says so with ``--no-async-tensor-model-parallel-allreduce``
-  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise). ZeRO-1 is Megatron-LM's
+  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise), and one timed with
+  Transformer Engine's forward overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
   distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
   ``--zero-stage``). Pure data parallelism with ZeRO-3 is what FSDP runs: a second line gives torchtitan's
   FSDP2 settings (``--parallelism.data_parallel_shard_degree``, ``--activation_checkpoint.mode``).
@@ -41,12 +42,14 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 
 
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
-              layers: int | None, async_dgrad: bool = True) -> list[str]:
+              layers: int | None, async_dgrad: bool = True, tp_comm_overlap: bool = False) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
     if not async_dgrad and a.tp > 1:
         args.append("--no-async-tensor-model-parallel-allreduce")
+    if tp_comm_overlap and a.algorithm == "1d-sp" and a.tp > 1:
+        args.append("--tp-comm-overlap")
     if a.pp > 1:
         args.append(f"--pipeline-model-parallel-size {a.pp}")
         if a.schedule == "interleaved" and layers:
@@ -80,11 +83,13 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
 
 
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
-                 recompute: str = "none", layers: int | None = None, async_dgrad: bool = True) -> list[str]:
+                 recompute: str = "none", layers: int | None = None, async_dgrad: bool = True,
+                 tp_comm_overlap: bool = False) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
-    the interleaved schedule's layers per virtual stage; ``async_dgrad`` as ``StepOptions``'."""
+    the interleaved schedule's layers per virtual stage; ``async_dgrad``, ``tp_comm_overlap`` as
+    ``StepOptions``'."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
-        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, async_dgrad)
+        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, async_dgrad, tp_comm_overlap)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

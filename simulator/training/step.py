@@ -84,6 +84,9 @@ class StepOptions:
     async_dgrad: bool = True
     """1d / 1d-sp: Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (its default;
     ``simulator.algorithms.megatron_1d``)."""
+    tp_comm_overlap: bool = False
+    """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters (Megatron-LM's
+    ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
@@ -167,12 +170,15 @@ class StepTime:
                 "comm": self.comm_breakdown()}
 
 
-def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str, async_dgrad: bool = False):
-    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid (``async_dgrad`` as
-    ``StepOptions``')."""
+def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str, async_dgrad: bool = False,
+                tp_comm_overlap: bool = False):
+    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid (``async_dgrad`` and
+    ``tp_comm_overlap`` as ``StepOptions``')."""
     t = a.tensor
-    if not algorithm_class(t.algorithm).square_grid:
-        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0], async_dgrad=async_dgrad)
+    cls = algorithm_class(t.algorithm)
+    if not cls.square_grid:
+        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0], async_dgrad=async_dgrad,
+                              tp_comm_overlap=tp_comm_overlap and cls.supports_tp_comm_overlap)
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
@@ -217,7 +223,8 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
                 router=None, algorithms: dict[str, str] | None = None, cache: dict | None = None) -> BlockTimes:
     """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
-    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, options.async_dgrad)
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, options.async_dgrad,
+           options.tp_comm_overlap)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -229,18 +236,20 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
             t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
         elif block.attention == "unfused":
             # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
-            attn = _time(build_block(a, block, "fwd", dtype), G, gpus, bound, router, algorithms, part="attn")
+            attn = _time(build_block(a, block, "fwd", dtype, tp_comm_overlap=options.tp_comm_overlap), G, gpus,
+                         bound, router, algorithms, part="attn")
             t["block_bwd"] = t["block_bwd"] + attn
         out = replace(base, passes=t)
         if cache is not None:
             cache[key] = out
         return out
-    asy = options.async_dgrad
-    fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype, asy)
+    asy, tco = options.async_dgrad, options.tp_comm_overlap
+    fwd_s, bwd_s = build_block(a, block, "fwd", dtype, tp_comm_overlap=tco), build_block(a, block, "bwd", dtype, asy)
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
     if head is not None:
-        head_f, head_b = build_block(a, head, "fwd", dtype), build_block(a, head, "bwd", dtype, asy)
+        head_f, head_b = (build_block(a, head, "fwd", dtype, tp_comm_overlap=tco),
+                          build_block(a, head, "bwd", dtype, asy))
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)
