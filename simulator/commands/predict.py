@@ -43,7 +43,7 @@ from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.fp8 import fp8_topology
 from simulator.limits import check_ranks
-from simulator.predict import arrangements, predict
+from simulator.predict import Overlaps, arrangements, predict
 from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
 from simulator.workers import MAX_WORKERS
@@ -138,7 +138,8 @@ def predict_command(args: argparse.Namespace) -> int:
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
-                       progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers)
+                       progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers,
+                       overlaps=Overlaps(args.async_dgrad, args.tp_comm_overlap))
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     layers = layers_of(args, workload)
     if workload.name == "transformer":
@@ -167,10 +168,7 @@ def _no_training_flags(args) -> None:
                                                 ("--optimizer", args.optimizer, "adam"),
                                                 ("--tp-sizes", args.tp_sizes, None),
                                                 ("--simulate-top", args.simulate_top, 4),
-                                                ("--bucket-mb", args.bucket_mb, 25.0),
-                                                ("--no-async-tensor-model-parallel-allreduce", args.async_dgrad, True),
-                                                ("--tp-comm-overlap", args.tp_comm_overlap, False))
-             if value != default]
+                                                ("--bucket-mb", args.bucket_mb, 25.0)) if value != default]
     if given:
         raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")
 
