@@ -168,7 +168,9 @@ def _no_training_flags(args) -> None:
                                                 ("--optimizer", args.optimizer, "adam"),
                                                 ("--tp-sizes", args.tp_sizes, None),
                                                 ("--simulate-top", args.simulate_top, 4),
-                                                ("--bucket-mb", args.bucket_mb, 25.0)) if value != default]
+                                                ("--bucket-mb", args.bucket_mb, 25.0),
+                                                ("--backward-prefetch", args.backward_prefetch, "BACKWARD_PRE"))
+             if value != default]
     if given:
         raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")
 

@@ -44,6 +44,7 @@ from simulator.timing.trace import write_trace
 from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
+from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
 from simulator.training.launch import launch_lines
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
@@ -84,6 +85,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                    "arrangements with the best bound (default 4); the rest show their contention-free bound")
     g.add_argument("--bucket-mb", type=float, default=25.0, metavar="MB", help="gradient bucket size in MB "
                    "(10^6 B; default 25, PyTorch DDP's bucket_cap_mb)")
+    g.add_argument("--backward-prefetch", default="BACKWARD_PRE", metavar="|".join(BACKWARD_PREFETCH),
+                   help="ZeRO-3: when FSDP all-gathers the next unit's parameters in the backward: before the "
+                        "current unit's gradients (BACKWARD_PRE, FSDP's default), after them, or on demand (NONE)")
 
 
 MAX_GLOBAL_BATCH = 1 << 20
@@ -107,7 +111,8 @@ def _options(args, workload: Workload) -> StepOptions:
                        zero=args.zero if args.zero is not None else 0, optimizer=args.optimizer,
                        recompute=args.recompute if args.recompute is not None else "none",
                        bucket_bytes=args.bucket_mb * 1e6,
-                       dtype=args.dtype, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap)
+                       dtype=args.dtype, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
+                       backward_prefetch=args.backward_prefetch)
 
 
 def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
@@ -269,7 +274,7 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
                                                          options.global_batch, winner.options.zero,
                                                          winner.options.recompute,
                                                          options.layers, options.async_dgrad,
-                                                         options.tp_comm_overlap)]
+                                                         options.tp_comm_overlap, options.backward_prefetch)]
     return lines
 
 

@@ -9,7 +9,8 @@
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
   ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. A plan timed without
   Megatron-LM's asynchronous dX communication says so with ``--no-async-tensor-model-parallel-allreduce``
-  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise), and one timed with
+  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise); ZeRO-3 timed with a
+  ``--backward-prefetch`` other than FSDP's default names it on a line of its own; and one timed with
   Transformer Engine's forward overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
   distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
   ``--zero-stage``). Pure data parallelism with ZeRO-3 is what FSDP runs: a second line gives torchtitan's
@@ -42,7 +43,8 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 
 
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
-              layers: int | None, async_dgrad: bool = True, tp_comm_overlap: bool = False) -> list[str]:
+              layers: int | None, async_dgrad: bool = True, tp_comm_overlap: bool = False,
+              backward_prefetch: str = "BACKWARD_PRE") -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -63,6 +65,9 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
         args.append("--use-distributed-optimizer")
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
+    named = "None" if backward_prefetch == "NONE" else f"BackwardPrefetch.{backward_prefetch}"
+    prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
+        if zero == 3 and backward_prefetch != "BACKWARD_PRE" else []
     if a.pp == 1:
         lines = ["Megatron-LM: " + " ".join(args),
                  f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
@@ -71,7 +76,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
             lines.append(f"  or torchtitan (FSDP2): --parallelism.data_parallel_shard_degree {a.dp} "
                          f"--activation_checkpoint.mode {recompute} --training.local_batch_size {micro_batch} "
                          f"--training.global_batch_size {global_batch}")
-        return lines
+        return lines + prefetch
     lines = ["Megatron-LM: " + " ".join(args),
              f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs, stage s on GPUs "
              f"s x {a.dp * a.tp} onwards; data-parallel size {a.dp} = {a.gpus} / ({a.tp} x {a.pp}), derived by "
@@ -84,12 +89,13 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
 
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
                  recompute: str = "none", layers: int | None = None, async_dgrad: bool = True,
-                 tp_comm_overlap: bool = False) -> list[str]:
+                 tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE") -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
-    the interleaved schedule's layers per virtual stage; ``async_dgrad``, ``tp_comm_overlap`` as
-    ``StepOptions``'."""
+    the interleaved schedule's layers per virtual stage; ``async_dgrad``, ``tp_comm_overlap``,
+    ``backward_prefetch`` as ``StepOptions``'."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
-        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, async_dgrad, tp_comm_overlap)
+        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, async_dgrad, tp_comm_overlap,
+                         backward_prefetch)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

@@ -24,8 +24,8 @@ step and all-gathers the updated parameters after the optimizer step (exposed: M
 only with ``--overlap-param-gather``); stages 2 and 3 keep only their shard of the gradients, so they
 reduce-scatter after every micro-batch's backward (DeepSpeed's ZeRO-2/3, each micro-batch's tail
 exposed); stage 3 also all-gathers every layer's parameters in each micro-batch's forward and backward,
-approximated as one all-gather stream of the rank's parameter buckets per pass, prefetched under that
-pass's compute (exposed: what exceeds it), and needs no all-gather after the update.
+unit by unit as PyTorch FSDP does (one unit per block, the next one's all-gather beside the current one's
+compute; ``simulator.training.fsdp_prefetch``), and needs no all-gather after the update.
 
 ``bound=True`` is the contention-free analytic model: ``simulator.timing.critical_path.analyze`` for the
 passes and closed-form collectives (``dp_reduce.bound_stream``) for the reduction, for ranking at scale.
@@ -51,6 +51,7 @@ from simulator.training.batching import micro_batches
 from simulator.training.comm_breakdown import breakdown
 from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
+from simulator.training.fsdp_prefetch import check_backward_prefetch, gather_times
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.optimizer_step import optimizer_step_s
@@ -87,6 +88,8 @@ class StepOptions:
     tp_comm_overlap: bool = False
     """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters (Megatron-LM's
     ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
+    backward_prefetch: str = "BACKWARD_PRE"
+    """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
@@ -94,6 +97,7 @@ class StepOptions:
                       vocab=self.vocab, tied=self.tied)
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
+        check_backward_prefetch(self.backward_prefetch)
 
 
 @dataclass(frozen=True)
@@ -315,11 +319,13 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
         hidden["dp"] = reductions * max(0.0, alone - tail)
         if options.zero == 1 or options.zero == 2:
             gathered = stream_s("all_gather", gather)
-        elif options.zero == 3:
-            ag = stream_s("all_gather", gather)
-            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s
-            gathered = m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
-            hidden["zero_gather"] = 2 * m * ag - gathered
+        elif options.zero == 3:  # FSDP's units, prefetched (simulator.training.fsdp_prefetch)
+            unit = stream_s("all_gather", [[Bucket(sum(layer_el[r]) * per, 0.0)] for r in range(a.tp)])
+            root = stream_s("all_gather", [[Bucket(embed_el[r] * per, 0.0)] for r in range(a.tp)])
+            fwd_x, bwd_x, total = gather_times(unit, root, L, t["block_fwd"].time_s, t["block_bwd"].time_s,
+                                               t["head_bwd"].time_s, options.backward_prefetch)
+            gathered = m * (fwd_x + bwd_x)
+            hidden["zero_gather"] = m * total - gathered
         dp += gathered
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
