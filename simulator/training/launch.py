@@ -9,7 +9,9 @@
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
   ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. A plan timed without
   Megatron-LM's asynchronous dX communication says so with ``--no-async-tensor-model-parallel-allreduce``
-  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise); ZeRO-3 timed with a
+  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise; with sequence
+  parallelism Megatron-LM always overlaps the re-gather and the reduce-scatter, which no flag turns off, so
+  the line says the plan was timed without it); ZeRO-3 timed with a
   ``--backward-prefetch`` other than FSDP's default names it on a line of its own; and one timed with
   Transformer Engine's forward overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
   distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
@@ -48,7 +50,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
-    if not async_dgrad and a.tp > 1:
+    if not async_dgrad and a.tp > 1 and a.algorithm != "1d-sp":
         args.append("--no-async-tensor-model-parallel-allreduce")
     if tp_comm_overlap and a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--tp-comm-overlap")
@@ -68,6 +70,8 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     named = "None" if backward_prefetch == "NONE" else f"BackwardPrefetch.{backward_prefetch}"
     prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
         if zero == 3 and backward_prefetch != "BACKWARD_PRE" else []
+    if not async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
+        prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
     if a.pp == 1:
         lines = ["Megatron-LM: " + " ".join(args),
                  f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
