@@ -171,9 +171,15 @@ class Megatron1D(Algorithm):
             b.emit(r, Gemm(out=dw, a=lin.x, b=dy, trans_a=True))
             self.wait_dgrad(b, r, lin)
 
+    @property
+    def overlaps_dgrad(self) -> bool:
+        """Whether the backward overlaps: ``async_dgrad`` on more than one rank (Megatron-LM's ``allreduce_dgrad``
+        needs a tensor-parallel world size > 1; on one rank there is nothing to communicate)."""
+        return self.async_dgrad and self.p > 1
+
     def dgrad_handle(self, lin: LinearNames) -> str | None:
-        """The handle of a column-parallel linear's dX communication under ``async_dgrad``, else None."""
-        return f"{lin.y}.dgrad" if self.async_dgrad and _column(lin) else None
+        """The handle of a column-parallel linear's dX communication where it overlaps, else None."""
+        return f"{lin.y}.dgrad" if self.overlaps_dgrad and _column(lin) else None
 
     def wait_dgrad(self, b: ScheduleBuilder, r: int, lin: LinearNames) -> None:
         """Rank r's wait for its dX communication after the dW GEMM, where ``dgrad_handle`` issued one."""

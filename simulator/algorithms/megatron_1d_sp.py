@@ -96,9 +96,10 @@ class Megatron1DSP(Megatron1D):
         """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row); chunked beside the GEMMs
         under ``tp_comm_overlap``."""
         for r, rows, cols in self.output_blocks(lin):
-            if self.tp_comm_overlap and _column(lin):
+            chunked = self.tp_comm_overlap and self.p > 1  # one rank: nothing to overlap (Megatron-LM drops SP)
+            if chunked and _column(lin):
                 ring_exchange_forward(b, self.p, r, lin, cols[1] - cols[0])
-            elif self.tp_comm_overlap:
+            elif chunked:
                 pipelined_reduce_forward(b, self.p, r, lin, WORLD)
             elif _column(lin):
                 x = self._gather(b, r, lin.x, lin.m, lin.k)
@@ -114,11 +115,11 @@ class Megatron1DSP(Megatron1D):
         """dX = reduce_scatter(dY_r W_r^T) (column), or dX_r = all_gather(dY) W_r^T (row)."""
         for r, rows, cols in self.input_blocks(lin):
             if _column(lin):
-                if self.async_dgrad:  # Megatron-LM gathers X for dW while the dX GEMM runs
+                if self.overlaps_dgrad:  # Megatron-LM gathers X for dW while the dX GEMM runs
                     self._gather(b, r, lin.x, lin.m, lin.k, f"{lin.y}.xgather")
                 part = b.buffer(r, f"{dx}_part", (lin.m, lin.k))
                 b.emit(r, Gemm(out=part, a=dy, b=lin.w, trans_b=True))
-                if self.async_dgrad:
+                if self.overlaps_dgrad:
                     b.emit(r, Wait(f"{lin.y}.xgather"))
                 b.buffer(r, dx, (rows[1] - rows[0], lin.k))
                 b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0, handle=self.dgrad_handle(lin)))
@@ -133,8 +134,8 @@ class Megatron1DSP(Megatron1D):
         for r, rows, cols in self.weight_blocks(lin):
             b.buffer(r, dw, (rows[1] - rows[0], cols[1] - cols[0]))
             if _column(lin):
-                # Under async_dgrad backward_input gathered X already.
-                x = f"{lin.x}_full" if self.async_dgrad else self._gather(b, r, lin.x, lin.m, lin.k)
+                # Overlapped, backward_input gathered X already.
+                x = f"{lin.x}_full" if self.overlaps_dgrad else self._gather(b, r, lin.x, lin.m, lin.k)
                 b.emit(r, Gemm(out=dw, a=x, b=dy, trans_a=True))
                 self.wait_dgrad(b, r, lin)
             else:

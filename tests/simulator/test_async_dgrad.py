@@ -33,7 +33,8 @@ def test_async_schedules_match_the_dense_reference_and_move_the_same_bytes(algor
         assert result.ok(1e-10), result.errors
         blocking = build_schedule(algorithm, workload, passes, "float64", gpus=p)
         assert [a.to_dict() for a in account(overlapped)] == [a.to_dict() for a in account(blocking)]
-        assert any(isinstance(op, Wait) for op in overlapped.programs[0])
+        # One rank has nothing to communicate: Megatron-LM overlaps only on more than one
+        assert any(isinstance(op, Wait) for op in overlapped.programs[0]) == (p > 1)
         assert not any(isinstance(op, Wait) for op in blocking.programs[0])
 
 
