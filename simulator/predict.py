@@ -59,7 +59,7 @@ from simulator.training.search import plan_training
 from simulator.workers import ordered_map
 from simulator.workloads.workload import Workload
 
-__all__ = ["Arrangement", "Prediction", "arrangements", "predict", "memory_bytes", "plan_training"]
+__all__ = ["Arrangement", "Overlaps", "Prediction", "arrangements", "predict", "memory_bytes", "plan_training"]
 
 log = logging.getLogger(__name__)
 
@@ -130,17 +130,32 @@ def memory_bytes(schedule: Schedule) -> int:
     return max((sum(spec.nbytes for spec in buffers.values()) for buffers in schedule.buffers), default=0)
 
 
-def _build(a: Arrangement, workload: Workload, passes: str, dtype: str) -> Schedule:
-    if not algorithm_class(a.algorithm).square_grid:
-        return build_schedule(a.algorithm, workload, passes, dtype, gpus=a.grid[0])
+@dataclass(frozen=True)
+class Overlaps:
+    """The framework overlaps a 1-D schedule is built with (``build_schedule``'s flags of the same names)."""
+
+    async_dgrad: bool = False
+    """1d / 1d-sp: Megatron-LM's asynchronous dX communication beside the dW GEMM (the command's default)."""
+    tp_comm_overlap: bool = False
+    """1d-sp: Transformer Engine's chunked forward overlap (``--tp-comm-overlap``)."""
+
+
+NO_OVERLAPS = Overlaps()
+
+
+def _build(a: Arrangement, workload: Workload, passes: str, dtype: str, overlaps: Overlaps = NO_OVERLAPS) -> Schedule:
+    cls = algorithm_class(a.algorithm)
+    if not cls.square_grid:
+        return build_schedule(a.algorithm, workload, passes, dtype, gpus=a.grid[0], async_dgrad=overlaps.async_dgrad,
+                              tp_comm_overlap=overlaps.tp_comm_overlap and cls.supports_tp_comm_overlap)
     return build_schedule(a.algorithm, workload, passes, dtype, grid=a.grid, overlap=a.overlap)
 
 
 def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str = "both", dtype: str = "bfloat16",
-                algorithms: dict[str, str] | None = None, router=None) -> Prediction:
+                algorithms: dict[str, str] | None = None, router=None, overlaps: Overlaps = NO_OVERLAPS) -> Prediction:
     """Build, simulate and bound one arrangement; a NotApplicable on the way makes it a skipped row."""
     try:
-        schedule = _build(a, workload, passes, dtype)
+        schedule = _build(a, workload, passes, dtype, overlaps)
         plan = plan_on_graph(schedule, G, a.placement)
     except NotApplicable as error:  # sizes that do not divide, a placement that does not fit
         return Prediction(a, skipped=str(error).splitlines()[0])
@@ -153,7 +168,7 @@ def predict_one(G: nx.DiGraph, a: Arrangement, workload: Workload, passes: str =
 def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", dtype: str = "bfloat16",
             algorithms: dict[str, str] | None = None, candidates: list[Arrangement] | None = None,
             progress: Callable[[Arrangement], None] | None = None, prune: bool = False,
-            workers: int = 1) -> list[Prediction]:
+            workers: int = 1, overlaps: Overlaps = NO_OVERLAPS) -> list[Prediction]:
     """Predictions for ``candidates`` (default: every arrangement of ``gpus``), ranked fastest first,
     skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes.
     ``prune``: bound first and simulate only what could win (module docstring). ``workers``: forked
@@ -162,9 +177,10 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
     candidates = arrangements(gpus) if candidates is None else candidates
     router = TopologyCache(G)  # one route and plan cache for every arrangement on this topology
     if prune:
-        return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers)
+        return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers, overlaps)
     rows = []
     one = functools.partial(predict_one, G, workload=workload, passes=passes, dtype=dtype, algorithms=algorithms,
+                            overlaps=overlaps,
                             router=router)
     for a, row in zip(candidates, ordered_map(one, candidates, workers)):
         rows.append(row)
@@ -176,22 +192,23 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
     return done + [r for r in rows if r.skipped]
 
 
-def _bounded(G, a: Arrangement, workload, passes, dtype, closed_forms) -> Prediction:
+def _bounded(G, a: Arrangement, workload, passes, dtype, closed_forms, overlaps=NO_OVERLAPS) -> Prediction:
     """``a``'s solo-rank bound and memory, neither compiled nor simulated; a skipped row where it does
     not apply."""
     try:
-        schedule = _build(a, workload, passes, dtype)
+        schedule = _build(a, workload, passes, dtype, overlaps)
         solo = solo_bound(schedule, G, a.placement, closed_forms=closed_forms)
     except NotApplicable as error:
         return Prediction(a, skipped=str(error).splitlines()[0])
     return Prediction(a, solo_s=solo, memory_bytes=memory_bytes(schedule), simulated=False)
 
 
-def _evaluated(G, row: Prediction, best: float | None, workload, passes, dtype, algorithms, router) -> Prediction:
+def _evaluated(G, row: Prediction, best: float | None, workload, passes, dtype, algorithms, router,
+               overlaps=NO_OVERLAPS) -> Prediction:
     """``row`` with its analytic bound, and simulated too unless that bound exceeds ``best``; one plan
     serves both."""
     a = row.arrangement
-    schedule = _build(a, workload, passes, dtype)
+    schedule = _build(a, workload, passes, dtype, overlaps)
     plan = plan_on_graph(schedule, G, a.placement)
     bound = analyze(schedule, G, a.placement, algorithms=algorithms, timeline=False, plan=plan, router=router)
     row = dataclasses.replace(row, analytic_s=bound.makespan_s, collectives=len(plan.instances))
@@ -206,7 +223,7 @@ def _same_program(a: Schedule, b: Schedule) -> bool:
     return a.groups == b.groups and a.buffers == b.buffers and a.programs == b.programs
 
 
-def _without_duplicates(rows, workload, passes, dtype) -> list[Prediction]:
+def _without_duplicates(rows, workload, passes, dtype, overlaps=NO_OVERLAPS) -> list[Prediction]:
     """``rows`` with each arrangement whose schedule equals an earlier one's (same placement) marked
     ``duplicate_of`` it: 2d [q,q,1] and summa25d [q,q,1] build the same program. Equal programs have
     equal bounds and memory, so only rows that share those are built again and compared."""
@@ -220,7 +237,7 @@ def _without_duplicates(rows, workload, passes, dtype) -> list[Prediction]:
             continue
         firsts: list[tuple[Prediction, Schedule]] = []  # one per distinct program, in listing order
         for row in members:
-            schedule = _build(row.arrangement, workload, passes, dtype)
+            schedule = _build(row.arrangement, workload, passes, dtype, overlaps)
             twin = next((first for first, theirs in firsts if _same_program(schedule, theirs)), None)
             if twin is None:
                 firsts.append((row, schedule))
@@ -230,7 +247,8 @@ def _without_duplicates(rows, workload, passes, dtype) -> list[Prediction]:
             for r in rows]
 
 
-def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers=1) -> list[Prediction]:
+def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers=1,
+            overlaps=NO_OVERLAPS) -> list[Prediction]:
     """``predict`` with pruning: bound everything cheaply, drop duplicates, then in bound order analyse
     and simulate each row while it could still win.
 
@@ -245,9 +263,9 @@ def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress
     closed_forms = ClosedForms(G, algorithms, router=router)
 
     def bounded(a):
-        return _bounded(G, a, workload, passes, dtype, closed_forms)
+        return _bounded(G, a, workload, passes, dtype, closed_forms, overlaps)
 
-    rows = _without_duplicates(list(ordered_map(bounded, candidates, workers)), workload, passes, dtype)
+    rows = _without_duplicates(list(ordered_map(bounded, candidates, workers)), workload, passes, dtype, overlaps)
     order = {a: i for i, a in enumerate(candidates)}
     by_bound = sorted((r for r in rows if not r.skipped and not r.duplicate_of),
                       key=lambda r: (r.solo_s, order[r.arrangement]))
@@ -261,7 +279,7 @@ def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress
             batch = [by_bound[i]] + list(itertools.takewhile(lambda r: best is None or r.solo_s <= best,
                                                              by_bound[i + 1:i + workers]))
             at = best
-            results = list(ordered_map(lambda r: _evaluated(G, r, at, workload, passes, dtype, algorithms, router),
+            results = list(ordered_map(lambda r: _evaluated(G, r, at, workload, passes, dtype, algorithms, router, overlaps),
                                        batch, workers))
         for k, row in enumerate(batch):
             if best is None or row.solo_s <= best:

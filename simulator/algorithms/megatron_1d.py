@@ -29,6 +29,13 @@ into each rank, 2(p-1)/p n (nccl-tests' bus factor):
 
 LayerNorm and bias traffic: none, in either pass. At p = 1 the four all-reduces are still emitted (on
 a one-rank group). ``tests/simulator/test_transformer_accounting.py`` holds the IR to these forms.
+
+``async_dgrad`` is Megatron-LM's asynchronous tensor-parallel communication in the backward
+(``LinearWithGradAccumulationAndAsyncCommunication`` in megatron/core/tensor_parallel/layers.py, on by
+default; ``--no-async-tensor-model-parallel-allreduce`` turned it off): a column-parallel linear issues
+the all-reduce of dX asynchronously and computes dW while it runs, waiting for it after the dW GEMM
+(Megatron-LM relies on CUDA_DEVICE_MAX_CONNECTIONS=1 to start the collective before the GEMM). The ops
+and their sizes are the same; only their order and a handle change, so the accounting above holds.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from typing import ClassVar
 from simulator.algorithms.base import Algorithm, Blocks, LinearNames
 from simulator.errors import InputError
 from simulator.ir.builder import ScheduleBuilder
-from simulator.ir.ops import AllReduce, Gemm
+from simulator.ir.ops import AllReduce, Gemm, Wait
 from simulator.workloads.workload import Workload
 
 WORLD = "world"
@@ -55,10 +62,13 @@ class Megatron1D(Algorithm):
     """Megatron-LM 1-D on ``p`` ranks: column- then row-parallel linears."""
 
     p: int
+    async_dgrad: bool = False
+    """Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (module docstring)."""
     name: ClassVar[str] = "1d"
     aliases: ClassVar[tuple[str, ...]] = ("megatron",)
     summary: ClassVar[str] = "Megatron-LM (Shoeybi et al. 2019): column- then row-parallel linears, --gpus P"
     square_grid: ClassVar[bool] = False
+    supports_async_dgrad: ClassVar[bool] = True
 
     @classmethod
     def legal_grids(cls, gpus: int) -> list[tuple[int, ...]]:
@@ -146,18 +156,36 @@ class Megatron1D(Algorithm):
                 b.emit(r, AllReduce(group=WORLD, buf=lin.y))
 
     def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
-        """dX = all_reduce(dY_r W_r^T) (column), or dX_r = dY W_r^T (row)."""
+        """dX = all_reduce(dY_r W_r^T) (column; asynchronous under ``async_dgrad``), or dX_r = dY W_r^T (row)."""
         for r, rows, cols in self.input_blocks(lin):
             b.buffer(r, dx, (lin.m, cols[1] - cols[0]))
             b.emit(r, Gemm(out=dx, a=dy, b=lin.w, trans_b=True))
             if _column(lin):
-                b.emit(r, AllReduce(group=WORLD, buf=dx))
+                b.emit(r, AllReduce(group=WORLD, buf=dx, handle=self.dgrad_handle(lin)))
 
     def backward_weight(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dw: str) -> None:
-        """dW_r = X^T dY_r (column), or dW_r = X_r^T dY (row): local either way."""
+        """dW_r = X^T dY_r (column), or dW_r = X_r^T dY (row): local either way; under ``async_dgrad`` a
+        column-parallel linear then waits for its dX all-reduce."""
         for r, rows, cols in self.weight_blocks(lin):
             b.buffer(r, dw, (rows[1] - rows[0], cols[1] - cols[0]))
             b.emit(r, Gemm(out=dw, a=lin.x, b=dy, trans_a=True))
+            self.wait_dgrad(b, r, lin)
+
+    @property
+    def overlaps_dgrad(self) -> bool:
+        """Whether the backward overlaps: ``async_dgrad`` on more than one rank (Megatron-LM's ``allreduce_dgrad``
+        needs a tensor-parallel world size > 1; on one rank there is nothing to communicate)."""
+        return self.async_dgrad and self.p > 1
+
+    def dgrad_handle(self, lin: LinearNames) -> str | None:
+        """The handle of a column-parallel linear's dX communication where it overlaps, else None."""
+        return f"{lin.y}.dgrad" if self.overlaps_dgrad and _column(lin) else None
+
+    def wait_dgrad(self, b: ScheduleBuilder, r: int, lin: LinearNames) -> None:
+        """Rank r's wait for its dX communication after the dW GEMM, where ``dgrad_handle`` issued one."""
+        handle = self.dgrad_handle(lin)
+        if handle is not None:
+            b.emit(r, Wait(handle))
 
 
 def _column(linear) -> bool:

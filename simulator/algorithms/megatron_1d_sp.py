@@ -35,6 +35,15 @@ differs: an all-reduce counts its buffer once, its reduce-scatter + all-gather h
 LayerNorm and bias traffic, backward only, p > 1: 6 all-reduces over p of [1, h] (dln1_g, dln1_b,
 dln2_g, dln2_b, dbproj, db2): payload 6h, received 12(p-1)/p h. Nothing in the forward. (At p = 1
 the linears' gathers and scatters are still emitted on a one-rank group; the vector all-reduces not.)
+
+Under ``async_dgrad`` (Megatron-LM's default, ``megatron_1d``) a column-parallel linear's backward runs
+as ``LinearWithGradAccumulationAndAsyncCommunication`` does with sequence parallelism: the re-gather of
+X is issued before the dX GEMM and waited for after it, then the reduce-scatter of dX is issued and runs
+beside the dW GEMM, waited for after it. Same ops and sizes, in that order.
+
+``tp_comm_overlap`` (Megatron-LM's ``--tp-comm-overlap``, off by default there too) runs the forward's
+gathers and reduce-scatters in chunks beside chunked GEMMs, as Transformer Engine's userbuffers do
+(``simulator.algorithms.tp_comm_overlap``); the backward is unchanged.
 """
 
 from __future__ import annotations
@@ -44,8 +53,9 @@ from typing import ClassVar
 
 from simulator.algorithms.base import Blocks, LinearNames
 from simulator.algorithms.megatron_1d import WORLD, Megatron1D, _column, _split
+from simulator.algorithms.tp_comm_overlap import pipelined_reduce_forward, ring_exchange_forward
 from simulator.ir.builder import ScheduleBuilder
-from simulator.ir.ops import AllGather, Gemm, ReduceScatter
+from simulator.ir.ops import AllGather, Gemm, ReduceScatter, Wait
 from simulator.workloads.workload import Workload
 
 
@@ -53,10 +63,13 @@ from simulator.workloads.workload import Workload
 class Megatron1DSP(Megatron1D):
     """Megatron-LM 1-D with sequence parallelism on ``p`` ranks: the replicated region split by rows."""
 
+    tp_comm_overlap: bool = False
+    """Transformer Engine's userbuffers overlap of the forward's gathers and scatters (``tp_comm_overlap``)."""
     name: ClassVar[str] = "1d-sp"
     aliases: ClassVar[tuple[str, ...]] = ("megatron-sp",)
     summary: ClassVar[str] = ("Megatron-LM with sequence parallelism (Korthikanti et al. 2022): all-gather and "
                               "reduce-scatter around the 1-D linears, --gpus P")
+    supports_tp_comm_overlap: ClassVar[bool] = True
 
     def check(self, workload: Workload) -> None:
         """1-D's constraints, and M divisible by p (the sequence shards)."""
@@ -72,16 +85,23 @@ class Megatron1DSP(Megatron1D):
     def output_blocks(self, lin: LinearNames) -> Blocks:
         return self._columns(lin.m, lin.n) if _column(lin) else self._shards(lin.m, lin.n)
 
-    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int) -> str:
-        """All-gather the shards of ``shard`` into ``<shard>_full`` [rows, cols] on rank r."""
+    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int, handle: str | None = None) -> str:
+        """All-gather the shards of ``shard`` into ``<shard>_full`` [rows, cols] on rank r (asynchronously
+        with ``handle``)."""
         full = b.buffer(r, f"{shard}_full", (rows, cols))
-        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0))
+        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0, handle=handle))
         return full
 
     def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
-        """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row)."""
+        """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row); chunked beside the GEMMs
+        under ``tp_comm_overlap``."""
         for r, rows, cols in self.output_blocks(lin):
-            if _column(lin):
+            chunked = self.tp_comm_overlap and self.p > 1  # one rank: nothing to overlap (Megatron-LM drops SP)
+            if chunked and _column(lin):
+                ring_exchange_forward(b, self.p, r, lin, cols[1] - cols[0])
+            elif chunked:
+                pipelined_reduce_forward(b, self.p, r, lin, WORLD)
+            elif _column(lin):
                 x = self._gather(b, r, lin.x, lin.m, lin.k)
                 b.buffer(r, lin.y, (lin.m, cols[1] - cols[0]))
                 b.emit(r, Gemm(out=lin.y, a=x, b=lin.w))
@@ -95,10 +115,14 @@ class Megatron1DSP(Megatron1D):
         """dX = reduce_scatter(dY_r W_r^T) (column), or dX_r = all_gather(dY) W_r^T (row)."""
         for r, rows, cols in self.input_blocks(lin):
             if _column(lin):
+                if self.overlaps_dgrad:  # Megatron-LM gathers X for dW while the dX GEMM runs
+                    self._gather(b, r, lin.x, lin.m, lin.k, f"{lin.y}.xgather")
                 part = b.buffer(r, f"{dx}_part", (lin.m, lin.k))
                 b.emit(r, Gemm(out=part, a=dy, b=lin.w, trans_b=True))
+                if self.overlaps_dgrad:
+                    b.emit(r, Wait(f"{lin.y}.xgather"))
                 b.buffer(r, dx, (rows[1] - rows[0], lin.k))
-                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0))
+                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0, handle=self.dgrad_handle(lin)))
             else:
                 full = self._gather(b, r, dy, lin.m, lin.n)
                 b.buffer(r, dx, (lin.m, cols[1] - cols[0]))
@@ -110,7 +134,9 @@ class Megatron1DSP(Megatron1D):
         for r, rows, cols in self.weight_blocks(lin):
             b.buffer(r, dw, (rows[1] - rows[0], cols[1] - cols[0]))
             if _column(lin):
-                x = self._gather(b, r, lin.x, lin.m, lin.k)
+                # Overlapped, backward_input gathered X already.
+                x = f"{lin.x}_full" if self.overlaps_dgrad else self._gather(b, r, lin.x, lin.m, lin.k)
                 b.emit(r, Gemm(out=dw, a=x, b=dy, trans_a=True))
+                self.wait_dgrad(b, r, lin)
             else:
                 b.emit(r, Gemm(out=dw, a=lin.x, b=f"{dy}_full", trans_a=True))

@@ -30,6 +30,7 @@ validator, the accounting and the simulator.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from simulator.algorithms.base import Algorithm
 from simulator.algorithms.cannon25d import Cannon25D
@@ -82,14 +83,22 @@ def legal_grids(algorithm: str, gpus: int) -> list[tuple[int, ...]]:
 
 def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dtype: str = "float32",
                    grid: tuple[int, ...] | None = None, gpus: int | None = None,
-                   overlap: bool = False) -> Schedule:
+                   overlap: bool = False, async_dgrad: bool = False, tp_comm_overlap: bool = False) -> Schedule:
     """The schedule of ``workload`` under ``algorithm``; InputError (NotApplicable for sizes that do not
     divide) naming any violated constraint.
 
     ``overlap`` (2d and summa25d) issues each SUMMA step's broadcasts one step ahead, asynchronously,
     so that communication overlaps compute; the schedule records it in ``options``.
+    ``async_dgrad`` (1d and 1d-sp; ignored by the others, which have no such linear) runs each linear's
+    input-gradient communication beside its weight-gradient GEMM, as Megatron-LM does by default
+    (``megatron_1d``); recorded as ``options["async_dgrad"]``. ``tp_comm_overlap`` (1d-sp only) chunks the
+    forward's gathers and reduce-scatters beside the GEMMs as Transformer Engine does
+    (``tp_comm_overlap``); recorded as ``options["tp_comm_overlap"]``.
     """
     cls = algorithm_class(algorithm)
+    if tp_comm_overlap and not cls.supports_tp_comm_overlap:
+        raise InputError(f"--tp-comm-overlap applies to 1d-sp (it overlaps sequence parallelism's gathers and "
+                         f"reduce-scatters), not {cls.name}")
     if overlap and not cls.supports_overlap:
         raise InputError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {cls.name}")
     if dtype not in DTYPES:
@@ -101,7 +110,17 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
         check_ranks(gpus, f"--gpus {gpus}")
     if grid is not None and len(grid) == 3 and min(grid) >= 1:
         check_ranks(math.prod(grid), f"--grid {','.join(map(str, grid))}")
-    schedule = compose(cls.on_grid(cls.resolve_grid(grid, gpus), overlap), workload, passes, dtype)
+    alg = cls.on_grid(cls.resolve_grid(grid, gpus), overlap)
+    async_dgrad = async_dgrad and cls.supports_async_dgrad
+    if async_dgrad:
+        alg = replace(alg, async_dgrad=True)
+    if tp_comm_overlap:
+        alg = replace(alg, tp_comm_overlap=True)
+    schedule = compose(alg, workload, passes, dtype)
     if overlap:
         schedule.options["overlap"] = True
+    if async_dgrad:
+        schedule.options["async_dgrad"] = True
+    if tp_comm_overlap:
+        schedule.options["tp_comm_overlap"] = True
     return schedule

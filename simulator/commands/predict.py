@@ -36,14 +36,14 @@ import sys
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
 from simulator.commands.defaults import default_gpus
 from simulator.commands.predict_training import add_training_plan_arguments, training_plan_command
-from simulator.commands.schedule_args import add_workload_arguments, layers_of, workload_from_args
+from simulator.commands.schedule_args import add_async_dgrad_argument, add_workload_arguments, layers_of, workload_from_args
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          parse_overrides)
 from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.fp8 import fp8_topology
 from simulator.limits import check_ranks
-from simulator.predict import arrangements, predict
+from simulator.predict import Overlaps, arrangements, predict
 from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
 from simulator.workers import MAX_WORKERS
@@ -69,6 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                    f"or the names the plan prints: {','.join(ALIASES)})")
     s.add_argument("--overlap", action="store_true",
                    help=f"also try {'/'.join(OVERLAP_ALGORITHMS)} with SUMMA prefetch")
+    add_async_dgrad_argument(s)
     s.add_argument("--no-prune", action="store_true",
                    help="simulate every arrangement (default: only those whose contention-free bound could "
                         "still beat the best simulated time, and no schedule twice)")
@@ -137,7 +138,8 @@ def predict_command(args: argparse.Namespace) -> int:
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
-                       progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers)
+                       progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers,
+                       overlaps=Overlaps(args.async_dgrad, args.tp_comm_overlap))
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     layers = layers_of(args, workload)
     if workload.name == "transformer":
@@ -166,7 +168,9 @@ def _no_training_flags(args) -> None:
                                                 ("--optimizer", args.optimizer, "adam"),
                                                 ("--tp-sizes", args.tp_sizes, None),
                                                 ("--simulate-top", args.simulate_top, 4),
-                                                ("--bucket-mb", args.bucket_mb, 25.0)) if value != default]
+                                                ("--bucket-mb", args.bucket_mb, 25.0),
+                                                ("--backward-prefetch", args.backward_prefetch, "BACKWARD_PRE"))
+             if value != default]
     if given:
         raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")
 

@@ -44,6 +44,7 @@ from simulator.timing.trace import write_trace
 from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
+from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
 from simulator.training.launch import launch_lines
 from simulator.training.main_grads import megatron_flags
 from simulator.training.memory_fit import memory_of
@@ -97,6 +98,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep and reduce the main gradients in bf16 (default under bf16: fp32, as Megatron-LM)")
     reduce.add_argument("--accumulate-allreduce-grads-in-fp32", dest="grad_reduce_in_fp32", action="store_true",
                         help="keep and reduce the main gradients in fp32 (the default under bf16; fp16: fp16)")
+    g.add_argument("--backward-prefetch", default="BACKWARD_PRE", metavar="|".join(BACKWARD_PREFETCH),
+                   help="ZeRO-3: when FSDP all-gathers the next unit's parameters in the backward: before the "
+                        "current unit's gradients (BACKWARD_PRE, FSDP's default), after them, or on demand (NONE)")
 
 
 MAX_GLOBAL_BATCH = 1 << 20
@@ -122,7 +126,9 @@ def _options(args, workload: Workload) -> StepOptions:
                        bucket_bytes=args.bucket_mb * 1e6,
                        dtype=args.dtype, overlap_grad_reduce=args.overlap_grad_reduce,
                        grad_reduce_in_fp32=args.grad_reduce_in_fp32,
-                       gradient_accumulation_fusion=args.gradient_accumulation_fusion)
+                       gradient_accumulation_fusion=args.gradient_accumulation_fusion,
+                       async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
+                       backward_prefetch=args.backward_prefetch)
 
 
 def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
@@ -232,6 +238,14 @@ def _row(i, r, width: int, best: float) -> str:
             f"{s.step_s / best:>6.2f}x  {s.model}")
 
 
+def comm_line(label: str, s) -> str:
+    """The plan's communication per kind, exposed (on the critical path) + hidden (under compute), per step."""
+    names = {"tp": "TP", "dp": "DP reduction", "zero_gather": "ZeRO all-gather", "pp": "PP"}
+    parts = [f"{names[k]} {format_time(v['exposed_s'])} + {format_time(v['hidden_s'])}"
+             for k, v in s.comm_breakdown().items() if v["total_s"] > 0]
+    return f"  communication of {label} per step, exposed + hidden: " + (", ".join(parts) or "none")
+
+
 def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> list[str]:
     """The ranked table: fitting rows, the rows that do not fit, the skipped ones; then the launch line."""
     fit = [r for r in rows if not r.skipped and r.fits is not False]
@@ -270,13 +284,15 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         lines.append(f"  note: {fit[0].arrangement.label}'s bound is below the best simulated step; it may be "
                      f"faster: raise --simulate-top to simulate it")
     if winner is not None:
+        lines.append(comm_line(winner.arrangement.label, winner.best))
         lines.append(f"  launch {winner.arrangement.label}:")
         o = winner.options
         reduction = megatron_flags(o.dtype, o.zero, winner.arrangement.dp, o.overlap_grad_reduce,
                                    o.grad_reduce_in_fp32, o.gradient_accumulation_fusion)
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, o.zero, o.recompute,
-                                                         options.layers, reduction)]
+                                                         options.layers, reduction, options.async_dgrad,
+                                                         options.tp_comm_overlap, options.backward_prefetch)]
     return lines
 
 

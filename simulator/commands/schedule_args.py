@@ -77,7 +77,19 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = ""
     group.add_argument("--overlap", action="store_true",
                        help=f"{'/'.join(OVERLAP_ALGORITHMS)}: prefetch each SUMMA step's broadcasts during the "
                             "previous gemm")
+    add_async_dgrad_argument(group)
     add_pipeline_arguments(parser)
+
+
+def add_async_dgrad_argument(group) -> None:
+    """Add Megatron-LM's ``--no-async-tensor-model-parallel-allreduce`` (dest ``async_dgrad``, default on) and
+    ``--tp-comm-overlap`` (default off, as in Megatron-LM)."""
+    group.add_argument("--no-async-tensor-model-parallel-allreduce", dest="async_dgrad", action="store_false",
+                       help="1d/1d-sp: wait for each linear's input-gradient all-reduce (reduce-scatter) before its "
+                            "weight-gradient GEMM (default: run them side by side, as Megatron-LM does)")
+    group.add_argument("--tp-comm-overlap", action="store_true",
+                       help="1d-sp: run the forward's all-gathers and reduce-scatters in chunks beside chunked "
+                            "GEMMs, as Megatron-LM's --tp-comm-overlap does with Transformer Engine (default off)")
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:
@@ -215,6 +227,10 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
         # `is`, not `in`: a given 0 (`--m 0`) equals False and must still count as given.
         given = [flag for flag, dest in GENERATOR_FLAGS.items()
                  if getattr(args, dest) is not None and getattr(args, dest) is not False]
+        if getattr(args, "async_dgrad", True) is False:
+            given.append("--no-async-tensor-model-parallel-allreduce")
+        if getattr(args, "tp_comm_overlap", False):
+            given.append("--tp-comm-overlap")
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
         schedule = load_schedule(args.schedule)
@@ -228,7 +244,11 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
     workload = workload_from_args(args)
     grid = parse_grid(args.grid) if args.grid is not None else None
     if pipeline is not None:
+        if args.tp_comm_overlap:
+            raise InputError("--tp-comm-overlap with --pp: the pipelined schedule is not lowered with it (its ring of "
+                             "sends is not remapped onto the stages); `tpsim predict --global-batch` times it "
+                             "per stage, or drop --pp")
         return lower_pipeline(args.algo, workload, args.layers, dtype=args.dtype, grid=grid, gpus=args.gpus,
-                              overlap=args.overlap, **pipeline)
+                              overlap=args.overlap, async_dgrad=args.async_dgrad, **pipeline)
     return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
-                          overlap=args.overlap)
+                          overlap=args.overlap, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap)

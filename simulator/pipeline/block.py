@@ -58,9 +58,10 @@ class BlockPieces:
 
     @classmethod
     def of(cls, algorithm: str, workload: Workload, dtype: str, grid: tuple[int, ...] | None = None,
-           gpus: int | None = None, overlap: bool = False) -> "BlockPieces":
+           gpus: int | None = None, overlap: bool = False, async_dgrad: bool = False) -> "BlockPieces":
         """Build the block with ``algorithm`` and cut it (module docstring); InputError from the generator."""
-        both = build_schedule(algorithm, workload, "both", dtype, grid=grid, gpus=gpus, overlap=overlap)
+        both = build_schedule(algorithm, workload, "both", dtype, grid=grid, gpus=gpus, overlap=overlap,
+                              async_dgrad=async_dgrad)
         fwd = build_schedule(algorithm, workload, "fwd", dtype, grid=grid, gpus=gpus, overlap=overlap)
         x, y = workload.input_names("fwd")[0], workload.output_names("fwd")[0]
         forward, backward, boundary, weights, weight_grads = [], [], [], [], []

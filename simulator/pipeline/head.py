@@ -48,10 +48,11 @@ class HeadPieces:
 
     @classmethod
     def of(cls, block: BlockPieces, workload: Workload, vocab: int, algorithm: str, dtype: str,
-           grid: tuple[int, ...] | None, gpus: int | None, overlap: bool) -> "HeadPieces":
+           grid: tuple[int, ...] | None, gpus: int | None, overlap: bool, async_dgrad: bool = False) -> "HeadPieces":
         """Build the head on the block's grid (``simulator.training.lm_head``) and join it to the block."""
         gemm = lm_head_workload(workload, vocab, block.tp)
-        both = build_schedule(algorithm, gemm, "both", dtype, grid=grid, gpus=gpus, overlap=overlap)
+        both = build_schedule(algorithm, gemm, "both", dtype, grid=grid, gpus=gpus, overlap=overlap,
+                              async_dgrad=async_dgrad)
         fwd = build_schedule(algorithm, gemm, "fwd", dtype, grid=grid, gpus=gpus, overlap=overlap)
         a, w = gemm.input_names("fwd")
         y, dy = workload.output_names("fwd")[0], grad(workload.output_names("fwd")[0])

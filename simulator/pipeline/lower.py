@@ -72,13 +72,14 @@ def pipeline_options(schedule: Schedule) -> dict | None:
 def lower_pipeline(algorithm: str, workload: Workload, layers: int, pp: int, micro_batches: int,
                    schedule: str = "1f1b", virtual_stages: int = 1, dtype: str = "float32",
                    grid: tuple[int, ...] | None = None, gpus: int | None = None, overlap: bool = False,
-                   vocab: int | None = None) -> Schedule:
+                   vocab: int | None = None, async_dgrad: bool = False) -> Schedule:
     """The pipelined step (module docstring); with ``vocab``, the LM head on the last stage
-    (``simulator.pipeline.head``). InputError for sizes that do not fit."""
+    (``simulator.pipeline.head``); ``async_dgrad`` as ``build_schedule``'s. InputError for sizes that do not
+    fit."""
     if workload.name != "transformer":
         raise InputError(f"--pp pipelines transformer blocks; --workload {workload.name} has none")
     check_pipeline_sizes(schedule, pp, micro_batches, virtual_stages, layers)
-    block = BlockPieces.of(algorithm, workload, dtype, grid=grid, gpus=gpus, overlap=overlap)
+    block = BlockPieces.of(algorithm, workload, dtype, grid=grid, gpus=gpus, overlap=overlap, async_dgrad=async_dgrad)
     check_ranks(pp * block.tp, f"--pp {pp} x {block.tp} tensor-parallel ranks")
     ops = sum(map(len, block.schedule.programs)) * layers * micro_batches
     if ops > MAX_PIPELINE_OPS:
@@ -89,7 +90,7 @@ def lower_pipeline(algorithm: str, workload: Workload, layers: int, pp: int, mic
     if vocab is not None:
         if not (isinstance(vocab, int) and vocab >= 1):
             raise InputError(f"--vocab must be an integer >= 1, got {vocab!r}")
-        head = HeadPieces.of(block, workload, vocab, algorithm, dtype, grid, gpus, overlap)
+        head = HeadPieces.of(block, workload, vocab, algorithm, dtype, grid, gpus, overlap, async_dgrad)
     return _Lowering(block, workload, layers, pp, micro_batches, schedule, virtual_stages, head).build()
 
 

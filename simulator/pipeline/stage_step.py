@@ -315,4 +315,4 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
                     busy[critical].comm_s, dp, opt, options.global_batch * block.seq / step,
                     model_util, flops, bt.passes, hardware_util, tflops, bubble_s=bubble,
                     pp_comm_s=sends + embedding, imbalance_s=busy[critical].time_s - min(b.time_s for b in busy),
-                    terms=terms)
+                    terms=terms, hidden={"tp": busy[critical].hidden_s}, zero_gather_s=gather)

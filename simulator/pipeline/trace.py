@@ -79,7 +79,8 @@ def step_trace(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: 
             records.append(_slice(rank, "all_gather", "ZeRO-1 parameter all_gather", clock + step.optimizer_s,
                                   clock + step.optimizer_s + gather))
     trace = chrome_trace(records, metadata={"arrangement": a.label, "step_time_s": step.step_s,
-                                            "model": step.model, "micro_batches": m},
+                                            "model": step.model, "micro_batches": m,
+                                            "comm": step.comm_breakdown()},
                          world_size=pp)
     for event in trace["traceEvents"]:  # processes are pipeline stages here, not tensor-parallel ranks
         if event.get("ph") == "M" and event["name"] == "process_name":

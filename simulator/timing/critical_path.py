@@ -48,6 +48,8 @@ class CriticalPath:
         world = len(plan.items)
         self.comm_s = [0.0] * world
         self.wait_s = [0.0] * world
+        self.shared_s = [0.0] * world
+        """Compute lost to collectives running beside it (``simulator.timing.sm_sharing``)."""
         self.finish_s: list[float | None] = [None] * world
 
 
@@ -64,8 +66,17 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float], timeline: 
     pending: list[tuple[Instance, int] | None] = [None] * world  # the blocking (instance, step) to settle
     blocked: dict[int, list[int]] = {}  # instance index -> ranks blocked on it, in blocking order
     ready = deque(range(world))
+    sharing = plan.sharing
+    busy = [0.0] * world  # compute so far, per rank
+    issued: list[dict] = [{} for _ in range(world)]  # asynchronous instance -> (issue time, busy then)
 
     def settle(rank: int, inst: Instance, step: int) -> None:
+        if issued[rank] and inst.index in issued[rank]:  # a wait: charge the compute beside it (sm_sharing)
+            at, before = issued[rank].pop(inst.index)
+            lost = sharing.extra_s(rank, inst.kind, at, busy[rank] - before, inst.start_s, inst.end_s, clock[rank])
+            out.shared_s[rank] += lost
+            clock[rank] += lost
+            out.starts[rank][step] = clock[rank]
         arrival = out.starts[rank][step]
         end, begun = inst.end_s, inst.start_s
         if end > arrival:
@@ -95,6 +106,7 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float], timeline: 
             if code == RUN:
                 starts[item[2]] = clock[rank]
                 clock[rank] += item[1]
+                busy[rank] += item[1]
                 continue
             inst, step = item[1], item[2]
             now = clock[rank]
@@ -108,6 +120,8 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float], timeline: 
                     inst.end_s = inst.start_s + comm_time(inst)
                     ready.extend(blocked.pop(inst.index, ()))
                 if item[3]:
+                    if sharing is not None:
+                        issued[rank][inst.index] = (now, busy[rank])
                     continue
             if inst.end_s is None:
                 blocked.setdefault(inst.index, []).append(rank)
@@ -165,8 +179,8 @@ def analyze(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | None
         plan = plan if plan is not None else plan_on_graph(schedule, G, placement, compute)
         compiled = time.perf_counter()
         walk = critical_path(plan, ClosedForms(G, algorithms, router=router), timeline)
-    per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], walk.comm_s[r], walk.wait_s[r],
-                               walk.finish_s[r]) for r in range(schedule.world_size))
+    per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r] + walk.shared_s[r], walk.comm_s[r],
+                               walk.wait_s[r], walk.finish_s[r]) for r in range(schedule.world_size))
     stats = {"instances": len(plan.instances), "collectives": sum(i.group is not None for i in plan.instances),
              "p2p": sum(i.group is None for i in plan.instances)}
     parts = part_times(plan, walk.starts, walk.ends, walk.waits, critical_rank(per_rank).rank)

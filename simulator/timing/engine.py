@@ -11,7 +11,9 @@ Semantics (the lock-step rules of ``simulator.ir.walk``, now with time):
   not completed yet. Time blocked there counts as waiting while the op had not started (a member had
   not issued it) and as communication after.
 
-Per rank, ``finish_s = compute_s + comm_s + wait_s`` exactly: a rank is always computing or blocked.
+Per rank, ``finish_s = compute_s + comm_s + wait_s + shared_s`` exactly: a rank is always computing or
+blocked, and ``shared_s`` is what its compute lost to the NCCL kernels of asynchronous collectives that
+ran beside it (``simulator.timing.sm_sharing``; charged when it waits for each).
 
 Speed: the hot loop touches only tuples from ``simulator.timing.plan``; simpy events are created only where a
 rank can block on another (an unfinished instance) or an instance must launch later than now, never
@@ -66,6 +68,8 @@ class Engine:
         self.waits = [zeros(len(d)) for d in plan.durations]
         self.comm_s = [0.0] * world
         self.wait_s = [0.0] * world
+        self.shared_s = [0.0] * world
+        """Compute lost to collectives running beside it (``simulator.timing.sm_sharing``)."""
         self.finish_s: list[float | None] = [None] * world
         self.position = [-1] * world  # the step a rank last blocked at, for the deadlock message
         self.running = world
@@ -113,12 +117,15 @@ class Engine:
         env = self.env
         starts, ends, waits = self.starts[rank], self.ends[rank], self.waits[rank]
         t = float(env.now)  # simpy starts at the int 0; keep every recorded time a float
-        comm = wait = 0.0
+        comm = wait = shared = busy = 0.0
+        sharing = self.plan.sharing
+        issued = {}  # asynchronous instance index -> (issue time, compute so far), for sharing
         for item in self.plan.items[rank]:
             code = item[0]
             if code == RUN:
                 starts[item[2]] = t
                 t += item[1]
+                busy += item[1]
                 continue
             inst, step = item[1], item[2]
             starts[step] = t
@@ -129,12 +136,20 @@ class Engine:
                 if inst.arrived == inst.expected:
                     self._arrive(inst)
                 if item[3]:
+                    if sharing is not None:
+                        issued[inst.index] = (t, busy)
                     continue  # asynchronous: its end is filled in from the instance afterwards
             if inst.end_s is None:
                 if inst.done is None:
                     inst.done = env.event()
                 self.position[rank] = step
                 yield inst.done
+            if issued and inst.index in issued:
+                at, before = issued.pop(inst.index)
+                lost = sharing.extra_s(rank, inst.kind, at, busy - before, inst.start_s, inst.end_s, t)
+                shared += lost
+                t += lost
+                starts[step] = t  # the wait begins once the slowed compute has ended
             end = inst.end_s
             if end > t:
                 ends[step] = end
@@ -150,6 +165,7 @@ class Engine:
                 ends[step] = t
         self.comm_s[rank] = comm
         self.wait_s[rank] = wait
+        self.shared_s[rank] = shared
         self.finish_s[rank] = t
         self.running -= 1
 

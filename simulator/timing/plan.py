@@ -80,6 +80,9 @@ class Plan:
         self.durations = durations
         self.instances = instances
         self.compute_s = [sum(d) for d in durations]
+        self.sharing = None
+        """A ``simulator.timing.sm_sharing.SmSharing``: what a GEMM beside an asynchronous collective loses;
+        None: nothing (``plan_on_graph`` sets it from the topology)."""
 
     def reset(self) -> None:
         """Clear the instances' timing so the plan can be run again."""

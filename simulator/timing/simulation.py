@@ -26,6 +26,7 @@ from simulator.network.flow_network import FlowNetwork
 from simulator.timing.engine import Engine
 from simulator.timing.link_sampler import LinkSampler
 from simulator.timing.plan import Instance, Plan, compile_schedule
+from simulator.timing.sm_sharing import SmSharing
 from simulator.timing.parts import part_times
 from simulator.timing.results import LinkUsage, RankTimes, SimResult, Timeline, critical_rank
 from topologies import link_name, resolve_placement
@@ -48,7 +49,9 @@ def plan_on_graph(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] 
         gpus = resolve_placement(placement, G, schedule.world_size, grid)
     devices = [G.nodes[g]["device"] for g in gpus]
     config = compute or ComputeConfig.from_sim(G.graph.get("sim"))
-    return compile_schedule(schedule, gpus, devices, ComputeModel(config))
+    plan = compile_schedule(schedule, gpus, devices, ComputeModel(config))
+    plan.sharing = SmSharing.on_graph(G, list(gpus))
+    return plan
 
 
 class NetworkBackend:
@@ -106,8 +109,9 @@ def simulate(schedule: Schedule, G: nx.DiGraph, placement: str | list[str] | Non
         if timeline:
             engine.fill_timeline()
     makespan = max(engine.finish_s, default=0.0)
-    per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r], engine.comm_s[r], engine.wait_s[r],
-                               engine.finish_s[r]) for r in range(schedule.world_size))
+    # Compute slowed by collectives beside it (``sm_sharing``) is compute time.
+    per_rank = tuple(RankTimes(r, plan.gpus[r], plan.compute_s[r] + engine.shared_s[r], engine.comm_s[r],
+                               engine.wait_s[r], engine.finish_s[r]) for r in range(schedule.world_size))
     links = link_usage(G, backend.net.link_stats(), makespan)
     parts = part_times(plan, engine.starts, engine.ends, engine.waits, critical_rank(per_rank).rank)
     net = backend.net

@@ -13,6 +13,8 @@ module              what it holds
 ``optimizer_step``  the optimizer update as a memory-bound pass over its state
 ``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
+``comm_breakdown``  a step's communication per kind, exposed (critical path) + hidden (under compute)
+``fsdp_prefetch``   ZeRO-3's all-gathers unit by unit, as FSDP prefetches them (``--backward-prefetch``)
 ``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
 ``memory_fit``      memory per GPU of an arrangement (``simulator.memory``) and the usable device memory
 ``launch``          the winner's launch line: Megatron-LM arguments or Colossal-AI's tensor config
@@ -20,5 +22,5 @@ module              what it holds
 ==================  ================================================================================
 """
 
-__all__ = ["arrangement", "batching", "dp_reduce", "flops", "gradients", "launch", "lm_head", "memory_fit", "settings",
+__all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "memory_fit", "settings",
            "optimizer_step", "placement", "search", "step"]

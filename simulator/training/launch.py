@@ -7,7 +7,13 @@
   ``--global-batch-size G``; Megatron-LM derives the data-parallel size as world size / (T x P). It has no
   GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
-  ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. ZeRO-1 is Megatron-LM's
+  ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. A plan timed without
+  Megatron-LM's asynchronous dX communication says so with ``--no-async-tensor-model-parallel-allreduce``
+  (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise; with sequence
+  parallelism Megatron-LM always overlaps the re-gather and the reduce-scatter, which no flag turns off, so
+  the line says the plan was timed without it); ZeRO-3 timed with a
+  ``--backward-prefetch`` other than FSDP's default names it on a line of its own; and one timed with
+  Transformer Engine's forward overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
   distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
   ``--zero-stage``). Pure data parallelism with ZeRO-3 is what FSDP runs: a second line gives torchtitan's
   FSDP2 settings (``--parallelism.data_parallel_shard_degree``, ``--activation_checkpoint.mode``).
@@ -39,10 +45,15 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 
 
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
-              layers: int | None, reduction: tuple[str, ...] = ()) -> list[str]:
+              layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
+              tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE") -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
+    if not async_dgrad and a.tp > 1 and a.algorithm != "1d-sp":
+        args.append("--no-async-tensor-model-parallel-allreduce")
+    if tp_comm_overlap and a.algorithm == "1d-sp" and a.tp > 1:
+        args.append("--tp-comm-overlap")
     if a.pp > 1:
         args.append(f"--pipeline-model-parallel-size {a.pp}")
         if a.schedule == "interleaved" and layers:
@@ -57,6 +68,11 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
     args += reduction
+    named = "None" if backward_prefetch == "NONE" else f"BackwardPrefetch.{backward_prefetch}"
+    prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
+        if zero == 3 and backward_prefetch != "BACKWARD_PRE" else []
+    if not async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
+        prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
     if a.pp == 1:
         lines = ["Megatron-LM: " + " ".join(args),
                  f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
@@ -65,7 +81,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
             lines.append(f"  or torchtitan (FSDP2): --parallelism.data_parallel_shard_degree {a.dp} "
                          f"--activation_checkpoint.mode {recompute} --training.local_batch_size {micro_batch} "
                          f"--training.global_batch_size {global_batch}")
-        return lines
+        return lines + prefetch
     lines = ["Megatron-LM: " + " ".join(args),
              f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs, stage s on GPUs "
              f"s x {a.dp * a.tp} onwards; data-parallel size {a.dp} = {a.gpus} / ({a.tp} x {a.pp}), derived by "
@@ -77,12 +93,16 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
 
 
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
-                 recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = ()) -> list[str]:
+                 recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = (),
+                 async_dgrad: bool = True, tp_comm_overlap: bool = False,
+                 backward_prefetch: str = "BACKWARD_PRE") -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
-    arguments (``simulator.training.main_grads.megatron_flags``)."""
+    arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
+    ``backward_prefetch`` as ``StepOptions``'."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
-        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction)
+        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
+                         tp_comm_overlap, backward_prefetch)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

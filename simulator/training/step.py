@@ -24,8 +24,8 @@ step and all-gathers the updated parameters after the optimizer step (exposed: M
 only with ``--overlap-param-gather``); stages 2 and 3 keep only their shard of the gradients, so they
 reduce-scatter after every micro-batch's backward (DeepSpeed's ZeRO-2/3, each micro-batch's tail
 exposed); stage 3 also all-gathers every layer's parameters in each micro-batch's forward and backward,
-approximated as one all-gather stream of the rank's parameter buckets per pass, prefetched under that
-pass's compute (exposed: what exceeds it), and needs no all-gather after the update.
+unit by unit as PyTorch FSDP does (one unit per block, the next one's all-gather beside the current one's
+compute; ``simulator.training.fsdp_prefetch``), and needs no all-gather after the update.
 
 ``bound=True`` is the contention-free analytic model: ``simulator.timing.critical_path.analyze`` for the
 passes and closed-form collectives (``dp_reduce.bound_stream``) for the reduction, for ranking at scale.
@@ -44,11 +44,14 @@ from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
 from simulator.timing.critical_path import analyze
-from simulator.timing.simulation import simulate
+from simulator.timing.results import critical_rank
+from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
+from simulator.training.comm_breakdown import breakdown
 from simulator.training.dp_reduce import bound_stream, simulate_waves
 from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
+from simulator.training.fsdp_prefetch import check_backward_prefetch, gather_times
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.embedding_loss import head_extras
@@ -89,6 +92,14 @@ class StepOptions:
     gradient_accumulation_fusion: bool = True
     """Megatron-LM's default: the weight-gradient GEMMs accumulate into the main gradients; False: each
     micro-batch's backward adds them in a memory pass (``main_grads.accumulation_bytes``)."""
+    async_dgrad: bool = True
+    """1d / 1d-sp: Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (its default;
+    ``simulator.algorithms.megatron_1d``)."""
+    tp_comm_overlap: bool = False
+    """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters (Megatron-LM's
+    ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
+    backward_prefetch: str = "BACKWARD_PRE"
+    """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
@@ -96,6 +107,7 @@ class StepOptions:
                       vocab=self.vocab, tied=self.tied)
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
+        check_backward_prefetch(self.backward_prefetch)
 
 
 @dataclass(frozen=True)
@@ -106,12 +118,16 @@ class PassTime:
     compute_s: float
     comm_s: float
     """Exposed tensor-parallel communication, waiting for peers included."""
+    hidden_s: float = 0.0
+    """Hidden tensor-parallel communication: the critical rank's collectives' time that ran under its compute
+    (asynchronous ones, ``StepOptions.async_dgrad``); ``comm_s + hidden_s`` is all of it."""
 
     def __add__(self, other: "PassTime") -> "PassTime":
-        return PassTime(self.time_s + other.time_s, self.compute_s + other.compute_s, self.comm_s + other.comm_s)
+        return PassTime(self.time_s + other.time_s, self.compute_s + other.compute_s, self.comm_s + other.comm_s,
+                        self.hidden_s + other.hidden_s)
 
     def __mul__(self, k: float) -> "PassTime":
-        return PassTime(self.time_s * k, self.compute_s * k, self.comm_s * k)
+        return PassTime(self.time_s * k, self.compute_s * k, self.comm_s * k, self.hidden_s * k)
 
 
 @dataclass(frozen=True)
@@ -150,6 +166,15 @@ class StepTime:
     terms: dict = field(default_factory=dict, compare=False)
     """Seconds per step of the work outside the layers, by name: each optimizer pass
     (``simulator.training.optimizer_step``) and ``embedding_loss`` (``simulator.training.embedding_loss``)."""
+    hidden: dict = field(default_factory=dict, compare=False)
+    """Communication that ran under compute, per kind ("tp", "dp", "zero_gather"), seconds per step
+    (``simulator.training.comm_breakdown``)."""
+    zero_gather_s: float = 0.0
+    """The part of ``dp_comm_s`` that is ZeRO's parameter all-gathers (exposed)."""
+
+    def comm_breakdown(self) -> dict:
+        """Per kind of communication: {"exposed_s", "hidden_s", "total_s"} (``comm_breakdown.breakdown``)."""
+        return breakdown(self)
 
     def to_dict(self) -> dict:
         return {**self.arrangement.to_dict(), "model": self.model, "micro_batch": self.micro_batch,
@@ -158,28 +183,37 @@ class StepTime:
                 "bubble_s": self.bubble_s, "pp_comm_s": self.pp_comm_s, "imbalance_s": self.imbalance_s,
                 "tokens_per_s": self.tokens_per_s, "mfu": self.mfu, "flops_per_step": self.flops_per_step,
                 "hfu": self.hfu, "tflops_per_gpu": self.tflops_per_gpu, "terms_s": dict(self.terms),
-                "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s}
-                           for k, p in self.passes.items()}}
+                "passes": {k: {"time_s": p.time_s, "compute_s": p.compute_s, "comm_s": p.comm_s,
+                               "comm_hidden_s": p.hidden_s} for k, p in self.passes.items()},
+                "comm": self.comm_breakdown()}
 
 
-def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str):
-    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid."""
+def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str, async_dgrad: bool = False,
+                tp_comm_overlap: bool = False):
+    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid (``async_dgrad`` and
+    ``tp_comm_overlap`` as ``StepOptions``')."""
     t = a.tensor
-    if not algorithm_class(t.algorithm).square_grid:
-        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0])
+    cls = algorithm_class(t.algorithm)
+    if not cls.square_grid:
+        return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0], async_dgrad=async_dgrad,
+                              tp_comm_overlap=tp_comm_overlap and cls.supports_tp_comm_overlap)
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
 def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None) -> PassTime:
     run = analyze if bound else simulate
-    r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router)
+    plan = plan_on_graph(schedule, G, gpus)
+    r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router, plan=plan)
     if part is not None:  # one layer part of the critical rank (recompute's share)
         p = r.parts.get(part)
         comm = 0.0 if p is None or schedule.world_size == 1 else p.comm_s + p.wait_s
         return PassTime(0.0, 0.0, 0.0) if p is None else PassTime(p.compute_s + comm, p.compute_s, comm)
     if schedule.world_size == 1:  # Megatron-LM skips a 1-rank group's collectives (returns the input)
         return PassTime(r.compute_s, r.compute_s, 0.0)
-    return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s)
+    # Hidden: the critical rank's collectives' time less what it spent blocked on them.
+    rank = critical_rank(r.per_rank).rank
+    total = sum(i.end_s - i.start_s for i in plan.instances if rank in i.ranks)
+    return PassTime(r.makespan_s, r.compute_s, r.comm_s + r.wait_s, max(0.0, total - r.comm_s))
 
 
 @dataclass(frozen=True)
@@ -212,7 +246,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
     g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
     key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g,
-           options.gradient_accumulation_fusion)
+           options.gradient_accumulation_fusion, options.async_dgrad, options.tp_comm_overlap)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -224,17 +258,20 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
             t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
         elif block.attention == "unfused":
             # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
-            attn = _time(build_block(a, block, "fwd", dtype), G, gpus, bound, router, algorithms, part="attn")
+            attn = _time(build_block(a, block, "fwd", dtype, tp_comm_overlap=options.tp_comm_overlap), G, gpus,
+                         bound, router, algorithms, part="attn")
             t["block_bwd"] = t["block_bwd"] + attn
         out = replace(base, passes=t)
         if cache is not None:
             cache[key] = out
         return out
-    fwd_s, bwd_s = build_block(a, block, "fwd", dtype), build_block(a, block, "bwd", dtype)
+    asy, tco = options.async_dgrad, options.tp_comm_overlap
+    fwd_s, bwd_s = build_block(a, block, "fwd", dtype, tp_comm_overlap=tco), build_block(a, block, "bwd", dtype, asy)
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
     if head is not None:
-        head_f, head_b = build_block(a, head, "fwd", dtype), build_block(a, head, "bwd", dtype)
+        head_f, head_b = (build_block(a, head, "fwd", dtype, tp_comm_overlap=tco),
+                          build_block(a, head, "bwd", dtype, asy))
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)
@@ -302,19 +339,30 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     def stream_s(kind: str, buckets) -> float:
         return reduce(G, groups, buckets, kind, router=router, algorithms=algorithms)
 
-    dp = 0.0
+    dp = gathered = 0.0
+    hidden = {"tp": m * micro.hidden_s}
     if a.dp > 1:
         kind = "all_reduce" if options.zero == 0 else "reduce_scatter"
         tail = max(0.0, stream_s(kind, streams) - bwd_end)
-        dp += tail * (m if options.zero >= 2 else 1)
+        reductions = m if options.zero >= 2 else 1
+        dp += tail * reductions
         # Parameter buckets: the gradient buckets' elements in the parameters' dtype.
         gather = [[Bucket(b.nbytes * DTYPE_BYTES[dtype] / per, 0.0) for b in s] for s in streams]
+        # The reduction's own time: its buckets run back to back, all ready at once; hidden is what of it
+        # the backward covered.
+        alone = stream_s(kind, [[Bucket(b.nbytes, 0.0) for b in s] for s in streams])
+        hidden["dp"] = reductions * max(0.0, alone - tail)
         if options.zero == 1 or options.zero == 2:
-            dp += stream_s("all_gather", gather)
-        elif options.zero == 3:
-            ag = stream_s("all_gather", gather)
-            fwd_pass = L * t["block_fwd"].time_s + t["head_fwd"].time_s + t["embed_fwd"].time_s
-            dp += m * (max(0.0, ag - fwd_pass) + max(0.0, ag - bwd_end))
+            gathered = stream_s("all_gather", gather)
+        elif options.zero == 3:  # FSDP's units, prefetched (simulator.training.fsdp_prefetch)
+            params_b = DTYPE_BYTES[dtype]
+            unit = stream_s("all_gather", [[Bucket(sum(layer_el[r]) * params_b, 0.0)] for r in range(a.tp)])
+            root = stream_s("all_gather", [[Bucket(embed_el[r] * params_b, 0.0)] for r in range(a.tp)])
+            fwd_x, bwd_x, total = gather_times(unit, root, L, t["block_fwd"].time_s, t["block_bwd"].time_s,
+                                               t["head_bwd"].time_s, options.backward_prefetch)
+            gathered = m * (fwd_x + bwd_x)
+            hidden["zero_gather"] = m * total - gathered
+        dp += gathered
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
@@ -326,7 +374,8 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
-                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms)
+                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
+                    hidden=hidden, zero_gather_s=gathered)
 
 
 def utilisation(block: Workload, options: StepOptions, device: dict, config: ComputeConfig, step_s: float,

@@ -26,13 +26,25 @@ def test_quick_run_without_paths_never_writes_over_the_committed_outputs(capsys)
 
 @pytest.mark.parametrize("setup", ["no recomputation", "full recomputation", "selective recomputation"])
 def test_one_d_layer_rows_are_within_the_per_layer_bar(setup):
+    """The forward, and the backward without Megatron-LM's overlap, within the 8% bar."""
     row = next(r for r in repro_training.LAYER_ROWS if r.setup == setup)
-    fwd, bwd, _, bwd_comm = repro_training.layer_time(row.algorithm, row.recompute)
+    fwd, _, _, _ = repro_training.layer_time(row.algorithm, row.recompute)
+    _, blocking, _, blocking_comm = repro_training.layer_time(row.algorithm, row.recompute, async_dgrad=False)
     assert fwd == pytest.approx(row.forward_ms, rel=repro_training.PER_LAYER_TARGET)
-    assert bwd == pytest.approx(row.backward_ms, rel=repro_training.PER_LAYER_TARGET)
-    # The backward's tensor-parallel communication is exposed (no async overlap modelled): hiding it all
-    # would put the backward well below the published time.
-    assert bwd - bwd_comm < row.backward_ms
+    assert blocking == pytest.approx(row.backward_ms, rel=repro_training.PER_LAYER_TARGET)
+    # Hiding all of the exposed communication would put the backward well below the published time.
+    assert blocking - blocking_comm < row.backward_ms
+
+
+@pytest.mark.parametrize("setup", ["no recomputation", "full recomputation", "selective recomputation"])
+def test_with_megatrons_overlap_the_backward_rows_fall_below_the_published_time(setup):
+    """With the overlap (Megatron-LM's default, and tpsim's) the backward is faster than published: the
+    finding experiments/README.md reports. Should a change bring it within the bar, this test says so."""
+    row = next(r for r in repro_training.LAYER_ROWS if r.setup == setup)
+    _, bwd, _, _ = repro_training.layer_time(row.algorithm, row.recompute)
+    _, blocking, _, _ = repro_training.layer_time(row.algorithm, row.recompute, async_dgrad=False)
+    assert bwd < blocking < row.backward_ms * (1 + repro_training.PER_LAYER_TARGET)
+    assert bwd < row.backward_ms * (1 - repro_training.PER_LAYER_TARGET)
 
 
 def test_recomputation_adds_what_it_recomputes():

@@ -8,7 +8,8 @@ the executor need them to prove the sums), which Megatron-LM fuses into the weig
 (``--gradient-accumulation-fusion``: dW accumulated in the GEMM's epilogue) and the planner therefore does
 not charge. With those ops taken out of the flat schedule, the planner's step less its optimizer step
 (which the IR does not hold) must equal the flat makespan within 1%; with them in, the flat step is
-slower by about their streaming time."""
+slower by about their streaming time. Both run Megatron-LM's asynchronous dX communication (the default), and
+one case runs both without it."""
 
 from __future__ import annotations
 
@@ -45,14 +46,15 @@ def _without_accumulation(schedule):
     return dataclasses.replace(schedule, programs=programs, parts=parts)
 
 
-@pytest.mark.parametrize("algorithm, grid, pp, m, schedule, v", [
-    ("1d", (2,), 2, 4, "1f1b", 1),
-    ("1d", (2,), 4, 4, "1f1b", 1),
-    ("1d", (2,), 2, 4, "interleaved", 2),
-    ("1d-sp", (2,), 3, 3, "gpipe", 1),
-    ("2d", (2, 2, 1), 2, 2, "1f1b", 1),
+@pytest.mark.parametrize("algorithm, grid, pp, m, schedule, v, async_dgrad", [
+    ("1d", (2,), 2, 4, "1f1b", 1, True),
+    ("1d", (2,), 2, 4, "1f1b", 1, False),
+    ("1d", (2,), 4, 4, "1f1b", 1, True),
+    ("1d", (2,), 2, 4, "interleaved", 2, True),
+    ("1d-sp", (2,), 3, 3, "gpipe", 1, True),
+    ("2d", (2, 2, 1), 2, 2, "1f1b", 1, True),
 ])
-def test_the_step_from_block_times_equals_the_flat_simulation(algorithm, grid, pp, m, schedule, v):
+def test_the_step_from_block_times_equals_the_flat_simulation(algorithm, grid, pp, m, schedule, v, async_dgrad):
     block = BLOCK if algorithm != "2d" else Workload.transformer(batch=2, seq=512, hidden=1024, heads=16)  # whole rows
     layers = pp * v * 2
     tp = 1
@@ -61,10 +63,11 @@ def test_the_step_from_block_times_equals_the_flat_simulation(algorithm, grid, p
     G = load_graph(f"dgx-a100:{max(1, tp * pp // 8)}")
     square = len(grid) == 3
     flat = lower_pipeline(algorithm, block, layers, pp, m, schedule, v, dtype="bfloat16",
-                          grid=grid if square else None, gpus=None if square else tp)
+                          grid=grid if square else None, gpus=None if square else tp, async_dgrad=async_dgrad)
     flat_s = simulate(_without_accumulation(flat), G, None).makespan_s
     a = TrainingArrangement(Arrangement(algorithm, grid), 1, pp=pp, schedule=schedule, virtual_stages=v)
-    options = StepOptions(global_batch=m * block.batch, layers=layers, vocab=None, dtype="bfloat16")
+    options = StepOptions(global_batch=m * block.batch, layers=layers, vocab=None, dtype="bfloat16",
+                          async_dgrad=async_dgrad)
     planned = step_time(G, a, block, options)
     assert planned.dp_comm_s == 0.0
     assert planned.step_s - planned.optimizer_s == pytest.approx(flat_s, rel=0.01)

@@ -50,8 +50,12 @@ def _plan(capsys, dtype: str) -> dict:
 def test_fp8_speeds_the_linears_and_leaves_memory_and_communication_as_bfloat16(capsys) -> None:
     bf16, fp8 = _plan(capsys, "bfloat16"), _plan(capsys, "fp8")
     assert fp8["memory"] == bf16["memory"]
-    for comm in ("tp_comm_s", "dp_comm_s"):  # communication in bfloat16 either way (summed in another order)
-        assert fp8[comm] == pytest.approx(bf16[comm], rel=1e-12)
+    # Communication in bfloat16 either way (summed in another order); faster FP8 GEMMs hide less of the
+    # asynchronous dX communication, so what is the same is exposed + hidden, not the exposed part alone.
+    for kind in ("tp", "dp"):
+        assert fp8["comm"][kind]["total_s"] == pytest.approx(bf16["comm"][kind]["total_s"], rel=1e-12)
+    assert fp8["dp_comm_s"] == pytest.approx(bf16["dp_comm_s"], rel=1e-12)
+    assert fp8["tp_comm_s"] >= bf16["tp_comm_s"]
     assert fp8["compute_s"] < bf16["compute_s"] and fp8["step_time_s"] < bf16["step_time_s"]
     assert fp8["flops_per_step"] == bf16["flops_per_step"]
     # MFU against each run's own peak: FP8's is twice bfloat16's on an H100

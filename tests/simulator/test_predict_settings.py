@@ -97,7 +97,9 @@ def test_zero_picks_the_lowest_stage_that_fits(G):
     assert peaks[0] > peaks[1] > peaks[2] > peaks[3]
     row = plan(G, [DP], (peaks[2] + peaks[1]) // 2)[0]  # 2 fits, 0 and 1 do not: 3 is not tried
     assert row.fits and (row.options.zero, row.options.recompute) == (2, "none")
-    row = plan(G, [DP], peaks[3])[0]
+    # Only ZeRO-3 fits without recompute (with it, ZeRO-2 + full recompute fits too, and on this small,
+    # communication-bound block its step is the faster: FSDP's per-unit all-gathers are mostly exposed).
+    row = plan(G, [DP], peaks[3], recompute="none")[0]
     assert row.fits and row.options.zero == 3
     tight = plan(G, [DP], peaks[3] // 4)[0]  # nothing fits: the least-memory setting, shown as not fitting
     assert tight.fits is False and (tight.options.zero, tight.options.recompute) == (3, "full")

@@ -1,0 +1,70 @@
+"""Transformer Engine's userbuffers overlap of the sequence-parallel forward (Megatron-LM ``--tp-comm-overlap``).
+
+With sequence parallelism (``megatron_1d_sp``) each column-parallel linear all-gathers its input before the
+GEMM and each row-parallel linear reduce-scatters its output after it. Megatron-LM with
+``--tp-comm-overlap`` hands both to Transformer Engine's userbuffers (``initialize_ub`` in
+transformer_engine/pytorch/module/base.py), which splits the communication into chunks and runs each beside
+a GEMM on another chunk. Its default methods for the forward:
+
+- ``qkv_fprop``, ``fc1_fprop`` (all-gather + GEMM): ``ring_exchange``, ``num_splits`` = the tensor-parallel
+  size p, copy-engine sends (``use_ce``, one SM). ``ring_exchange_forward``: at step t rank r multiplies the
+  sequence shard it holds, r + t (mod p), while it sends that shard to rank r - 1 and receives shard
+  r + t + 1 from rank r + 1 (double-buffered); p GEMMs of [M/p, K] x [K, N/p], each result copied into its
+  rows of Y. The sends are p2p, which holds no SMs here (``simulator.timing.sm_sharing``): the copy engine
+  moves them.
+- ``proj_fprop``, ``fc2_fprop`` (GEMM + reduce-scatter): ``pipeline``, 4 splits, 16 SMs.
+  ``pipelined_reduce_forward``: the GEMM in p row chunks, chunk j being rank j's sequence shard, each
+  reduced onto rank j (a ``reduce`` rooted at j) while the next chunk's GEMM runs; the reduce of a chunk is
+  waited for before its buffer is written again. This is TE's pipeline with p splits (one per shard, so
+  that each chunk's reduction lands whole on its owner; TE's 4 splits stride the shards instead), and
+  its reduces hold NCCL's channels, where TE's kernel holds 16 SMs.
+
+What tpsim adds that TE does not do: each chunk's rows are copied (``slice`` ops) into Y, or out of X for
+the row-parallel GEMM, where TE's GEMMs address them in place: a memory pass of the chunk, a few percent
+of the GEMM. The chunked GEMMs are p times thinner, and the shape model times them so.
+"""
+
+from __future__ import annotations
+
+from simulator.algorithms.base import LinearNames
+from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import Gemm, Recv, Reduce, Send, Slice, Wait
+
+__all__ = ["ring_exchange_forward", "pipelined_reduce_forward"]
+
+
+def ring_exchange_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, cols: int) -> None:
+    """Rank r's Y [M, cols] = all_gather(X) W_r, the gather as a ring of sends beside p chunk GEMMs."""
+    rows = lin.m // p
+    b.buffer(r, lin.y, (lin.m, cols))
+    chunk = b.buffer(r, f"{lin.y}_chunk", (rows, cols))
+    held = lin.x
+    for t in range(p):
+        shard = (r + t) % p
+        more = t < p - 1
+        if more:
+            nxt = b.buffer(r, f"{lin.x}_ring{t % 2}", (rows, lin.k))
+            b.emit(r, Send(peer=(r - 1) % p, buf=held, handle=f"{lin.y}.s{t}"))
+            b.emit(r, Recv(peer=(r + 1) % p, buf=nxt, handle=f"{lin.y}.r{t}"))
+        b.emit(r, Gemm(out=chunk, a=held, b=lin.w))
+        b.emit(r, Slice(out=lin.y, src=chunk, out_rows=(shard * rows, (shard + 1) * rows)))
+        if more:
+            b.emit(r, Wait(f"{lin.y}.s{t}"))
+            b.emit(r, Wait(f"{lin.y}.r{t}"))
+            held = nxt
+
+
+def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str) -> None:
+    """Rank r's shard of Y = reduce_scatter(X_r W_r), as p chunk GEMMs each reduced onto its owner beside the
+    next chunk's GEMM."""
+    rows = lin.m // p
+    b.buffer(r, lin.y, (rows, lin.n))
+    x = b.buffer(r, f"{lin.x}_rows", (rows, lin.k // p))
+    for j in range(p):
+        part = b.buffer(r, f"{lin.y}_part{j % 2}", (rows, lin.n))
+        b.emit(r, Slice(out=x, src=lin.x, src_rows=(j * rows, (j + 1) * rows)))
+        b.emit(r, Gemm(out=part, a=x, b=lin.w))
+        b.emit(r, Reduce(group=group, root=j, buf=part, out=lin.y, handle=f"{lin.y}.rd{j}"))
+        if j > 0:  # part{(j+1) % 2} is written next: its reduce (chunk j - 1) must be done
+            b.emit(r, Wait(f"{lin.y}.rd{j - 1}"))
+    b.emit(r, Wait(f"{lin.y}.rd{p - 1}"))
