@@ -31,6 +31,7 @@ module                     what it holds
 ``fsdp_tables``            llm-foundry's MPT and torchtitan's Llama 3.1 8B FSDP throughput rows, as published
 ``repro_fsdp``             those FSDP rows, published vs predicted, with the GEMM cap and communication share varied
 ``fsdp_share_plot``        repro_fsdp's second PNG: each row's error against its communication share
+``gemm_cap_sweep``         the three training reproductions at once with every GEMM capped at one flat rate
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md; ``models/`` holds the model files
@@ -39,6 +40,6 @@ Their results and the lab notes behind them are in experiments/README.md; ``mode
 
 __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time",
            "calibration_holdout",
-           "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gpu_check",
+           "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap_sweep", "gpu_check",
            "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "published", "quiet_host",
            "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

@@ -10,7 +10,8 @@ searched between 1F1B and interleaved 1F1B, which the table does not state), on 
 ran it: the unfused attention kernel (FlashAttention came later), no distributed optimizer (ZeRO-0), the
 gradients reduced after the backward, not under it (``--no-overlap-grad-reduce``), for Table 1 (April
 2021) no gradient accumulation fusion (``--no-gradient-accumulation-fusion``; Megatron-LM added it in
-February 2022, before Table 5's runs), full
+February 2022, before Table 5's runs) and no asynchronous dX all-reduce beside the dW GEMM
+(``--no-async-tensor-model-parallel-allreduce``; Megatron-LM added it, on by default, in September 2021), full
 activation recomputation for Table 1 (its TFLOP/s count the recomputed forward, section 5.1), dropout 0.1,
 vocabulary 51,200.
 
@@ -68,8 +69,10 @@ def command(run: PipelineRun, pinned: bool = True) -> list[str]:
     # No distributed optimizer then, and the gradients reduced after the backward (Megatron-LM's
     # allreduce_gradients of 2021-22; --overlap-grad-reduce came in 2023).
     argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", "0", "--no-overlap-grad-reduce"]
-    if run in NARAYANAN_TABLE1:  # Megatron-LM of April 2021: gradient accumulation fusion came in February 2022
-        argv.append("--no-gradient-accumulation-fusion")
+    if run in NARAYANAN_TABLE1:  # Megatron-LM of April 2021: gradient accumulation fusion came in February 2022,
+        # the asynchronous dX all-reduce beside the dW GEMM in September 2021 (commit 16c90445, made the
+        # default by 3f652469, both 2021-09-02): the paper's runs all-reduced dX before the dW GEMM.
+        argv += ["--no-gradient-accumulation-fusion", "--no-async-tensor-model-parallel-allreduce"]
     if not pinned:
         return argv
     argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",

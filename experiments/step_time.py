@@ -49,6 +49,9 @@ class Step:
     data-parallel all-reduce then overlapping nothing."""
     attention: str = "unfused"
     """The attention kernel: the published runs these steps reproduce predate FlashAttention."""
+    async_dgrad: bool = False
+    """Megatron-LM's asynchronous dX all-reduce beside the dW GEMM: the published runs these steps reproduce
+    (2019-21) predate it (Megatron-LM added it, on by default, in September 2021)."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -74,7 +77,8 @@ class Step:
                 f"--algos {self.algorithm} --zero 0 --recompute {self.recompute} --dtype {self.dtype} "
                 f"--simulate-top {top}"
                 + (f" --bucket-mb {self.bucket_mb:g}" if self.bucket_mb != 25.0 else "")
-                + f" --attention {self.attention}")
+                + f" --attention {self.attention}"
+                + ("" if self.async_dgrad else " --no-async-tensor-model-parallel-allreduce"))
 
     @property
     def label(self) -> str:
@@ -88,6 +92,7 @@ def training_step(step: Step) -> StepTime:
     block = Workload.transformer(step.micro_batch, model.seq, model.hidden, model.heads, model.ffn, model.dropout,
                                  attention=step.attention)
     options = StepOptions(global_batch=step.global_batch, layers=model.layers, vocab=model.vocab,
-                          recompute=step.recompute, dtype=step.dtype, bucket_bytes=step.bucket_mb * 1e6)
+                          recompute=step.recompute, dtype=step.dtype, bucket_bytes=step.bucket_mb * 1e6,
+                          async_dgrad=step.async_dgrad)
     G, router = topology(step.topology)
     return step_time(G, step.arrangement(), block, options, bound=False, router=router)

@@ -10,7 +10,9 @@ module              what it holds
 ``gradients``       a rank's gradient bytes and its DDP-style buckets with their ready times
 ``dp_reduce``       the data-parallel reduction on the topology, all groups at once (and its bound)
 ``lm_head``         the embedding / LM head as the algorithm's own parallel linear; vocabulary padding
-``optimizer_step``  the optimizer update as a memory-bound pass over its state
+``optimizer_step``  Megatron-LM's optimizer passes (zero, scale, norm, Adam, copy), memory-bound
+``embedding_loss``  the embedding's and the vocabulary-parallel cross entropy's passes and collectives
+``main_grads``      the main gradients' dtype, ``--overlap-grad-reduce``, and accumulation fusion
 ``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
 ``comm_breakdown``  a step's communication per kind, exposed (critical path) + hidden (under compute)
@@ -22,5 +24,5 @@ module              what it holds
 ==================  ================================================================================
 """
 
-__all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "memory_fit", "settings",
+__all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
            "optimizer_step", "placement", "search", "step"]
