@@ -37,6 +37,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 
 from simulator.commands.defaults import default_schedule_gpus, topology_gpu_count
 from simulator.commands.pipeline_args import pipelined
@@ -54,6 +55,7 @@ from simulator.progress import Progress
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.timing.trace import simulated_trace, write_trace
+from simulator.training.main_grads import grad_bytes
 from simulator.workloads.attention_cost import selective_note
 from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import Workload
@@ -102,6 +104,8 @@ def _memory(args: argparse.Namespace, schedule):
     vocab = vocab_of(args) if transformer else None
     tied = model.tied if model is not None else True
     setup = setup_from_args(args, layers_of(args, schedule.workload), vocab, tied)
+    # Gradients as Megatron-LM keeps them for the schedule's dtype (fp32 main gradients under bf16), as predict.
+    setup = replace(setup, grad_bytes=grad_bytes(schedule.dtype, setup.zero, None))
     if not transformer or schedule.passes != "both" or pipelined(schedule) is not None:
         return None  # a pipelined step's memory per stage is the planner's (simulator.memory)
     return training_memory(schedule, setup)

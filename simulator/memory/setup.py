@@ -51,6 +51,9 @@ class TrainingSetup:
     """Vocabulary size for the embedding and LM head; None: no embedding counted."""
     tied: bool = True
     """Whether the input embedding is the LM head's weight (GPT); False: two [V, h] weights (Llama)."""
+    grad_bytes: int | None = None
+    """Bytes per kept gradient element; None: the parameters' dtype. Megatron-LM keeps its main gradients
+    in fp32 under bf16 (``simulator.training.main_grads.grad_bytes``)."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -63,6 +66,8 @@ class TrainingSetup:
             if not _is_int(value) or value < 1:
                 raise InputError(f"{flag} {value}: must be an integer >= 1")
             check_extent(value, f"{flag} {value}")
+        if self.grad_bytes is not None and self.grad_bytes not in (1, 2, 4, 8):
+            raise InputError(f"gradient element size {self.grad_bytes!r}: must be 1, 2, 4 or 8 bytes")
         if self.vocab is not None:
             if not _is_int(self.vocab) or self.vocab < 1:
                 raise InputError(f"vocabulary size {self.vocab}: must be an integer >= 1")

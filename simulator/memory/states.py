@@ -15,8 +15,9 @@ float64             8          8          adam 16, sgd 8                        
 
 SGD is counted as the usual mixed-precision SGD with momentum (PyTorch ``torch.optim.SGD(momentum=...)``
 keeps one momentum buffer per parameter; the fp32 master copy is the mixed-precision recipe's, as for
-Adam). Gradients are counted at the parameters' precision, as ZeRO does; Megatron-LM with bf16
-accumulates its main gradients in fp32 (4 B), which this table does not add.
+Adam). Gradients are counted at the parameters' precision, as ZeRO does, unless the setup says otherwise
+(``TrainingSetup.grad_bytes``): Megatron-LM with bf16 accumulates its main gradients in fp32 (4 B), so
+its bf16 training keeps 2 + 4 + 12 = 18 B per parameter (Megatron-LM's distributed-optimizer guide).
 
 ZeRO shards over the data-parallel group of ``dp`` ranks: stage 1 the optimizer state, 2 also the
 gradients, 3 also the parameters; a sharded state takes ceil(n / dp) elements per rank, as ZeRO's
@@ -55,6 +56,7 @@ def _share(elements: int, dp: int, sharded: bool) -> int:
 def state_items(groups: list[tuple[str, int]], dtype: str, setup: TrainingSetup) -> list[Item]:
     """The params, grads and optimizer items of parameter ``groups`` [(what, elements on this rank)]."""
     param, grad, opt = bytes_per_parameter(dtype, setup.optimizer)
+    grad = setup.grad_bytes or grad
     total = sum(n for _, n in groups)
     names = " + ".join(what for what, n in groups if n)
     dp, z = setup.dp, setup.zero

@@ -13,6 +13,7 @@ from __future__ import annotations
 from simulator.memory import TrainingSetup, training_memory
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
+from simulator.training.main_grads import grad_bytes
 from simulator.training.step import StepOptions, build_block
 from simulator.workloads.workload import Workload
 
@@ -23,7 +24,8 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
     """The memory breakdown of the rank with the largest peak, training ``block`` x layers on ``a``
     (pp > 1: a ``PipelineMemory``, the worst stage's figures)."""
     setup = TrainingSetup(optimizer=options.optimizer, zero=options.zero, recompute=options.recompute, dp=a.dp,
-                          layers=options.layers, vocab=options.vocab, tied=options.tied)
+                          layers=options.layers, vocab=options.vocab, tied=options.tied,
+                          grad_bytes=grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32))
     if a.pp == 1:  # the schedule depends on the tensor arrangement and the block only: built once per search
         key = ("both schedule", a.tensor, block, options.dtype)
         schedule = cache.get(key) if cache is not None else None

@@ -21,9 +21,12 @@ def test_json_memory_is_the_breakdown_of_the_flags(capsys):
     status, out, _ = run(capsys, "simulate", *BLOCK, "--layers", "6", "--zero", "1", "--dp", "4",
                          "--recompute", "selective", "--optimizer", "sgd", "--json")
     assert status == 0
-    schedule = build_schedule("1d-sp", Workload.transformer(2, 16, 64, 8, dropout=0.1), "both", "bfloat16", gpus=4)
+    # simulate runs Megatron-LM's asynchronous dX communication by default: its schedule keeps the handles.
+    schedule = build_schedule("1d-sp", Workload.transformer(2, 16, 64, 8, dropout=0.1), "both", "bfloat16", gpus=4,
+                              async_dgrad=True)
     # No --model: the embedding and LM head take GPT-2's vocabulary (--vocab's default).
-    setup = TrainingSetup(optimizer="sgd", zero=1, recompute="selective", dp=4, layers=6, vocab=50257)
+    # Main gradients in fp32 under bf16, as Megatron-LM keeps them.
+    setup = TrainingSetup(optimizer="sgd", zero=1, recompute="selective", dp=4, layers=6, vocab=50257, grad_bytes=4)
     assert json.loads(out)["memory"] == training_memory(schedule, setup).to_dict()
 
 
@@ -34,8 +37,10 @@ def test_model_preset_brings_its_vocabulary_and_layers(capsys):
     memory = json.loads(out)["memory"]
     model = preset("gpt3-125m")
     schedule = build_schedule("1d", Workload.transformer(1, model.seq, model.hidden, model.heads,
-                                                         dropout=model.dropout), "both", "bfloat16", gpus=4)
-    expected = training_memory(schedule, TrainingSetup(layers=model.layers, vocab=model.vocab)).to_dict()
+                                                         dropout=model.dropout), "both", "bfloat16", gpus=4,
+                              async_dgrad=True)
+    expected = training_memory(schedule, TrainingSetup(layers=model.layers, vocab=model.vocab,
+                                                                grad_bytes=4)).to_dict()
     assert memory == expected
     assert any("logits" in item["what"] for item in memory["items"])
 
