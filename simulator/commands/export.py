@@ -16,6 +16,7 @@ import argparse
 from collections import Counter
 
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.guard.schedules import before_build
 from simulator.commands.sim_args import add_topology_arguments, check_placement, format_time, load_graph, \
     parse_overrides
 from simulator.errors import InputError
@@ -70,7 +71,7 @@ def export_command(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology, args.calibration)
     check_placement(args.placement, G, None)
-    schedule = schedule_from_args(args)
+    schedule = schedule_from_args(args, before_build("tpsim export", args.force))
     check_placement(args.placement, G, schedule.world_size)
     if args.schedule is None:  # a file was validated as it loaded
         check_static(schedule, spread_ranks(schedule.world_size))
