@@ -65,9 +65,10 @@ def parse_grid(text: str) -> tuple[int, ...]:
     return grid
 
 
-def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = "") -> None:
+def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = "", force: bool = True) -> None:
     """Add the generator arguments and ``--schedule FILE`` to ``parser`` (``dtype_help``: what the element
-    type means to this command, added to ``--dtype``'s help)."""
+    type means to this command, added to ``--dtype``'s help), and ``--force`` (``simulator.guard``) unless
+    ``force`` is False (a command whose own ``--force`` says so too)."""
     group = parser.add_argument_group("schedule (generate one, or load --schedule FILE)")
     group.add_argument("--schedule", metavar="FILE|ORDER",
                        help="a schedule saved by `tpsim schedule --out`; with --pp, the pipeline order instead: "
@@ -81,7 +82,8 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = ""
                        help=f"{'/'.join(OVERLAP_ALGORITHMS)}: prefetch each SUMMA step's broadcasts during the "
                             "previous gemm")
     add_pipeline_arguments(parser)
-    add_force_argument(parser)
+    if force:
+        add_force_argument(parser)
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:
