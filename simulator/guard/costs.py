@@ -14,7 +14,7 @@ build 1d 4,096 / 3d [16,16,16] mlp                     4,096 ranks   0.16/0.35 s
 ``tpsim schedule`` 2d [64,64,1] mlp (full validation)  4.73 M ops    21.6 s      ``CHECK_US_PER_OP`` 4 us
 ``tpsim simulate`` (experiments/README.md's scale      1.2-9.5 M     16.5-126 s  ``SIMULATE_US_PER_OP`` 12 us
 table: 2d, cannon25d, summa25d at 4,096 and 16,384)    ops                       (events are 1.0-1.5x the ops),
-                                                                                 ``SIMULATE_BYTES_PER_OP`` 150 B
+                                                                                 ``SIMULATE_BYTES_PER_OP`` 80 B
 ``tpsim predict --gpus 1024 / 4096`` mlp               3.8 / 30.6 M  5.5/31.9 s  ``PREDICT_US_PER_OP`` 1.2 us of
                                                        ops (all                  every arrangement's ops (most
                                                        arrangements)             are bounded, a few simulated)
@@ -30,13 +30,18 @@ of 8 and 16 GPUs / of 2, 4 and 8                       {2,4,8} GPUs             
 s=1024 / 2048                                          GFLOP         377/878 MB  ``SCORES_COPIES`` 5
 =====================================================  ============  ==========  =================================
 
-How far off: the op counts are within 1.3x of built schedules (``simulator.guard.ops``); the rates
-above give 57 s for 2d at 4,096 GPUs (measured 51 s), 114 s for summa25d at 16,384 (126 s), 37 s for
-predict at 4,096 (32 s), 4.6 s at 1,024 (5.5 s): within 1.5x of every case measured, low where it
-misses by much, so a case that is refused really takes minutes. Calibration is the loosest: 20 s for
-the 8 and 16 GPU logs (measured 22 s), but 5.9 s for the 2, 4 and 8 GPU ones (1.2 s), both far under
-the budget; its cost follows the fit's knobs more than the ranks. Memory is a floor in the same spirit
-(the peak RSS was 0.3x-2.4x of ops x 150 B, the high end cannon25d's 644 MB at 1.8 M ops).
+How far off (``python -m experiments.guard_costs``, every case end to end in a fresh process; estimate /
+measured CPU seconds, then estimate / peak memory): schedule 2d at 1,024 and 4,096 GPUs 1.17 and 1.01,
+0.63 and 1.92; simulate summa25d at 1,024 0.85, 0.38;
+simulate 2d at 4,096 0.88 (61 s against 69 s), 2.02; predict at 1,024 0.87, 2.45 (both memory ratios
+measured at 150 B per simulated op, since lowered to 80 B: 1.2 and 1.5);
+topology show of 16,384 GPUs 1.00, 1.00; collective over 4,096 ranks 0.87, 0.43; verify 2d [8,8,1] 0.97,
+0.80; verify of a transformer at s = 2,048 0.80, 1.22. The time is within 1.25x everywhere measured
+and the memory within 2.5x, the simulation's memory now set low (cannon25d's 644 MB at 1.8 M ops is
+2.9x its estimate), so that a refusal is of work that really needs it. The op counts are within 1.3x
+of built schedules (``simulator.guard.ops``). Calibration is the loosest: 20 s for the 8 and 16 GPU
+logs (measured 22 s), but 5.9 s for the 2, 4 and 8 GPU ones (1.2 s), both far under the budget; its
+cost follows the fit's knobs more than the ranks.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ CHECK_US_PER_OP = 4.0
 """CPU microseconds per op of ``tpsim schedule``'s full validation (the dry run) and accounting."""
 SIMULATE_US_PER_OP = 12.0
 """CPU microseconds per op of ``tpsim simulate``: compiling, the simpy events and the flows it starts."""
-SIMULATE_BYTES_PER_OP = 150
+SIMULATE_BYTES_PER_OP = 80
 """Peak bytes per op of a simulation: the compiled plan, the events, the result rows."""
 PREDICT_US_PER_OP = 1.2
 """CPU microseconds per op of every arrangement ``tpsim predict`` considers (bound all, simulate a few)."""

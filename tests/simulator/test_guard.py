@@ -172,3 +172,26 @@ def test_verify_counts_the_attention_scores(capsys, monkeypatch):
                          "1", "--seq", "16384", "--hidden", "64", "--heads", "8")
     assert status == 2 and len(err.splitlines()) == 1, err
     assert "verifying 1d [2] transformer B=1 S=16384 H=64 A=8" in err and "more than the 64 GiB" in err
+
+
+def test_the_scale_benchmarks_run_without_force():
+    # experiments/bench_scale.py's cases (every algorithm at 4,096 GPUs, summa25d at 16,384, predict at 1,024 and
+    # 4,096) take one to two minutes here: the guard lets them run, estimated from their sizes alone.
+    from experiments.bench_scale import MLP as SCALE_MLP, cases
+    from simulator.algorithms.registry import ALGORITHMS, algorithm_class
+    from simulator.guard import REFUSE_AFTER_S
+    from simulator.guard.costs import simulate_estimate
+
+    workload = Workload.mlp(int(SCALE_MLP[SCALE_MLP.index("--m") + 1]), int(SCALE_MLP[SCALE_MLP.index("--hidden") + 1]))
+    for case in cases():
+        argv = list(case.argv)
+        gpus = 8 * int(argv[argv.index("--topology") + 1].split(":")[1])
+        if argv[0] == "predict":
+            estimate = predict_estimate(arrangements(gpus, ALGORITHMS, (None,), False), workload, "both")
+        else:
+            algorithm = argv[argv.index("--algo") + 1]
+            grid = (tuple(map(int, argv[argv.index("--grid") + 1].split(","))) if "--grid" in argv
+                    else algorithm_class(algorithm).resolve_grid(None, int(argv[argv.index("--gpus") + 1])))
+            ops, ranks = estimated_ops(algorithm, grid, workload)
+            estimate = simulate_estimate(ops, ranks, gpus, build=True)
+        assert estimate.seconds < REFUSE_AFTER_S and estimate.bytes < 4 << 30, (case.name, estimate)
