@@ -32,9 +32,11 @@ import sys
 from executor.bench_cases import BENCH_OPS, BenchSettings
 from executor.bench_memory import check_bench_memory
 from executor.bench_report import bench_record, bench_rows, host_info, tables
+from executor.bench_time import check_bench_time
 from executor.command import add_json_out_arguments, json_out_from_args
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
+from simulator.guard import add_force_argument
 from simulator.limits import check_local_ranks, check_shape, check_timeout
 from simulator.progress import Progress
 from simulator.sizes import parse_size
@@ -77,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
                    help="end the whole job after this long (default 3600)")
     add_json_out_arguments(p, "the tpsim-bench record", "the tables")
+    add_force_argument(p)
     p.set_defaults(func=bench_command)
 
 
@@ -165,6 +168,7 @@ def bench_command(args: argparse.Namespace) -> int:
     """`tpsim bench`."""
     note = json_out_from_args(args, "tpsim bench")
     settings = settings_from_args(args)
+    check_bench_time(settings, args.nproc, args.timeout, args.force)  # before the repetitions are built
     cases = settings.cases(args.nproc)
     if not cases:
         raise InputError(f"nothing to measure: --ops {','.join(settings.ops)} on --nproc {args.nproc} "

@@ -29,6 +29,7 @@ from executor.faults import Fault
 from simulator.commands.defaults import default_schedule_gpus
 from simulator.commands.pipeline_show import pipeline_line
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
+from simulator.guard.schedules import before_build
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
 from simulator.limits import check_local_ranks, check_seed, check_timeout, check_tolerance
@@ -168,7 +169,7 @@ def run_command(args: argparse.Namespace) -> int:
         default_schedule_gpus(args, args.nproc, "--nproc")
     note = json_out_from_args(args, "tpsim run")
     options = options_from_args(args)
-    schedule = schedule_from_args(args)
+    schedule = schedule_from_args(args, before_build("tpsim run", args.force))
     if args.nproc is None:
         args.nproc = schedule.world_size
         check_local_ranks(args.nproc, f"--nproc (the schedule's {schedule.world_size} ranks)")

@@ -117,11 +117,19 @@ def check_local_ranks(nproc: int, flag: str = "--nproc") -> None:
                          f"connection to every other); run more under torchrun on several hosts")
 
 
+TOPOLOGY_WATCHERS: list = []
+"""Callables ``watch(gpus, what)`` that ``check_topology_gpus`` calls, once the size passed, before the graph
+is built: ``simulator.guard.watch_topologies`` estimates the graph's cost there and may refuse it."""
+
+
 def check_topology_gpus(gpus: int, what: str, error: type[InputError] = InputError) -> None:
     """``error`` (an InputError, by default) when a topology of ``gpus`` GPUs is over ``MAX_TOPOLOGY_GPUS``;
-    run it before building it (the topologies package passes its ``TopologyError``)."""
+    run it before building it (the topologies package passes its ``TopologyError``). Then each of
+    ``TOPOLOGY_WATCHERS`` is told the size."""
     if gpus > MAX_TOPOLOGY_GPUS:
         raise error(f"{what}: {gpus:,} GPUs is more than a tpsim topology holds (at most {MAX_TOPOLOGY_GPUS:,} GPUs)")
+    for watch in tuple(TOPOLOGY_WATCHERS):
+        watch(gpus, what)
 
 
 def check_extent(value: int, what: str) -> None:

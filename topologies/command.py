@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from simulator.guard import add_force_argument, watch_topologies
 from topologies.draw import draw_topology
 from topologies.errors import TopologyError
 from topologies.loader import FILE_SUFFIXES, load_topology, save_topology
@@ -44,6 +45,7 @@ def register(subparsers) -> None:
                            "topology of the same node kind")
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
     show.add_argument("--png", metavar="OUT.png", help="also draw the graph to this PNG")
+    add_force_argument(show)
     show.set_defaults(func=_show)
     listing = actions.add_parser("list", help="the named presets", description="The named presets, one a line.")
     listing.set_defaults(func=_list)
@@ -56,11 +58,13 @@ def register(subparsers) -> None:
                       help="a calibration profile applied before saving (the same node kind, or one error line)")
     save.add_argument("out", metavar="OUT", help=f"the file to write; its suffix picks the format: "
                                                  f"{', '.join(FILE_SUFFIXES)}")
+    add_force_argument(save)
     save.set_defaults(func=_save)
 
 
 def _show(args: argparse.Namespace) -> int:
-    G = load_topology(args.topology, args.calibration)
+    with watch_topologies("tpsim topology show", args.force, show=True):
+        G = load_topology(args.topology, args.calibration)
     if args.png and not args.png.lower().endswith(".png"):
         raise TopologyError(f"--png {args.png}: the file name must end in .png")
     summary = summarize(G)
@@ -78,6 +82,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    save_topology(load_topology(args.topology, args.calibration), args.out)
+    with watch_topologies("tpsim topology save", args.force):
+        G = load_topology(args.topology, args.calibration)
+    save_topology(G, args.out)
     print(f"wrote {args.out}")
     return 0

@@ -36,6 +36,8 @@ from simulator.calibrate.from_nccl_tests import read_nccl_logs, samples_from_log
 from simulator.errors import InputError
 from simulator.progress import Progress
 from simulator.sizes import parse_size
+from simulator.guard import add_force_argument, guard
+from simulator.guard.costs import calibrate_estimate
 from topologies import TopologyError, gpu_nodes, load_topology
 from topologies.loader import FILE_SUFFIXES
 from topologies.profile import node_kind, preset_family
@@ -82,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="one set of link rates for every collective kind (default: a bytes factor per kind where "
                         "the samples hold several)")
     p.add_argument("--json", action="store_true", help="print parameters, rows and notes as JSON")
+    add_force_argument(p)
     p.set_defaults(func=calibrate_command)
 
 
@@ -172,6 +175,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"
     fit_min = parse_size(args.fit_min_bytes if args.fit_min_bytes is not None else default_floor)
     holdout = _holdout(args, collectives, fit_min)
+    guard(calibrate_estimate([s.ranks for s in collectives], len(gemms)), "tpsim calibrate", args.force)
     with Progress("tpsim calibrate", what=f"fitting {len(collectives):,} collective and {len(gemms):,} gemm samples"):
         result = calibrate(base, collectives, gemms, holdout=holdout, fit_min_bytes=fit_min,
                            protocol=args.protocol, kind_factors=not args.no_kind_factors,

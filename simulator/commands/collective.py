@@ -34,6 +34,8 @@ from simulator.collectives.nvls_support import check_nvls  # noqa: I001
 from simulator.limits import check_ranks
 from simulator.network.flow_network import FlowNetwork
 from simulator.sizes import format_size, parse_size
+from simulator.guard import add_force_argument, guard, watch_topologies
+from simulator.guard.costs import collective_estimate
 from topologies import gpu_nodes, load_topology, resolve_placement
 
 OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
@@ -68,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", metavar="LOG", help="predict every size of an nccl-tests log and print the "
                    "error against its out-of-place time (with the host's enqueue floor of the log's nGpus)")
     p.add_argument("--json", action="store_true", help="print JSON (an object, or a list with --sweep/--compare)")
+    add_force_argument(p)
     p.set_defaults(func=collective_command)
 
 
@@ -121,10 +124,12 @@ def collective_command(args: argparse.Namespace) -> int:
     if sum((args.sweep, args.bytes is not None, measured is not None)) != 1:
         raise InputError("give exactly one of --bytes SIZE, --sweep or --compare LOG")
     sizes = SWEEP_SIZES if args.sweep else tuple(measured) if measured else (parse_size(args.bytes),)
-    G = load_topology(args.topology, args.calibration)
+    with watch_topologies("tpsim collective", args.force):
+        G = load_topology(args.topology, args.calibration)
     if args.group_size is None:
         args.group_size = topology_gpu_count(G)  # every GPU, as nccl-tests on a whole machine
     members = _members(args, G)
+    guard(collective_estimate(len(members), topology_gpu_count(G), len(sizes)), "tpsim collective", args.force)
     params = CollectiveParams.from_graph(G)
     check_nvls(args.algo, args.op, params, G.graph.get("name", args.topology))
     if args.protocol:

@@ -16,6 +16,7 @@ import argparse
 from collections import Counter
 
 from simulator.commands.schedule_args import add_schedule_arguments, schedule_from_args
+from simulator.guard.schedules import before_build
 from simulator.commands.sim_args import add_topology_arguments, check_placement, format_time, load_graph, \
     parse_overrides
 from simulator.errors import InputError
@@ -35,13 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     out.add_argument("--chakra", required=True, metavar="DIR", help="folder to write (created; must be new or empty)")
     out.add_argument("--prefix", default=DEFAULT_PREFIX, metavar="NAME",
                      help=f"trace file names NAME.RANK.et (default {DEFAULT_PREFIX})")
-    out.add_argument("--force", action="store_true", help="replace DIR if it holds anything")
+    out.add_argument("--force", action="store_true",
+                     help="replace DIR if it holds anything, and build the schedule even when its estimate is over "
+                          "5 minutes of this machine or over its free memory")
     out.add_argument("--lower-p2p", action="store_true",
                      help="write broadcasts and reduces as chains of sends and receives (ASTRA-sim simulates "
                           "those; it only replays a broadcast's time and refuses a reduce)")
     out.add_argument("--chunks", type=int, default=1, metavar="C",
                      help="with --lower-p2p: messages each chain hop cuts its payload into, pipelined (default 1)")
-    add_schedule_arguments(p)
+    add_schedule_arguments(p, force=False)  # its own --force covers the guard too
     add_topology_arguments(p)
     p.set_defaults(func=export_command)
 
@@ -70,7 +73,7 @@ def export_command(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
     G = load_graph(args.topology, args.calibration)
     check_placement(args.placement, G, None)
-    schedule = schedule_from_args(args)
+    schedule = schedule_from_args(args, before_build("tpsim export", args.force))
     check_placement(args.placement, G, schedule.world_size)
     if args.schedule is None:  # a file was validated as it loaded
         check_static(schedule, spread_ranks(schedule.world_size))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
@@ -42,6 +43,8 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
 from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.fp8 import fp8_topology
+from simulator.guard import add_force_argument, guard, watch_topologies
+from simulator.guard.costs import predict_estimate
 from simulator.limits import check_ranks
 from simulator.predict import Overlaps, arrangements, predict
 from simulator.predict_plot import plot_predictions
@@ -81,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--csv", metavar="FILE", help="write the ranked rows as CSV")
     o.add_argument("--png", metavar="FILE", help="draw the ranking as a bar chart")
     add_training_plan_arguments(p)
+    add_force_argument(p)
     p.set_defaults(func=predict_command, fp8_ok=True)  # --dtype fp8: a plan's recipe (simulator.fp8)
 
 
@@ -120,7 +124,8 @@ def predict_command(args: argparse.Namespace) -> int:
         args.batch = 1  # a placeholder: each arrangement's micro-batch is searched
     passes_given = args.passes
     workload = workload_from_args(args)
-    G = load_topology(args.topology, args.calibration)
+    with watch_topologies("tpsim predict", args.force):
+        G = load_topology(args.topology, args.calibration)
     if args.fp8:
         G = fp8_topology(G)
     if args.gpus is None:
@@ -136,6 +141,8 @@ def predict_command(args: argparse.Namespace) -> int:
         return training_plan_command(args, G, workload, micro_batch, _algorithms(args.algos),
                                      _placements(args.placement), overrides)
     candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
+    guard(predict_estimate(candidates, workload, args.passes, prune=not args.no_prune, workers=args.workers,
+                           cores=os.cpu_count()), "tpsim predict", args.force)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
                        progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers,

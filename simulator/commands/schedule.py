@@ -17,7 +17,11 @@ from simulator.ir.printout import format_schedule, workload_label
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import save_schedule
 from simulator.ir.validate import validate_schedule
+from simulator.guard.check import guard
+from simulator.guard.costs import verify_estimate, workload_flops
+from simulator.guard.schedules import before_build
 from simulator.limits import check_memory, check_seed, check_tolerance
+from simulator.progress import Progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,8 +73,10 @@ def summary(schedule: Schedule) -> dict:
 def schedule_command(args: argparse.Namespace) -> int:
     if args.ranks is not None and not args.show:  # before building: a flag mistake needs no schedule
         raise InputError(f"--ranks {args.ranks} chooses the ranks --show prints; add --show or drop --ranks")
-    schedule = schedule_from_args(args)
-    validate_schedule(schedule)
+    with Progress("tpsim schedule", what="building the schedule") as progress:
+        schedule = schedule_from_args(args, before_build("tpsim schedule", args.force, check=True))
+        progress.phase(f"validating the schedule of {schedule.world_size:,} ranks")
+        validate_schedule(schedule)
     ranks = _rank_range(args.ranks, schedule.world_size)
     if args.out:
         save_schedule(schedule, args.out)
@@ -104,16 +110,22 @@ def schedule_command(args: argparse.Namespace) -> int:
 def verify_command(args: argparse.Namespace) -> int:
     check_seed(args.seed)
     check_tolerance(args.tolerance)
-    schedule = schedule_from_args(args)
+    with Progress("tpsim verify", what="building the schedule") as progress:
+        schedule = schedule_from_args(args, before_build("tpsim verify", args.force))
     if pipelined(schedule) is not None:
         return verify_pipeline(schedule, args.seed, args.tolerance)
     # Refused up front where it cannot fit: an allocation the kernel grants lazily would otherwise run
-    # into the out-of-memory killer instead of a MemoryError.
-    what = f"{schedule.algorithm} {list(schedule.grid)} {check_workload(schedule).label()}"
+    # into the out-of-memory killer instead of a MemoryError. That floor is certain; the guard's estimate
+    # adds the attention scores' [b, a, s, s] arrays, which the dense reference holds whole.
+    workload = check_workload(schedule)
+    what = f"{schedule.algorithm} {list(schedule.grid)} {workload.label()}"
     check_memory(float64_bytes(schedule), f"verifying {what}", "verify smaller sizes on the same grid",
                  " of float64 arrays (every rank's buffers and the dense reference)")
+    guard(verify_estimate(what, workload_flops(workload), float64_bytes(schedule), workload), "tpsim verify",
+          args.force)
     try:
-        result = interpret(schedule, seed=args.seed)
+        with Progress("tpsim verify", what=f"interpreting {what} in float64"):
+            result = interpret(schedule, seed=args.seed)
     except MemoryError as error:
         raise InputError(f"verifying {what} ran out of memory ({error}); verify smaller sizes on the same "
                          f"grid") from None

@@ -16,14 +16,17 @@ that time it report the whole model as L times the block, derived rather than si
 from __future__ import annotations
 
 import argparse
+import math
+from typing import Callable
 
 from simulator.algorithms.registry import (ALGORITHMS, ALIASES, DTYPES, OVERLAP_ALGORITHMS, SQUARE_GRID_ALGORITHMS,
-                                           build_schedule)
+                                           algorithm_class, build_schedule)
 from simulator.commands.pipeline_args import add_pipeline_arguments, pipeline_request
 from simulator.errors import InputError
+from simulator.guard.check import add_force_argument
 from simulator.ir.schedule import Schedule
 from simulator.ir.serialize import load_schedule
-from simulator.limits import check_extent
+from simulator.limits import check_extent, check_ranks
 from simulator.pipeline.lower import lower_pipeline
 from simulator.workloads.attention_cost import KERNELS
 from simulator.workloads.models import resolve_model
@@ -62,9 +65,10 @@ def parse_grid(text: str) -> tuple[int, ...]:
     return grid
 
 
-def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = "") -> None:
+def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = "", force: bool = True) -> None:
     """Add the generator arguments and ``--schedule FILE`` to ``parser`` (``dtype_help``: what the element
-    type means to this command, added to ``--dtype``'s help)."""
+    type means to this command, added to ``--dtype``'s help), and ``--force`` (``simulator.guard``) unless
+    ``force`` is False (a command whose own ``--force`` says so too)."""
     group = parser.add_argument_group("schedule (generate one, or load --schedule FILE)")
     group.add_argument("--schedule", metavar="FILE|ORDER",
                        help="a schedule saved by `tpsim schedule --out`; with --pp, the pipeline order instead: "
@@ -79,6 +83,8 @@ def add_schedule_arguments(parser: argparse.ArgumentParser, dtype_help: str = ""
                             "previous gemm")
     add_async_dgrad_argument(group)
     add_pipeline_arguments(parser)
+    if force:
+        add_force_argument(parser)
 
 
 def add_async_dgrad_argument(group) -> None:
@@ -219,9 +225,13 @@ def layers_of(args: argparse.Namespace, workload: Workload | dict) -> int:
     return layers if layers is not None and name == "transformer" else 1
 
 
-def schedule_from_args(args: argparse.Namespace) -> Schedule:
+def schedule_from_args(args: argparse.Namespace, before_build: Callable[..., None] | None = None) -> Schedule:
     """Load ``--schedule`` or generate from the generator arguments (a pipelined step with ``--pp``:
-    ``simulator.commands.pipeline_args``); InputError for bad input."""
+    ``simulator.commands.pipeline_args``); InputError for bad input.
+
+    ``before_build(algorithm, grid, workload, passes, repeat)`` is called once the grid is known and
+    before a generated schedule is built (``repeat``: a pipelined step's layers x micro-batches, else 1),
+    so that a command can estimate the work and refuse it (``simulator.guard``)."""
     pipeline = pipeline_request(args)
     if args.schedule is not None:
         # `is`, not `in`: a given 0 (`--m 0`) equals False and must still count as given.
@@ -243,6 +253,14 @@ def schedule_from_args(args: argparse.Namespace) -> Schedule:
         raise InputError(f"--algo is required ({', '.join(ALGORITHMS)}), or give --schedule FILE")
     workload = workload_from_args(args)
     grid = parse_grid(args.grid) if args.grid is not None else None
+    if before_build is not None:
+        cls = algorithm_class(args.algo)
+        if args.gpus is not None:
+            check_ranks(args.gpus, f"--gpus {args.gpus}")
+        if grid is not None and min(grid) >= 1:
+            check_ranks(math.prod(grid), f"--grid {args.grid}")
+        repeat = args.layers * pipeline["micro_batches"] if pipeline is not None else 1
+        before_build(cls.name, cls.resolve_grid(grid, args.gpus), workload, args.passes, repeat)
     if pipeline is not None:
         if args.tp_comm_overlap:
             raise InputError("--tp-comm-overlap with --pp: the pipelined schedule is not lowered with it (its ring of "

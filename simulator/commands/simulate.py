@@ -47,6 +47,8 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
                                          load_graph, parse_overrides)
 from simulator.commands.training_args import add_training_arguments, setup_from_args
 from simulator.gcpause import paused_gc
+from simulator.guard import watch_topologies
+from simulator.guard.schedules import before_build, guard_loaded
 from simulator.ir.checks import check_static, spread_ranks
 from simulator.ir.validate import validate_schedule
 from simulator.memory.device import usable_device_bytes
@@ -132,12 +134,16 @@ def simulate_command(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.algo_override)
-    G = load_graph(args.topology, args.calibration)
+    with watch_topologies("tpsim simulate", args.force):
+        G = load_graph(args.topology, args.calibration)
     default_schedule_gpus(args, topology_gpu_count(G), f"the topology {args.topology}")
     check_placement(args.placement, G, None)  # the name now, before the schedule is built
     setup_from_args(args, 1, None)  # the training flags too
     with Progress("tpsim simulate", what="building the schedule") as progress:
-        schedule = schedule_from_args(args)
+        gpus = topology_gpu_count(G)
+        schedule = schedule_from_args(args, before_build("tpsim simulate", args.force, simulate_on_gpus=gpus))
+        if args.schedule is not None:  # read from a file: its ops are known now
+            guard_loaded(schedule, gpus, "tpsim simulate", args.force)
         memory = _memory(args, schedule)
         check_placement(args.placement, G, schedule.world_size)  # a file's GPUs, once the ranks are known
         if args.schedule is None:  # built here; a file was validated as it loaded
