@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = ["CASES", "TARGET_S", "TARGETS_S", "PlanCase", "command", "end_to_end", "main"]
 
@@ -83,6 +85,19 @@ def command(extra: tuple[str, ...] = ()) -> list[str]:
     return _argv((*GPT3, *topology, *extra))
 
 
+# Runs `tpsim` in this process and writes its own CPU time and peak memory where the parent says: the
+# parent's RUSAGE_CHILDREN keeps the largest peak of any child so far, not this one's.
+_CHILD = """
+import json, os, resource, sys
+from simulator.cli import main
+rc = main(sys.argv[1:])
+u = resource.getrusage(resource.RUSAGE_SELF)
+with open(os.environ["BENCH_USAGE"], "w") as f:
+    json.dump({"cpu_s": u.ru_utime + u.ru_stime, "peak_rss_MB": u.ru_maxrss / 1024}, f)
+sys.exit(rc)
+"""
+
+
 def _argv(words: tuple[str, ...]) -> list[str]:
     return [sys.executable, "-m", "simulator.cli", "predict", *words, "--json"]
 
@@ -90,15 +105,18 @@ def _argv(words: tuple[str, ...]) -> list[str]:
 def end_to_end(extra: tuple[str, ...] = (), argv: list[str] | None = None) -> dict:
     """Run the command (``argv``, or the GPT-3 plan with ``extra``) in a child process: its wall and CPU
     seconds, peak memory, and the best fitting row with its step time and utilisation."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    began = time.perf_counter()
-    done = subprocess.run(argv or command(extra), capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - began
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    argv = argv or command(extra)
+    assert argv[1:3] == ["-m", "simulator.cli"], argv
+    with tempfile.TemporaryDirectory() as scratch:
+        usage_path = Path(scratch) / "usage.json"
+        began = time.perf_counter()
+        done = subprocess.run([argv[0], "-c", _CHILD, *argv[3:]], capture_output=True, text=True, check=True,
+                              env=dict(os.environ, BENCH_USAGE=str(usage_path)))
+        wall = time.perf_counter() - began
+        usage = json.loads(usage_path.read_text())
     rows = json.loads(done.stdout)
     best = next((r for r in rows if r["fits"]), None)
-    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "peak_rss_MB": after.ru_maxrss / 1024, "rows": len(rows),
+    return {"wall_s": wall, "cpu_s": usage["cpu_s"], "peak_rss_MB": usage["peak_rss_MB"], "rows": len(rows),
             "simulated": sum(1 for r in rows if r.get("simulated")),
             "best": None if best is None else best["arrangement"],
             "best_row": best}
