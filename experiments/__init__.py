@@ -12,7 +12,9 @@ module                     what it holds
 ``bench_scale``            issue 14's scale cases end to end, each beside the code before it
 ``bench_simulator``        the whole simulator's speed on the largest grids
 ``bench_network``          the flow network's speed on a few traffic patterns
-``bench_plan``             the whole-model training plan's speed on 1,024 GPUs (`predict --global-batch`)
+``bench_plan``             whole training steps' speed, 1,024 to 16,384 GPUs (`predict --global-batch`), Llama 3 405B
+``pp_dp_overlap``          bounds on what pipeline sends and the DP reduction would add sharing one network
+``guard_costs``            the guards' time and memory estimates beside what each command really costs
 ``bench_cli_start``        how fast `tpsim` starts: --version, --help, the main job; which heavy imports each pays
 ``quiet_host``             waiting for an idle host, and telling a disturbed run
 ``published``              published figure vs prediction: the rows, CSV and PNG of every paper reproduction
@@ -40,6 +42,7 @@ Their results and the lab notes behind them are in experiments/README.md; ``mode
 
 __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "bench_simulator", "block_time",
            "calibration_holdout",
-           "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap_sweep", "gpu_check",
-           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "published", "quiet_host",
+           "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap_sweep", "gpu_check", "guard_costs",
+           "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "pp_dp_overlap",
+           "published", "quiet_host",
            "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]

@@ -38,7 +38,7 @@ import simpy
 from simulator.collectives import CollectiveParams, run_collective
 from simulator.collectives.closed_form import predict_collective_s
 from simulator.network.flow_network import FlowNetwork
-from simulator.network.topology_cache import TopologyCache
+from simulator.network.topology_cache import TopologyCache, planning_network
 from simulator.training.gradients import Bucket
 
 __all__ = ["simulate_waves", "simulate_streams", "bound_stream"]
@@ -113,7 +113,7 @@ def bound_stream(G: nx.DiGraph, groups: Sequence[Sequence[str]], streams: Sequen
         for bucket in (b for b in buckets if b.nbytes):
             key = (tuple(members), bucket.nbytes)
             if key not in times:
-                net = net or FlowNetwork(simpy.Environment(), G, router=router)
+                net = net or planning_network(G, router)  # one per TopologyCache, never run
                 times[key] = predict_collective_s(net, kind, list(members), bucket.nbytes, algorithm=algorithm,
                                                   params=params)
             clock = max(clock, bucket.ready_s) + times[key]

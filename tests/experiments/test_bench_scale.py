@@ -42,6 +42,7 @@ def test_the_full_cases_name_every_algorithm_and_the_targets():
     for algo in ("1d", "1d-sp", "2d", "cannon25d", "summa25d", "3d"):
         assert names[f"{algo} 4096"].target_s == 60.0
     assert names["summa25d 16384"].target_MB == 2048.0
+    assert names["1d 16384"].target_s == 300.0 and "--gpus 16384" in " ".join(names["1d 16384"].argv)
     assert names["predict 1024"].target_s == 30.0 and names["predict 4096"].target_s == 120.0
 
 

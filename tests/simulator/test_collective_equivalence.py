@@ -90,3 +90,22 @@ def test_the_time_the_choice_kept_is_the_plans_own(kind, nbytes, root):
     for members in _groups(G):  # the first row and column are timed, the others reuse their choice
         plan = plan_collective(net, kind, members, nbytes, root)
         assert plan.contention_free_s == plan_time_s(net, plan)
+
+
+def test_sizes_that_time_the_same_pairs_share_one_signature_and_change_nothing():
+    # A data-parallel reduction times every bucket size on the same groups: the signature is keyed by the
+    # pairs the candidates time, so sizes with equal pairs take it once, and every plan is still the one a
+    # fresh network gives that group and size alone.
+    G = load_topology("dgx-h100:8")
+    net = _net(G)
+    groups = _groups(G)
+    sizes = [1 << 16, 3 << 20, 25_000_000, 1 << 26, 25_000_001]
+    for kind in ("all_reduce", "reduce_scatter"):
+        for members in groups:
+            for nbytes in sizes:
+                assert plan_collective(net, kind, members, nbytes) == plan_collective(_net(G), kind, members, nbytes)
+    signatures = [key for key in net.cache if isinstance(key, tuple) and key[0] == "group signature"]
+    shapes = [key for key in net.cache if isinstance(key, tuple) and key[0] == "every root's pairs"]
+    # Without the pairs' numbers every (group, shape) took a signature of its own.
+    assert len(signatures) <= len(groups) * len(set(net.cache["timed pairs numbers"].values()))
+    assert len(signatures) < len(groups) * len(shapes)

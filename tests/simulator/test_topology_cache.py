@@ -12,7 +12,7 @@ from simulator.predict import predict
 from simulator.timing.critical_path import analyze
 from simulator.timing.simulation import simulate
 from simulator.workloads.workload import Workload
-from topologies import load_topology
+from topologies import gpu_nodes, load_topology
 
 
 def _numbers(result):
@@ -54,3 +54,26 @@ def test_a_cache_is_refused_on_another_graph():
     shared = TopologyCache(load_topology("dgx-a100"))
     with pytest.raises(ValueError, match="another graph"):
         FlowNetwork(simpy.Environment(), load_topology("dgx-a100"), router=shared)
+
+
+def test_the_planning_network_is_one_per_cache_and_bounds_as_fresh_networks_do():
+    # bound_stream times buckets by closed forms on the cache's planner (never run) instead of a new network
+    # per call: the same times, bit for bit, as a fresh network without any cache.
+    from simulator.network.topology_cache import planning_network
+    from simulator.training.dp_reduce import bound_stream
+    from simulator.training.gradients import Bucket
+
+    G = load_topology("dgx-h100:4")
+    shared = TopologyCache(G)
+    assert planning_network(G, shared) is shared.planner() is shared.planner()
+    assert planning_network(G, None) is not planning_network(G, None)
+    gpus = gpu_nodes(G)
+    assert len(gpus) == 32
+    groups = [gpus[i::8] for i in range(8)] + [gpus[:8], gpus[8:24]]
+    streams = [[Bucket(25e6, 0.0), Bucket(3e6 + 7 * i, 1e-3 * i), Bucket(0, 0.5)] for i in range(len(groups))]
+    for kind in ("all_reduce", "reduce_scatter", "all_gather"):
+        for algorithms in (None, {kind: "ring"}):
+            cached = bound_stream(G, groups, streams, kind, router=shared, algorithms=algorithms)
+            again = bound_stream(G, groups, streams, kind, router=shared, algorithms=algorithms)
+            fresh = bound_stream(G, groups, streams, kind, router=None, algorithms=algorithms)
+            assert cached == again == fresh > 0
