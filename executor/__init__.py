@@ -31,11 +31,12 @@ module               what it does
 ``__main__``         ``torchrun -m executor`` / ``python -m executor``
 ``heartbeat``        each forked rank's heartbeat thread, so a stopped or frozen rank is named at the timeout
 ``bench_memory``     a bench's memory estimate, checked before torch is imported
+``bench_time``       a bench's least time from its cases and repetitions, held against --timeout up front
 ===================  ==========================================================================
 
 Importing this package does not import torch; only running does.
 """
 
-__all__ = ["bench", "bench_cases", "bench_command", "bench_memory", "heartbeat", "bench_report", "buffers", "check", "clock", "command", "estimate",
+__all__ = ["bench", "bench_cases", "bench_command", "bench_memory", "bench_time", "heartbeat", "bench_report", "buffers", "check", "clock", "command", "estimate",
            "faults", "groups", "job_report", "launch", "measure", "memory", "ops_torch", "pipeline_check", "progress", "reference",
            "run_rank", "scratch"]

@@ -27,6 +27,7 @@ sub-package        what it holds
 ``export``         schedules for other tools: Chakra execution traces (ASTRA-sim)
 ``sweep``          ``tpsim sweep``: a grid of training plans on local processes or a Dask cluster,
                    one row each, resumable
+``guard``          estimates of a command's time and memory from the sizes, before any work (``--force``)
 ``commands``       one module per ``tpsim`` sub-command
 =================  ============================================================================
 
@@ -53,6 +54,6 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 
 __all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "command_files", "commands", "compare", "compute",
            "errors", "export", "output_paths",
-           "files", "fp8", "gcpause", "gemm_shape", "ir", "limits", "memory", "network", "pipeline", "predict",
+           "files", "fp8", "gcpause", "gemm_shape", "guard", "ir", "limits", "memory", "network", "pipeline", "predict",
            "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workers", "workloads"]

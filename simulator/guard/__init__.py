@@ -1,9 +1,10 @@
 """Guards before work: every long command estimates its time and memory from the sizes, before it starts.
 
-- ``simulator.guard.ops``: a schedule's op count from its algorithm, grid and workload, unbuilt;
-- ``simulator.guard.costs``: this machine's measured cost per op, per GPU, per FLOP, and the estimates;
-- ``simulator.guard.check``: the decision: refuse past 5 minutes or the free memory (one line naming
-  the estimate and ``--force``), say so on stderr past 20 s, else nothing.
+- ``ops``: a schedule's op count from its algorithm, grid and workload, unbuilt;
+- ``costs``: this machine's measured cost per op, per GPU, per FLOP, and the estimates;
+- ``check``: the decision: refuse past 5 minutes or the free memory (one line naming
+  the estimate and ``--force``), say so on stderr past 20 s, else nothing;
+- ``schedules``: the guard of the commands that build a schedule (``before_build``).
 
 The commands call them where the sizes are known and nothing is built yet: ``schedule``, ``verify``,
 ``simulate`` and ``run`` before the schedule is built (``schedule_from_args``'s ``before_build``),
