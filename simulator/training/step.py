@@ -18,7 +18,9 @@ FlashAttention (the default), whose backward op already recomputes the probabili
 in every mode (``simulator.workloads.attention_cost``; the memory model frees nothing for it either).
 
 The data-parallel reduction (``simulator.training.dp_reduce``) overlaps the last micro-batch's backward;
-what runs past the backward's end is exposed. ZeRO (Rajbhandari et al. 2019): stage 0 all-reduces the
+what runs past the backward's end is exposed. What runs under the compute is not free: its NCCL kernels hold SMs
+(channels / SMs of the device) that the GEMMs beside them lack, charged as ``terms["dp_overlap_sms"]``
+(``simulator.timing.sm_sharing``; pipelined steps count their reduction as exposed and charge nothing). ZeRO (Rajbhandari et al. 2019): stage 0 all-reduces the
 gradients once per step; stage 1 (Megatron-LM's distributed optimizer) reduce-scatters them once per
 step and all-gathers the updated parameters after the optimizer step (exposed: Megatron-LM overlaps it
 only with ``--overlap-param-gather``); stages 2 and 3 keep only their shard of the gradients, so they
@@ -46,6 +48,7 @@ from simulator.memory.setup import TrainingSetup
 from simulator.timing.critical_path import analyze
 from simulator.timing.results import critical_rank
 from simulator.timing.simulation import plan_on_graph, simulate
+from simulator.timing.sm_sharing import SmSharing
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.comm_breakdown import breakdown
@@ -369,11 +372,21 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency)
     opt = sum(terms.values())
     terms["embedding_loss"] = m * bt.embedding_loss_s
-    step = m * micro.time_s + dp + opt
+    # The data-parallel collectives that ran under the compute held NCCL's channels on SMs the GEMMs then
+    # lacked, as the tensor-parallel ones beside the dW GEMM do (``simulator.timing.sm_sharing``).
+    sharing = SmSharing.on_graph(G, [groups[0][0]])
+    shared = 0.0
+    if sharing is not None:
+        fraction = sharing.fractions[0]
+        shared = (fraction.get(kind if a.dp > 1 else "all_reduce", 0.0) * hidden.get("dp", 0.0)
+                  + fraction.get("all_gather", 0.0) * hidden.get("zero_gather", 0.0))
+    if shared:
+        terms["dp_overlap_sms"] = shared
+    step = m * micro.time_s + dp + opt + shared
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
-    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt,
+    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt + shared,
                     m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
                     hidden=hidden, zero_gather_s=gathered)
 

@@ -49,4 +49,17 @@ def test_the_step_charges_the_exposed_part_and_reports_the_rest_hidden():
         assert c["exposed_s"] == s.zero_gather_s
     # the same all-gathers either way: only what is hidden changes
     assert pre.comm_breakdown()["zero_gather"]["total_s"] == pytest.approx(post.comm_breakdown()["zero_gather"]["total_s"])
-    assert post.step_s - pre.step_s == pytest.approx(post.zero_gather_s - pre.zero_gather_s)
+    sms = {k: s.terms.get("dp_overlap_sms", 0.0) for k, s in steps.items()}
+    assert post.step_s - pre.step_s == pytest.approx(post.zero_gather_s - pre.zero_gather_s
+                                                     + sms["BACKWARD_POST"] - sms["BACKWARD_PRE"])
+
+
+def test_hidden_data_parallel_communication_costs_the_compute_its_sms():
+    """Gathers and reductions under the compute hold NCCL's 24 channels of an A100's 108 SMs."""
+    G = load_topology("dgx-a100:2")
+    block = Workload.transformer(2, 512, 1024, 8)
+    a = TrainingArrangement(Arrangement("1d", (1,)), 16)
+    s = step_time(G, a, block, StepOptions(global_batch=32, layers=4, vocab=4096, zero=3))
+    hidden = s.comm_breakdown()
+    expected = 24 / 108 * (hidden["zero_gather"]["hidden_s"] + hidden["dp"]["hidden_s"])
+    assert expected > 0 and s.terms["dp_overlap_sms"] == pytest.approx(expected)
