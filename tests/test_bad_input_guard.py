@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulator.algorithms.registry import build_schedule
 from simulator.errors import InputError
@@ -33,6 +34,7 @@ GEMM = ["--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"]
 SMALL = ["--algo", "1d", "--gpus", "2", *GEMM]
 BIG = str(10**30)
 SENTINEL = "an existing file that a refused command must leave alone\n"
+TOPOLOGY_DATA = Path(__file__).resolve().parent / "data" / "topologies"
 
 
 def _schedule_file(folder: Path, name: str, change) -> str:
@@ -95,9 +97,22 @@ def _files(folder: Path) -> dict[str, Path]:
     profiles = {"simm": {"simm": {"collective_base_latency_us": 9.0}},
                 "fast_link": {"node_kind": kind, "links": {"nvswitch": {"bandwidth_GBps": 230000.0}}},
                 "slow_sim": {"node_kind": kind, "sim": {"collective_base_latency_us": 2e6}}}
+    profiles["sim_key"] = {"node_kind": kind, "sim": {"gemm_effciency": 0.5}}  # a misspelt key inside sim
+    profiles["sim_nested"] = {"node_kind": kind, "sim": {"collective_kind_bytes_factors": {"allreduce": 2.0}}}
     for key, body in profiles.items():
         paths[key] = folder / f"{key}.json"
         paths[key].write_text(json.dumps({"format": "tpsim-calibration", "version": 1, **body}))
+    # Topology files, YAML, JSON and compact, with a key inside sim that the simulator would not read.
+    text = (TOPOLOGY_DATA / "two-servers.yaml").read_text()
+    assert "collective_base_latency_us: 8.0" in text
+    paths["sim_key_yaml"] = folder / "sim-key.yaml"
+    paths["sim_key_yaml"].write_text(text.replace("collective_base_latency_us: 8.0", "collective_base_latncy_us: 8.0"))
+    paths["sim_key_json"] = folder / "sim-key.json"
+    doc = yaml.safe_load(text)
+    doc["sim"]["collective_kind_bytes_factors"] = {"all_reduce": 1.0, "alltoall": 2.0}
+    paths["sim_key_json"].write_text(json.dumps(doc))
+    paths["sim_key_cluster"] = folder / "cluster.yaml"
+    paths["sim_key_cluster"].write_text("server: dgx-a100\nservers: 2\ncalibration: sim_key.json\n")
     paths["out"] = folder / "out.json"
     paths["out"].write_text(SENTINEL)
     paths["out_yaml"] = folder / "out.yaml"
@@ -211,6 +226,19 @@ ROWS = [
     (["topology", "save", "dgx-a100", "--calibration", "{anchors_yaml}", "{new_yaml}"], "an anchor (&a)"),
     (["topology", "show", "dgx-a100", "--calibration", "{simm}"],
      "simm.json: unknown key 'simm' in the calibration profile (did you mean 'sim'?); known: format, version"),
+    (["topology", "show", "{sim_key_yaml}"], "sim-key.yaml: unknown key 'collective_base_latncy_us' in the sim "
+                                             "section (did you mean 'collective_base_latency_us'?); known: "
+                                             "collective_base_latency_us, collective_step_latency_us"),
+    (["simulate", *SMALL, "--topology", "{sim_key_json}"], "sim-key.json: unknown key 'alltoall' in the sim section's "
+                                                            "collective_kind_bytes_factors; known: broadcast, reduce"),
+    (["predict", "--gpus", "8", "--topology", "dgx-a100", *GEMM, "--calibration", "{sim_key}"],
+     "sim_key.json: unknown key 'gemm_effciency' in the calibration profile's sim section (did you mean "
+     "'gemm_efficiency'?); known: collective_base_latency_us"),
+    (["topology", "save", "dgx-a100", "--calibration", "{sim_nested}", "{new_yaml}"],
+     "unknown key 'allreduce' in the calibration profile's sim section's collective_kind_bytes_factors (did you "
+     "mean 'all_reduce'?)"),
+    (["topology", "show", "{sim_key_cluster}"], "cluster.yaml: {sim_key}: unknown key 'gemm_effciency' in the calibration "
+                                                "profile's sim section"),
     (["simulate", *SMALL, "--topology", "dgx-a100", "--calibration", "{fast_link}"],
      "bandwidth_GBps 2.3e+05 is 766.67x its published peak 300 GB/s (at most 10% over it)"),
     (["topology", "show", "dgx-a100", "--calibration", "{slow_sim}"],
