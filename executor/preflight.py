@@ -5,7 +5,7 @@ A refusal of bad input should cost what reading the input costs: the flags' valu
 hold on this host (``executor.memory``, gloo) and, for ``--backend nccl``, whether this host has a
 GPU per rank at all. ``check_run_flags`` and ``check_world_size`` are what ``executor.run_rank.RunOptions``
 and ``executor.launch.check_job`` check again (for callers that build those directly);
-``check_nccl_host`` counts the NVIDIA devices the driver lists, which needs no torch: a host without
+``check_nccl_host`` counts the NVIDIA GPUs the driver shows, which needs no torch: a host without
 them cannot run NCCL whatever torch is installed. What only torch can tell (a CPU-only torch build on a
 GPU host, the free GPU memory, the host's gemm rate for the time estimate) is checked after, still
 before any rank starts.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from typing import TYPE_CHECKING
 
 from executor.faults import Fault
@@ -28,6 +29,8 @@ __all__ = ["check_run_flags", "check_world_size", "host_nvidia_gpus", "check_ncc
 
 NVIDIA_GPUS_DIR = "/proc/driver/nvidia/gpus"
 """One entry per GPU the NVIDIA kernel driver has bound (Linux); absent without the driver."""
+DEVICES_DIR = "/dev"
+"""Where the driver's ``nvidiaN`` device files are, one per GPU."""
 
 
 def check_run_flags(args: argparse.Namespace) -> Fault | None:
@@ -52,13 +55,18 @@ def check_world_size(schedule: Schedule, nproc: int) -> None:
                          f"has {schedule.world_size} ranks")
 
 
-def host_nvidia_gpus(folder: str | None = None) -> int:
-    """NVIDIA GPUs this process may use by what the driver lists, narrowed by ``CUDA_VISIBLE_DEVICES``
-    (an upper bound of what CUDA will see: an entry there may name a device that does not exist)."""
-    try:
-        present = len(os.listdir(folder or NVIDIA_GPUS_DIR))
-    except OSError:  # no driver loaded: no NVIDIA GPU
-        return 0
+def host_nvidia_gpus(folder: str | None = None, devices: str | None = None) -> int:
+    """NVIDIA GPUs this process may use by what the driver shows: the GPUs it lists in ``folder``
+    (``/proc/driver/nvidia/gpus``) or its ``/dev/nvidiaN`` device files, whichever are more (a container
+    may show only the devices), narrowed by ``CUDA_VISIBLE_DEVICES``. An upper bound of what CUDA will
+    see: an entry there may name a device that does not exist."""
+    present = 0
+    for where, counted in ((folder or NVIDIA_GPUS_DIR, lambda name: True),
+                           (devices or DEVICES_DIR, lambda name: re.fullmatch(r"nvidia[0-9]+", name) is not None)):
+        try:
+            present = max(present, sum(1 for name in os.listdir(where) if counted(name)))
+        except OSError:  # no driver loaded, or not shown here
+            pass
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return present
@@ -66,11 +74,10 @@ def host_nvidia_gpus(folder: str | None = None) -> int:
     return min(present, len(listed))
 
 
-def check_nccl_host(nproc: int, folder: str | None = None) -> None:
-    """InputError when this host cannot give ``nproc`` NCCL ranks a GPU each, by the driver's own list."""
-    folder = folder or NVIDIA_GPUS_DIR
-    gpus = host_nvidia_gpus(folder)
+def check_nccl_host(nproc: int) -> None:
+    """InputError when this host cannot give ``nproc`` NCCL ranks a GPU each, by the driver's own lists."""
+    gpus = host_nvidia_gpus()
     if gpus < nproc:
-        where = "CUDA_VISIBLE_DEVICES and " if "CUDA_VISIBLE_DEVICES" in os.environ else ""
+        where = "CUDA_VISIBLE_DEVICES, " if "CUDA_VISIBLE_DEVICES" in os.environ else ""
         raise InputError(f"--backend nccl needs one CUDA GPU per rank: {nproc} ranks but {gpus} NVIDIA GPUs on this "
-                         f"host (by {where}{folder}); use --backend gloo")
+                         f"host (by {where}{NVIDIA_GPUS_DIR} and {DEVICES_DIR}/nvidiaN); use --backend gloo")
