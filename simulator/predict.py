@@ -240,10 +240,10 @@ def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress
     Two bounds, each a lower bound on the next: the solo-rank bound of every row
     (``simulator.timing.solo_bound``, no compile), then for a row that passes it the analytic bound,
     then the simulation for a row that passes that too. With ``workers`` > 1 (``executor``'s processes)
-    the next ``workers`` rows whose solo bound is below the best time so far are evaluated side by side,
-    then taken in order as one worker would have: a row whose bound exceeds a time an earlier row of its batch just set is
-    left at the bound one worker would have stopped at (its extra work wasted), so the rows are those
-    of ``workers=1``.
+    the next ``workers`` rows whose solo bound is below the best time so far are evaluated side by
+    side, then taken in order as one worker would have: a row whose bound exceeds a time an earlier row
+    of its batch just set is left at the bound one worker would have stopped at (its extra work
+    wasted), so the rows are those of ``workers=1``.
     """
     closed_forms = ClosedForms(G, algorithms, router=router)
 

@@ -9,8 +9,9 @@ the caller puts them back in order (the sweep sorts its rows by plan number; ``i
 result once every earlier one is in, as ``map`` would). ``fn`` must be a module-level function and
 items and results plain data where a distributed executor may run it: it pickles them to other
 machines. ``LocalPool`` also takes a closure (its workers inherit it), which ``tpsim predict
---workers N`` uses to bound and simulate arrangements on one topology without copying it. A call that raises, or a worker that dies, stops the run with the error; rows already
-written stay, and a rerun resumes. ``describe`` says in a few words where the calls run.
+--workers N`` uses to bound and simulate arrangements on one topology without copying it. A call
+that raises, or a worker that dies, stops the run with the error; rows already written stay, and a
+rerun resumes. ``describe`` says in a few words where the calls run.
 
 The executors: ``LocalPool`` (``simulator.sweep.local_pool``, the default: this machine's forked
 processes) and ``DaskCluster`` (``simulator.sweep.dask_cluster``: a Dask distributed cluster, local or
