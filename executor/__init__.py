@@ -12,9 +12,11 @@ module               what it does
 ``ops_torch``        the one module that turns IR ops into torch / torch.distributed calls
 ``clock``            perf_counter (CPU) and CUDA-event (GPU) clocks for per-op timing
 ``reference``        float64 reference of an output block: panels and chunks, or token chunks
+``reference_memory`` the memory that reference holds per block, counted from shapes without torch
 ``check``            per-rank errors against the reference, tolerances per dtype
 ``pipeline_check``   a pipelined step's input blocks and its whole-step float64 reference
 ``memory``           what a run holds per rank, estimated up front; the refusal when it cannot fit
+``preflight``        what decides whether ``tpsim run`` can start, checked before torch is imported
 ``run_rank``         one rank's job: rendezvous, groups, warm-up and timed iterations, check, gather
 ``faults``           the ``--inject-fault`` test hook
 ``progress``         a shared-memory board of where each local rank is (for timeout reports)
@@ -38,5 +40,5 @@ Importing this package does not import torch; only running does.
 """
 
 __all__ = ["bench", "bench_cases", "bench_command", "bench_memory", "bench_time", "heartbeat", "bench_report", "buffers", "check", "clock", "command", "estimate",
-           "faults", "groups", "job_report", "launch", "measure", "memory", "ops_torch", "pipeline_check", "progress", "reference",
-           "run_rank", "scratch"]
+           "faults", "groups", "job_report", "launch", "measure", "memory", "ops_torch", "pipeline_check", "preflight", "progress", "reference",
+           "reference_memory", "run_rank", "scratch"]

@@ -25,14 +25,14 @@ import json
 import signal
 import sys
 
-from executor.faults import Fault
+from executor.preflight import check_nccl_host, check_run_flags, check_world_size
 from simulator.commands.defaults import default_schedule_gpus
 from simulator.commands.pipeline_show import pipeline_line
 from simulator.commands.schedule_args import add_schedule_arguments, layers_of, schedule_from_args
-from simulator.guard.schedules import before_build
 from simulator.errors import InputError
 from simulator.files import write_json_atomic
-from simulator.limits import check_local_ranks, check_seed, check_timeout, check_tolerance
+from simulator.guard.schedules import before_build
+from simulator.limits import check_local_ranks
 from simulator.progress import Progress
 
 RUN_DTYPE_HELP = "; the ranks compute in it"
@@ -112,15 +112,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def options_from_args(args: argparse.Namespace):
     """The RunOptions the arguments describe; InputError for bad values (imports torch)."""
-    if args.out is not None and args.out == args.trace:
-        raise InputError(f"--out and --trace name the same file {args.out!r}")
-    check_seed(args.seed)
-    if args.tolerance is not None:
-        check_tolerance(args.tolerance)
-    check_timeout(args.timeout)
+    fault = check_run_flags(args)
     from executor.run_rank import RunOptions  # torch: registration must not import it (module doc)
 
-    fault = Fault.parse(args.inject_fault) if args.inject_fault else None
     return RunOptions(backend=args.backend, warmup=args.warmup, iters=args.iters, seed=args.seed,
                       timeout_s=args.timeout, tolerance=args.tolerance, fault=fault)
 
@@ -168,17 +162,24 @@ def run_command(args: argparse.Namespace) -> int:
         check_local_ranks(args.nproc)  # forked here; torchrun's ranks (executor.__main__) are not
         default_schedule_gpus(args, args.nproc, "--nproc")
     note = json_out_from_args(args, "tpsim run")
-    options = options_from_args(args)
+    check_run_flags(args)  # everything the input decides, before torch (executor.preflight)
     schedule = schedule_from_args(args, before_build("tpsim run", args.force))
     if args.nproc is None:
         args.nproc = schedule.world_size
         check_local_ranks(args.nproc, f"--nproc (the schedule's {schedule.world_size} ranks)")
+    check_world_size(schedule, args.nproc)  # a wrong --nproc first: it needs no estimate
+    from executor.memory import check_run_memory  # numpy, not torch: registration imports neither
+    if args.backend == "nccl":
+        check_nccl_host(args.nproc)
+    else:
+        check_run_memory(schedule, args.backend)  # NCCL's is against free GPU memory, which needs torch
+    options = options_from_args(args)
     from executor.estimate import check_run_time  # torch, as above
     from executor.launch import JobFailed, check_job, run_local
-    from executor.memory import check_run_memory
 
-    check_job([schedule], options, args.nproc)  # a wrong --nproc first: it needs no estimate
-    check_run_memory(schedule, options.backend)
+    check_job([schedule], options, args.nproc)  # NCCL: what torch sees (a CPU-only build)
+    if options.backend == "nccl":
+        check_run_memory(schedule, options.backend)
     if options.backend == "gloo":
         found = check_run_time(schedule, options.warmup, options.iters, options.timeout_s,
                                dtype_flag=getattr(args, "schedule", None) is None)

@@ -3,7 +3,7 @@ it cannot fit.
 
 Each rank holds its declared buffers (``Schedule.buffers``, in their own element type) and, while it
 checks its output blocks one at a time, the float64 reference of its largest block
-(``executor.reference.peak_bytes``). That sum is a lower bound (collective and gemm temporaries, the
+(``executor.reference_memory.peak_bytes``). That sum is a lower bound (collective and gemm temporaries, the
 process itself come on top). With gloo every rank lives on this host, so the ranks' sum is compared
 with the host's available memory (``simulator.limits.available_memory_bytes``); with NCCL both live
 on the rank's GPU, so each rank's need is compared with its GPU's free memory, read in a forked probe
@@ -16,7 +16,7 @@ says so in one line instead of a rank's MemoryError or the out-of-memory killer.
 from __future__ import annotations
 
 from executor import pipeline_check
-from executor.reference import peak_bytes
+from executor.reference_memory import peak_bytes
 from simulator.errors import InputError
 from simulator.ir.schedule import Schedule
 from simulator.limits import binary_size, check_memory

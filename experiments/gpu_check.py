@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import subprocess
 import sys
@@ -84,8 +85,10 @@ def _peaks(preset: str) -> dict:
     return G.nodes[gpu_nodes(G)[0]]["device"]["peak_tflops"]
 
 
+@functools.lru_cache(maxsize=1)
 def _cuda_device() -> str | None:
-    """The first CUDA device's name, asked in a child process (this one must not initialise CUDA)."""
+    """The first CUDA device's name, asked in a child process (this one must not initialise CUDA); asked once
+    per process (the child imports torch: about 4 s of CPU)."""
     done = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name(0) "
                            "if torch.cuda.is_available() else '')"], capture_output=True, text=True)
     return done.stdout.strip() or None

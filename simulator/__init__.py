@@ -39,8 +39,7 @@ work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), 
 model; ``gemm_shape``, a GEMM's achievable fraction of peak by its shape), ``files`` (atomic writes, bounded reads and checked JSON records; ``output_paths``, what an output may be; ``command_files``, every command's outputs checked before any work), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
 ``predict`` / ``predict_plot`` (the main job: every arrangement simulated and ranked; with a global batch, the
-whole model's training plan from ``training``), ``workers`` (calls spread over forked processes, for
-``predict --workers``). Topologies live
+whole model's training plan from ``training``). Topologies live
 in the top-level ``topologies`` package.
 
 To add an algorithm: one module in ``simulator/algorithms/`` with an ``Algorithm`` subclass, added to
@@ -56,4 +55,4 @@ __all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "command_file
            "errors", "export", "output_paths",
            "files", "fp8", "gcpause", "gemm_shape", "guard", "ir", "limits", "memory", "network", "pipeline", "predict",
            "predict_plot", "progress", "simpy_internals",
-           "sizes", "timing", "training", "workers", "workloads"]
+           "sizes", "timing", "training", "workloads"]

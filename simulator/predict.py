@@ -56,7 +56,7 @@ from simulator.timing.critical_path import ClosedForms, analyze
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.timing.solo_bound import solo_bound
 from simulator.training.search import plan_training
-from simulator.workers import ordered_map
+from simulator.sweep.executor import in_order, make_executor
 from simulator.workloads.workload import Workload
 
 __all__ = ["Arrangement", "Overlaps", "Prediction", "arrangements", "predict", "memory_bytes", "plan_training"]
@@ -172,21 +172,23 @@ def predict(G: nx.DiGraph, workload: Workload, gpus: int, passes: str = "both", 
     """Predictions for ``candidates`` (default: every arrangement of ``gpus``), ranked fastest first,
     skipped ones last in listing order. ``progress(arrangement)`` is called as each one finishes.
     ``prune``: bound first and simulate only what could win (module docstring). ``workers``: forked
-    processes that bound and simulate arrangements side by side (``simulator.workers``); the rows are
-    the same for every count."""
+    processes that bound and simulate arrangements side by side, on the executor `tpsim sweep` uses
+    (``simulator.sweep.executor``: its local pool, whose forked workers inherit the topology and its
+    route cache); the rows are the same for every count."""
     candidates = arrangements(gpus) if candidates is None else candidates
     router = TopologyCache(G)  # one route and plan cache for every arrangement on this topology
-    if prune:
-        return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers, overlaps)
-    rows = []
-    one = functools.partial(predict_one, G, workload=workload, passes=passes, dtype=dtype, algorithms=algorithms,
-                            overlaps=overlaps,
-                            router=router)
-    for a, row in zip(candidates, ordered_map(one, candidates, workers)):
-        rows.append(row)
-        log.info("%s: %s", a.label, rows[-1].skipped or f"{rows[-1].time_s:.6g} s")
-        if progress is not None:
-            progress(a)
+    with make_executor(workers) as executor:
+        if prune:
+            return _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, executor, workers,
+                           overlaps)
+        rows = []
+        one = functools.partial(predict_one, G, workload=workload, passes=passes, dtype=dtype, algorithms=algorithms,
+                                overlaps=overlaps, router=router)
+        for a, row in zip(candidates, in_order(executor.run(one, candidates))):
+            rows.append(row)
+            log.info("%s: %s", a.label, rows[-1].skipped or f"{rows[-1].time_s:.6g} s")
+            if progress is not None:
+                progress(a)
     order = {a: i for i, a in enumerate(candidates)}
     done = sorted((r for r in rows if not r.skipped), key=lambda r: (r.time_s, order[r.arrangement]))
     return done + [r for r in rows if r.skipped]
@@ -247,25 +249,25 @@ def _without_duplicates(rows, workload, passes, dtype, overlaps=NO_OVERLAPS) -> 
             for r in rows]
 
 
-def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, workers=1,
-            overlaps=NO_OVERLAPS) -> list[Prediction]:
+def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress, executor,
+            workers: int, overlaps=NO_OVERLAPS) -> list[Prediction]:
     """``predict`` with pruning: bound everything cheaply, drop duplicates, then in bound order analyse
     and simulate each row while it could still win.
 
     Two bounds, each a lower bound on the next: the solo-rank bound of every row
     (``simulator.timing.solo_bound``, no compile), then for a row that passes it the analytic bound,
-    then the simulation for a row that passes that too. With ``workers`` > 1 the next ``workers`` rows
-    whose solo bound is below the best time so far are evaluated side by side, then taken in order as
-    one worker would have: a row whose bound exceeds a time an earlier row of its batch just set is
-    left at the bound one worker would have stopped at (its extra work wasted), so the rows are those
-    of ``workers=1``.
+    then the simulation for a row that passes that too. With ``workers`` > 1 (``executor``'s processes)
+    the next ``workers`` rows whose solo bound is below the best time so far are evaluated side by
+    side, then taken in order as one worker would have: a row whose bound exceeds a time an earlier row
+    of its batch just set is left at the bound one worker would have stopped at (its extra work
+    wasted), so the rows are those of ``workers=1``.
     """
     closed_forms = ClosedForms(G, algorithms, router=router)
 
     def bounded(a):
         return _bounded(G, a, workload, passes, dtype, closed_forms, overlaps)
 
-    rows = _without_duplicates(list(ordered_map(bounded, candidates, workers)), workload, passes, dtype, overlaps)
+    rows = _without_duplicates(list(in_order(executor.run(bounded, candidates))), workload, passes, dtype, overlaps)
     order = {a: i for i, a in enumerate(candidates)}
     by_bound = sorted((r for r in rows if not r.skipped and not r.duplicate_of),
                       key=lambda r: (r.solo_s, order[r.arrangement]))
@@ -279,8 +281,8 @@ def _pruned(G, candidates, workload, passes, dtype, algorithms, router, progress
             batch = [by_bound[i]] + list(itertools.takewhile(lambda r: best is None or r.solo_s <= best,
                                                              by_bound[i + 1:i + workers]))
             at = best
-            results = list(ordered_map(lambda r: _evaluated(G, r, at, workload, passes, dtype, algorithms, router, overlaps),
-                                       batch, workers))
+            results = list(in_order(executor.run(
+                lambda r: _evaluated(G, r, at, workload, passes, dtype, algorithms, router, overlaps), batch)))
         for k, row in enumerate(batch):
             if best is None or row.solo_s <= best:
                 row = results[k]

@@ -9,10 +9,11 @@ rows needs torch: `run` and `bench` refuse them before importing it.
 
 from __future__ import annotations
 
-import pytest
-
+import json
 import subprocess
 import sys
+
+import pytest
 
 from simulator.cli import main
 
@@ -74,9 +75,17 @@ CASES = [
     (["bench", "--nproc", "1", "--ops", "gemm", "--gemm-shapes", "3000000x3000000x3000000", "--out", "{out}"],
      "bench gemm 3000000x3000000x3000000 float32 on 1 rank needs at least 100,582.8 GiB (its buffers, summed over "
      "its ranks), more than the"),
+    # run: the schedule file and every flag that decides whether it can start (executor.preflight)
+    (["run", "--schedule", "{old}", "--nproc", "2"], "old.json: not a tpsim schedule (format None, expected 'tpsim-schedule')"),
+    ([*RUN, "--warmup", "-1", "--out", "{out}"], "--warmup must be >= 0, got -1"),
+    ([*RUN, "--iters", "0"], "--iters must be >= 1, got 0"),
+    (["run", "--algo", "1d", "--gpus", "4", *GEMM, "--nproc", "2"], "--nproc 2 but the schedule (1d on grid [4]) has 4 ranks"),
+    ([*RUN, "--inject-fault", "x"], "--inject-fault 'x': expected RANK:STEP[:ACTION]"),
+    (["run", "--algo", "1d", "--gpus", "2", "--nproc", "2", "--workload", "gemm", "--m", "2097152", "--k", "2097152",
+      "--n", "8", "--out", "{out}"], "on 2 local ranks needs at least 98,304.5 GiB"),
 ]
 
-BEFORE_TORCH = [row for row in CASES if row[0][0] == "bench" or "--nproc 0" in row[1] or "--nproc -3" in row[1]]
+BEFORE_TORCH = [row for row in CASES if row[0][0] in ("run", "bench")]
 """The run and bench rows, refused before torch is imported (``test_run_and_bench_refuse_before_torch``)."""
 
 
@@ -103,18 +112,29 @@ def test_bad_flag_is_one_line_exit_2_and_writes_nothing(argv, message, tmp_path,
 
 
 CHILD = """
-import sys
+import io, json, sys
 from simulator.cli import main
-status = main(sys.argv[1:])
-print("torch imported" if "torch" in sys.modules else "torch not imported", status)
+rows = []
+for argv in json.loads(sys.argv[1]):
+    sys.stderr = io.StringIO()
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    rows.append([status, sys.stderr.getvalue()])
+sys.stderr = sys.__stderr__
+print(json.dumps({"torch": "torch" in sys.modules, "rows": rows}))
 """
 
 
-@pytest.mark.parametrize("argv, message", BEFORE_TORCH, ids=[f"{i}-{argv[0]}" for i, (argv, _) in
-                                                             enumerate(BEFORE_TORCH)])
-def test_run_and_bench_refuse_before_torch(argv, message, tmp_path):
-    """In a fresh interpreter, where nothing imported torch first: the refusal leaves it unimported."""
-    argv = [a.format(out=tmp_path / "out.json", old=tmp_path / "old.json") for a in argv]
-    done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, timeout=120)
-    assert done.stdout.split() == ["torch", "not", "imported", "2"], (done.stdout, done.stderr)
-    assert message in done.stderr
+def test_run_and_bench_refuse_before_torch(tmp_path):
+    """In one fresh interpreter, where nothing imported torch first, every run and bench row in turn: each is
+    refused with its line, and torch is still not imported after all of them."""
+    (tmp_path / "old.json").write_text('{"previous": true}\n')
+    argvs = [[a.format(out=tmp_path / "out.json", old=tmp_path / "old.json") for a in argv] for argv, _ in BEFORE_TORCH]
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argvs)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert [(status, message in err) for (status, err), (_, message) in zip(result["rows"], BEFORE_TORCH)] == \
+        [(2, True)] * len(BEFORE_TORCH), result["rows"]
+    assert result["torch"] is False

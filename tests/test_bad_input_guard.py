@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 import resource
+import string
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulator.algorithms.registry import build_schedule
 from simulator.errors import InputError
@@ -33,6 +35,7 @@ GEMM = ["--workload", "gemm", "--m", "8", "--k", "8", "--n", "8"]
 SMALL = ["--algo", "1d", "--gpus", "2", *GEMM]
 BIG = str(10**30)
 SENTINEL = "an existing file that a refused command must leave alone\n"
+TOPOLOGY_DATA = Path(__file__).resolve().parent / "data" / "topologies"
 
 
 def _schedule_file(folder: Path, name: str, change) -> str:
@@ -48,8 +51,12 @@ def _first_buffer(data: dict) -> dict:
     return next(iter(data["buffers"][0].values()))
 
 
-def _files(folder: Path) -> dict[str, Path]:
-    """The inputs the rows name as ``{key}``, made in ``folder``."""
+def _files(folder: Path, needed: set[str] | None = None) -> dict[str, Path]:
+    """The inputs the rows name as ``{key}``, made in ``folder``: all, or the costly ones only where ``needed``
+    names them (a 131,073-GPU file and a dozen schedules per row were most of this table's time)."""
+    def want(*keys: str) -> bool:
+        return needed is None or any(key in needed for key in keys)
+
     deep_array = "[" * 5000 + "]" * 5000  # past the C decoder's recursion limit
     deep_object = '{"a":' * (MAX_JSON_DEPTH + 36) + "1" + "}" * (MAX_JSON_DEPTH + 36)  # parses; the guard refuses
     files = {"deep": "deep.json", "deep100": "deep100.json", "deep_yaml": "deep.yaml", "deep_placement": "deep.txt",
@@ -61,8 +68,9 @@ def _files(folder: Path) -> dict[str, Path]:
     (folder / files["latin1"]).write_bytes(b'{"format": "caf\xe9"}')
     (folder / files["bigint"]).write_text("[" + "9" * 5000 + "]")  # past int()'s 4,300 digits: a ValueError
     (folder / files["bigint_yaml"]).write_text("name: " + "9" * 5000 + "\n")
-    nodes = [{"name": f"g{i}", "kind": "gpu"} for i in range(131_073)]
-    (folder / files["gpus_file"]).write_text(json.dumps({"name": "many", "nodes": nodes, "links": []}))
+    if want("gpus_file"):
+        nodes = [{"name": f"g{i}", "kind": "gpu"} for i in range(131_073)]
+        (folder / files["gpus_file"]).write_text(json.dumps({"name": "many", "nodes": nodes, "links": []}))
     for name in ("zero.json", "zero.yaml", "zero.txt", "zero.log"):  # a device behind a name tpsim reads as a file
         (folder / name).symlink_to("/dev/zero")
     with open(folder / "huge.yaml", "wb") as handle:  # sparse: 300 MiB on paper, no disk
@@ -72,32 +80,48 @@ def _files(folder: Path) -> dict[str, Path]:
     paths = {key: folder / name for key, name in files.items()}
     paths.update({name.replace(".", "_"): folder / name for name in ("zero.json", "zero.yaml", "zero.txt", "zero.log",
                                                                       "huge.yaml", "huge.json", "fifo.json")})
-    paths["wide_buffer"] = Path(_schedule_file(folder, "wide.json", lambda d: _first_buffer(d).update(
-        shape=[2**40, 8])))
-    paths["many_elements"] = Path(_schedule_file(folder, "elements.json", lambda d: d["tensors"].update(
-        A=[2**30, 2**30])))
-    paths["many_ranks"] = Path(_schedule_file(folder, "ranks.json", lambda d: d.update(
-        buffers=[{}] * (MAX_RANKS + 1))))
-    # Schedule files with the whole-schedule fields wrong (simulator.ir.file_header), and a list for a string.
-    for key, change in {"grid_negative": lambda d: d.update(grid=[-2, -2, -2]),
-                        "grid_empty": lambda d: d.update(grid=[]),
-                        "grid_product": lambda d: d.update(grid=[3]), "version_true": lambda d: d.update(version=True),
-                        "programs_empty": lambda d: d.update(programs=[[] for _ in d["programs"]]),
-                        "algorithm_list": lambda d: d.update(algorithm=["1d"])}.items():
-        paths[key] = Path(_schedule_file(folder, f"{key}.json", change))
+    # Schedule files with sizes past the limits, the whole-schedule fields wrong (simulator.ir.file_header), and
+    # a list for a string.
+    for key, name, change in [
+            ("wide_buffer", "wide.json", lambda d: _first_buffer(d).update(shape=[2**40, 8])),
+            ("many_elements", "elements.json", lambda d: d["tensors"].update(A=[2**30, 2**30])),
+            ("many_ranks", "ranks.json", lambda d: d.update(buffers=[{}] * (MAX_RANKS + 1))),
+            ("grid_negative", None, lambda d: d.update(grid=[-2, -2, -2])),
+            ("grid_empty", None, lambda d: d.update(grid=[])),
+            ("grid_product", None, lambda d: d.update(grid=[3])),
+            ("version_true", None, lambda d: d.update(version=True)),
+            ("programs_empty", None, lambda d: d.update(programs=[[] for _ in d["programs"]])),
+            ("algorithm_list", None, lambda d: d.update(algorithm=["1d"]))]:
+        if want(key):
+            paths[key] = Path(_schedule_file(folder, name or f"{key}.json", change))
     # Topology and profile files: an unknown GraphML encoding, YAML anchors, a misspelt key, values past physics.
     graphml = folder / "encoding.graphml"
     graphml.write_text("<?xml version='1.0' encoding='bogus-encoding'?>\n<graphml></graphml>\n")
     paths["bad_encoding"] = graphml
     paths["anchors_yaml"] = folder / "anchors.yaml"
     paths["anchors_yaml"].write_text("name: &a x\nnotes: *a\nnodes: []\nlinks: []\n")
-    kind = node_kind(build_preset("dgx-a100"))
+    kind = node_kind(build_preset("dgx-a100")) if want("simm", "fast_link", "slow_sim", "sim_key", "sim_nested") else ""
     profiles = {"simm": {"simm": {"collective_base_latency_us": 9.0}},
                 "fast_link": {"node_kind": kind, "links": {"nvswitch": {"bandwidth_GBps": 230000.0}}},
                 "slow_sim": {"node_kind": kind, "sim": {"collective_base_latency_us": 2e6}}}
+    profiles["sim_key"] = {"node_kind": kind, "sim": {"gemm_effciency": 0.5}}  # a misspelt key inside sim
+    profiles["sim_nested"] = {"node_kind": kind, "sim": {"collective_kind_bytes_factors": {"allreduce": 2.0}}}
     for key, body in profiles.items():
+        if not want(key):
+            continue
         paths[key] = folder / f"{key}.json"
         paths[key].write_text(json.dumps({"format": "tpsim-calibration", "version": 1, **body}))
+    # Topology files, YAML, JSON and compact, with a key inside sim that the simulator would not read.
+    text = (TOPOLOGY_DATA / "two-servers.yaml").read_text()
+    assert "collective_base_latency_us: 8.0" in text
+    paths["sim_key_yaml"] = folder / "sim-key.yaml"
+    paths["sim_key_yaml"].write_text(text.replace("collective_base_latency_us: 8.0", "collective_base_latncy_us: 8.0"))
+    paths["sim_key_json"] = folder / "sim-key.json"
+    doc = yaml.safe_load(text)
+    doc["sim"]["collective_kind_bytes_factors"] = {"all_reduce": 1.0, "alltoall": 2.0}
+    paths["sim_key_json"].write_text(json.dumps(doc))
+    paths["sim_key_cluster"] = folder / "cluster.yaml"
+    paths["sim_key_cluster"].write_text("server: dgx-a100\nservers: 2\ncalibration: sim_key.json\n")
     paths["out"] = folder / "out.json"
     paths["out"].write_text(SENTINEL)
     paths["out_yaml"] = folder / "out.yaml"
@@ -211,6 +235,19 @@ ROWS = [
     (["topology", "save", "dgx-a100", "--calibration", "{anchors_yaml}", "{new_yaml}"], "an anchor (&a)"),
     (["topology", "show", "dgx-a100", "--calibration", "{simm}"],
      "simm.json: unknown key 'simm' in the calibration profile (did you mean 'sim'?); known: format, version"),
+    (["topology", "show", "{sim_key_yaml}"], "sim-key.yaml: unknown key 'collective_base_latncy_us' in the sim "
+                                             "section (did you mean 'collective_base_latency_us'?); known: "
+                                             "collective_base_latency_us, collective_step_latency_us"),
+    (["simulate", *SMALL, "--topology", "{sim_key_json}"], "sim-key.json: unknown key 'alltoall' in the sim section's "
+                                                            "collective_kind_bytes_factors; known: broadcast, reduce"),
+    (["predict", "--gpus", "8", "--topology", "dgx-a100", *GEMM, "--calibration", "{sim_key}"],
+     "sim_key.json: unknown key 'gemm_effciency' in the calibration profile's sim section (did you mean "
+     "'gemm_efficiency'?); known: collective_base_latency_us"),
+    (["topology", "save", "dgx-a100", "--calibration", "{sim_nested}", "{new_yaml}"],
+     "unknown key 'allreduce' in the calibration profile's sim section's collective_kind_bytes_factors (did you "
+     "mean 'all_reduce'?)"),
+    (["topology", "show", "{sim_key_cluster}"], "cluster.yaml: {sim_key}: unknown key 'gemm_effciency' in the calibration "
+                                                "profile's sim section"),
     (["simulate", *SMALL, "--topology", "dgx-a100", "--calibration", "{fast_link}"],
      "bandwidth_GBps 2.3e+05 is 766.67x its published peak 300 GB/s (at most 10% over it)"),
     (["topology", "show", "dgx-a100", "--calibration", "{slow_sim}"],
@@ -265,7 +302,8 @@ def _snapshot(folder: Path) -> dict[str, object]:
 
 
 def _check_row(capsys, tmp_path: Path, argv: list[str], message: str) -> None:
-    paths = {key: str(value) for key, value in _files(tmp_path).items()}
+    needed = {field for text in (*argv, message) for _, field, _, _ in string.Formatter().parse(text) if field}
+    paths = {key: str(value) for key, value in _files(tmp_path, needed).items()}
     argv = [arg.format(**paths) for arg in argv]
     message = message.format(**paths)
     before = _snapshot(tmp_path)

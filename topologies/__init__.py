@@ -35,7 +35,7 @@ module              what it holds
 ``draw``            a topology drawn to a PNG
 ``command``         ``tpsim topology``
 ``errors``          ``TopologyError`` and ``PlacementDoesNotFit``
-``keys``            the known keys of profiles and topology files; an unknown one named with the closest
+``keys``            the known keys of profiles, topology files and sim sections; an unknown one named
 ``physical_bounds`` links no faster than their published peak (+10%), latencies under a second
 ``yaml_guard``      YAML loaded with anchors and aliases refused
 ==================  ===============================================================================

@@ -50,7 +50,7 @@ import networkx as nx
 from simulator.errors import InputError
 from simulator.files import read_text, write_text_atomic
 from topologies.errors import TopologyError
-from topologies.keys import PROFILE_KEYS, check_known_keys
+from topologies.keys import PROFILE_KEYS, check_known_keys, check_sim_keys
 from topologies.physical_bounds import check_physical_bounds
 from topologies.fileformat import read_document, write_document
 from topologies.presets import PRESETS
@@ -181,6 +181,7 @@ def profile_from_document(doc, where: str) -> Profile:
         check_sim(sim, f"{where}: sim")
     except TopologyError as error:
         raise TopologyError(str(error)) from None
+    check_sim_keys(sim, where, in_topology=False)  # a misspelt key inside sim was dropped unread too
     undetermined = doc.get("undetermined") or []
     if not isinstance(undetermined, list) or not all(isinstance(item, str) for item in undetermined):
         raise TopologyError(f"{where}: undetermined must be a list of parameter names")

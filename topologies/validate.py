@@ -1,6 +1,7 @@
 """Check a topology graph fully; the first problem found becomes one ``TopologyError`` line.
 
-Checked: graph attributes (``name``, ``notes`` strings; ``sim`` a JSON-like dict; optional ``torus_dims``
+Checked: graph attributes (``name``, ``notes`` strings; ``sim`` a JSON-like dict of known keys,
+``topologies.keys``; optional ``torus_dims``
 a list of positive integers whose product is the GPU count), node kinds, GPU
 numbering (``gpu_index`` 0..n-1, each GPU named ``gpu<index>``, an integer ``server``), device specs,
 edge attributes (``bandwidth_GBps`` > 0, ``latency_us`` >= 0, ``kind`` known, optional
@@ -24,6 +25,7 @@ import networkx as nx
 from topologies.errors import TopologyError
 from topologies.kinds import DTYPES, EDGE_KINDS, NODE_KINDS, gpu_name
 from topologies.physical_bounds import check_physical_bounds
+from topologies.keys import check_sim_keys
 
 __all__ = ["validate_graph", "check_device", "check_sim", "gpu_nodes"]
 
@@ -109,6 +111,7 @@ def _check_graph_attrs(G: nx.DiGraph) -> None:
     if not isinstance(G.graph.get("sim", {}), dict):
         raise TopologyError(f"graph sim must be a mapping, got {G.graph['sim']!r}")
     check_sim(G.graph.get("sim", {}))
+    check_sim_keys(G.graph.get("sim", {}))
 
 
 def _check_torus_dims(G: nx.DiGraph, n_gpus: int) -> None:

@@ -9,10 +9,11 @@
 Every legal arrangement (``simulator.predict``) is bounded, and simulated in bound order while it
 could still be the fastest: one whose contention-free bound exceeds the best simulated time is left at
 its bound, and one whose schedule equals an arrangement already simulated is listed as its duplicate
-(``--no-prune`` simulates every arrangement); ``--workers N`` does both in N forked processes
-(``simulator.workers``) with the same table. The table ranks the simulated ones by predicted time
-with the critical rank's compute / communication / wait split, the contention-free bound, per-GPU
-block memory and the slowdown against the best. Skipped arrangements are listed with the reason.
+(``--no-prune`` simulates every arrangement); ``--workers N`` does both in N forked processes (the
+local pool of ``simulator.sweep``, the executor `tpsim sweep` runs on) with the same table. The table
+ranks the simulated ones by predicted time with the critical rank's compute / communication / wait
+split, the contention-free bound, per-GPU block memory and the slowdown against the best. Skipped
+arrangements are listed with the reason.
 Progress goes to stderr: a bar on a terminal, else a line every 10 s (``simulator.progress``).
 ``--json`` prints a list of objects (every row of the table with ``status`` "ok" when simulated,
 "bound" (``analytic_s``, or only ``solo_s`` where the cheaper solo-rank bound sufficed) or "duplicate"
@@ -49,7 +50,7 @@ from simulator.limits import check_ranks
 from simulator.predict import Overlaps, arrangements, predict
 from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
-from simulator.workers import MAX_WORKERS
+from simulator.sweep.executor import MAX_WORKERS
 from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",

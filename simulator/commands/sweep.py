@@ -20,9 +20,7 @@ import os
 import sys
 
 from simulator.errors import InputError
-
-MAX_WORKERS = 256
-"""More processes than a host has cores for; ``--workers`` refuses more."""
+from simulator.sweep.executor import MAX_WORKERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -5,10 +5,13 @@
             ...
 
 ``run(fn, items)`` yields ``(position, fn(items[position]))`` in the order calls finish, each once;
-the caller puts them back in order (the sweep sorts its rows by plan number). ``fn`` must be a
-module-level function and items and results plain data: a distributed executor pickles them to other
-machines. A call that raises, or a worker that dies, stops the run with the error; rows already
-written stay, and a rerun resumes. ``describe`` says in a few words where the calls run.
+the caller puts them back in order (the sweep sorts its rows by plan number; ``in_order`` yields each
+result once every earlier one is in, as ``map`` would). ``fn`` must be a module-level function and
+items and results plain data where a distributed executor may run it: it pickles them to other
+machines. ``LocalPool`` also takes a closure (its workers inherit it), which ``tpsim predict
+--workers N`` uses to bound and simulate arrangements on one topology without copying it. A call
+that raises, or a worker that dies, stops the run with the error; rows already written stay, and a
+rerun resumes. ``describe`` says in a few words where the calls run.
 
 The executors: ``LocalPool`` (``simulator.sweep.local_pool``, the default: this machine's forked
 processes) and ``DaskCluster`` (``simulator.sweep.dask_cluster``: a Dask distributed cluster, local or
@@ -17,9 +20,12 @@ remote, from the optional ``cluster`` extra).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
-__all__ = ["Executor", "WorkerLost", "make_executor"]
+__all__ = ["Executor", "WorkerLost", "make_executor", "in_order", "MAX_WORKERS"]
+
+MAX_WORKERS = 256
+"""More worker processes than any one host has cores for; ``--workers`` refuses more."""
 
 
 class WorkerLost(RuntimeError):
@@ -50,3 +56,18 @@ def make_executor(workers: int, dask: str | bool | None = None) -> Executor:
     from simulator.sweep.dask_cluster import DaskCluster
 
     return DaskCluster(workers, None if dask is True else dask)
+
+
+def in_order(results: Iterable[tuple[int, Any]]) -> Iterator[Any]:
+    """The results of ``Executor.run`` in input order, each as soon as every earlier one is in.
+
+        >>> list(in_order([(1, "b"), (0, "a"), (2, "c")]))
+        ['a', 'b', 'c']
+    """
+    waiting: dict[int, Any] = {}
+    following = 0
+    for position, result in results:
+        waiting[position] = result
+        while following in waiting:
+            yield waiting.pop(following)
+            following += 1

@@ -120,10 +120,35 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path, capsys)
 
 
 @pytest.mark.skipif(gpu_count() > 0, reason="this machine has CUDA")
-def test_nccl_without_cuda_is_one_line_exit_2(capsys):
+def test_nccl_without_cuda_is_one_line_exit_2(capsys, monkeypatch, tmp_path):
+    import executor.preflight
+
+    # The driver's list first (before torch: executor.preflight), then what torch sees, with a driver that
+    # lists four GPUs to a CPU-only torch build.
+    monkeypatch.setattr(executor.preflight, "NVIDIA_GPUS_DIR", str(tmp_path / "none"))
+    monkeypatch.setattr(executor.preflight, "DEVICES_DIR", str(tmp_path / "dev"))
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidiactl").touch()  # the control device is not a GPU
+    assert main(["run", *SMALL_2D, "--backend", "nccl", "--nproc", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--backend nccl needs one CUDA GPU per rank: 4 ranks but 0 NVIDIA GPUs on" in err
+    for i in range(4):
+        (tmp_path / "gpus" / f"0000:0{i}:00.0").mkdir(parents=True)
+    monkeypatch.setattr(executor.preflight, "NVIDIA_GPUS_DIR", str(tmp_path / "gpus"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert main(["run", *SMALL_2D, "--backend", "nccl", "--nproc", "4"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--backend nccl needs one CUDA GPU per rank: 4 ranks but 0 GPUs visible" in err
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert main(["run", *SMALL_2D, "--backend", "nccl", "--nproc", "4"]) == 2
+    assert "4 ranks but 2 NVIDIA GPUs on this host (by CUDA_VISIBLE_DEVICES, " in capsys.readouterr().err
+    # A container may show the device files and not the driver's list.
+    monkeypatch.setattr(executor.preflight, "NVIDIA_GPUS_DIR", str(tmp_path / "none"))
+    for i in range(4):
+        (tmp_path / "dev" / f"nvidia{i}").touch()
+    assert executor.preflight.host_nvidia_gpus() == 2  # CUDA_VISIBLE_DEVICES=0,1
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert executor.preflight.host_nvidia_gpus() == 4
 
 
 def test_the_torchrun_entry_point_outside_torchrun_is_one_line_exit_2(monkeypatch, capsys):

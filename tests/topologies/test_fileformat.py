@@ -27,7 +27,11 @@ def same(G, H):
 @pytest.mark.parametrize("spec", SMALL)
 def test_round_trip_is_lossless(tmp_path, spec, suffix):
     G = load_topology(spec)
-    G.graph["sim"]["calibrated"] = {"links": [1, 2.5, "x"], "nested": {"ok": True, "none": None}}
+    # Nested sections of known keys (an unknown one is refused): mappings, lists, booleans, None.
+    G.graph["sim"]["collective_kind_bytes_factors"] = {"all_gather": 2.5, "send": 1}
+    G.graph["sim"]["calibration"] = {"format": "tpsim-calibration", "version": 1, "node_kind": "any", "preset": None,
+                                     "links": {"nvlink": {"latency_us": 0.5}}, "sim": {"collective_nvls": False},
+                                     "undetermined": ["ib.latency_us", "ib.bandwidth_GBps"], "notes": "x"}
     path = str(tmp_path / f"topo{suffix}")
     save_topology(G, path)
     same(G, load_topology(path))

@@ -40,6 +40,17 @@ def broken(change):
      (lambda G: G.graph.update(torus_dims=[2, 3]), r"graph torus_dims \[2, 3\] hold 6 GPUs, the topology has 4"),
      (lambda G: G.graph.update(torus_dims=[4, True]), "graph torus_dims must be a list of positive integers"),
      (lambda G: G.graph["sim"].update({"x": float("inf")}), "sim.x: must hold numbers"),
+     (lambda G: G.graph["sim"].update(collective_base_latncy_us=5.0),
+      "unknown key 'collective_base_latncy_us' in the sim section \\(did you mean 'collective_base_latency_us'\\?\\); "
+      "known: collective_base_latency_us, "),
+     (lambda G: G.graph["sim"].update(collective_kind_bytes_factors={"allgather": 2.0}),
+      "unknown key 'allgather' in the sim section's collective_kind_bytes_factors \\(did you mean 'all_gather'"),
+     (lambda G: G.graph["sim"].update(calibration={"format": "tpsim-calibration", "version": 1, "node_kind": "x",
+                                                   "sim": {"gemm_efficency": 0.5}}),
+      "sim.calibration: unknown key 'gemm_efficency' in the calibration profile's sim section"),
+     (lambda G: G.graph["sim"].update(calibration={"format": "tpsim-calibration", "version": 1, "node_kind": "x",
+                                                   "links": {"nvlink": {"latncy_us": 1}}}),
+      "sim.calibration: links.nvlink must map some of"),
      (lambda G: G.remove_edges_from([("gpu1", "gpu2"), ("gpu2", "gpu1"), ("gpu3", "gpu0"), ("gpu0", "gpu3")]),
       "gpu0 cannot reach gpu2")],
 )
