@@ -96,7 +96,7 @@ def measure(gpus: int = 16384, layers: int = 128, global_batch: int = 2048) -> d
     S = a.pp * a.virtual_stages
     passes = stage_passes(bt, a, layers)
     order = cached_order(a.schedule, a.pp, m, a.virtual_stages)
-    timed = replay_times(order, m, S, lambda x: passes[x.kind, x.stage == S - 1].time_s,
+    timed = replay_times(order, m, S, lambda x: passes[x.kind, x.stage == 0, x.stage == S - 1].time_s,
                          crossing_s(a.pp, hop, wrap))
     last_backward = {x.stage: start for actions, rank in zip(order, timed)
                      for x, (start, _) in zip(actions, rank) if x.kind == "B" and x.micro_batch == m - 1}

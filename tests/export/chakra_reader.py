@@ -34,9 +34,11 @@ CASES = {
 
 
 def schedule_of(case: str):
-    """The IR schedule the CLI arguments of ``case`` describe (bfloat16, fwd+bwd: the CLI's defaults)."""
+    """The IR schedule the CLI arguments of ``case`` describe (bfloat16, fwd+bwd and, for 1d / 1d-sp,
+    Megatron-LM's asynchronous dX communication: the CLI's defaults)."""
     algo, workload, grid, gpus = CASES[case][1]
-    return build_schedule(algo, workload, "both", "bfloat16", grid=grid, gpus=gpus)
+    overlap = {"async_dgrad": True} if algo in ("1d", "1d-sp") else {}
+    return build_schedule(algo, workload, "both", "bfloat16", grid=grid, gpus=gpus, **overlap)
 
 
 def decode(path: Path) -> tuple[object, list]:
