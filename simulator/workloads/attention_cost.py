@@ -13,8 +13,8 @@ backward and so in what the backward computes, and the time model (this module) 
   dropout mask are kept for the backward, which reads them instead of recomputing.
 
 With ``count`` = sequences x heads in the block and ``scores`` = count * s * s elements (the products
-run over the whole s x s, masked half included: FlashAttention-2's skipping of the blocks above the
-diagonal is not modelled), and ``io`` the block's inputs read and output written once:
+run over the whole s x s, masked half included, as Megatron-LM counts model FLOPs), and ``io`` the
+block's inputs read and output written once:
 
 ==================  ====================================  ==============================  ====================
 kernel, pass        products (count, m, k, n)             elements (reads + writes)       elementwise FLOPs
@@ -30,6 +30,12 @@ The unfused forward's passes: the softmax reads S and writes P, dropout reads P 
 backward: dropout of dP' (read, write) when p > 0, and dS = P (dP - rowsum(dP P)) reads P and dP and
 writes dS. The flash kernels make no pass over the scores: their FLOPs run on data in on-chip memory;
 the backward's extra product and softmax FLOPs are the recomputation (D = rowsum(dO O) per row).
+
+Time: the unfused rows are timed from their products and passes (``simulator.compute``). A flash call
+carries ``Work.flash`` and is timed from FlashAttention-2's published causal throughput instead
+(``flash_time_s``: the paper's FLOPs, which skip the blocks above the diagonal, over its measured rate;
+``topologies.attention_rates`` holds the figures), where the GPU and dtype have one; elsewhere from the
+table's products and passes like the unfused kernel.
 """
 
 from __future__ import annotations
