@@ -80,6 +80,13 @@ when p > 0) and forms dS = P (dP - rowsum(dP P)) (3 passes). The products run ov
 the causal mask's zero half included, as an unfused kernel computes them: the attention products of
 a block of b sequences are ``4 b a s^2 d`` FLOPs forward and ``10 b a s^2 d`` backward.
 
+The FlashAttention-2 ops (``flash_attention`` and its backward, ``--attention flash``, the default) are
+timed otherwise where the kernel runs (a GPU of the compute model, bf16 or fp16): from its published
+forward + backward throughput per device, head dimension and sequence length, on the causal mask's
+half of the products (``simulator.workloads.attention_cost.flash_time_s``; the figures and their sources
+are in ``topologies.attention_rates``). Their FLOPs in ``Schedule.flops`` stay the whole s x s, as
+Megatron-LM counts model FLOPs.
+
 Example (an A100 80GB: 271.2 TFLOP/s achievable on 1024 x 5120 x 10240)::
 
     >>> from topologies.devices import A100_SXM4_80GB
@@ -99,6 +106,7 @@ from simulator.errors import InputError
 from simulator.gemm_shape import shape_factor
 from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.workloads.attention_cost import flash_time_s
 from simulator.workloads.functions import Work
 
 __all__ = ["FP8", "ComputeConfig", "ComputeModel", "FALLBACK_GEMM_EFFICIENCY", "achievable_memory_bandwidth"]
@@ -249,7 +257,14 @@ class ComputeModel:
         return 0.0
 
     def work_time_s(self, device: dict, dtype: str, work: Work, after_comm: bool = False) -> float:
-        """Seconds for a local function's ``work``: its products as gemms plus its memory passes."""
+        """Seconds for a local function's ``work``: its products as gemms plus its memory passes; a
+        FlashAttention-2 call from the kernel's published throughput where there is one (module doc)."""
+        if work.flash is not None:
+            key = ("flash", device.get("name"), dtype, work.flash)
+            if key not in self._cache:
+                self._cache[key] = flash_time_s(device, dtype, work.flash)
+            if self._cache[key] is not None:
+                return self._cache[key]
         products = sum(count * self.gemm_time_s(device, dtype, m, k, n, after_comm) for count, m, k, n in work.gemms)
         return products + self.memory_time_s(device, work.elements * DTYPE_BYTES[dtype])
 

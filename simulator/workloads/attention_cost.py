@@ -13,8 +13,8 @@ backward and so in what the backward computes, and the time model (this module) 
   dropout mask are kept for the backward, which reads them instead of recomputing.
 
 With ``count`` = sequences x heads in the block and ``scores`` = count * s * s elements (the products
-run over the whole s x s, masked half included: FlashAttention-2's skipping of the blocks above the
-diagonal is not modelled), and ``io`` the block's inputs read and output written once:
+run over the whole s x s, masked half included, as Megatron-LM counts model FLOPs), and ``io`` the
+block's inputs read and output written once:
 
 ==================  ====================================  ==============================  ====================
 kernel, pass        products (count, m, k, n)             elements (reads + writes)       elementwise FLOPs
@@ -30,6 +30,12 @@ The unfused forward's passes: the softmax reads S and writes P, dropout reads P 
 backward: dropout of dP' (read, write) when p > 0, and dS = P (dP - rowsum(dP P)) reads P and dP and
 writes dS. The flash kernels make no pass over the scores: their FLOPs run on data in on-chip memory;
 the backward's extra product and softmax FLOPs are the recomputation (D = rowsum(dO O) per row).
+
+Time: the unfused rows are timed from their products and passes (``simulator.compute``). A flash call
+carries ``Work.flash`` and is timed from FlashAttention-2's published causal throughput instead
+(``flash_time_s``: the paper's FLOPs, which skip the blocks above the diagonal, over its measured rate;
+``topologies.attention_rates`` holds the figures), where the GPU and dtype have one; elsewhere from the
+table's products and passes like the unfused kernel.
 """
 
 from __future__ import annotations
@@ -38,7 +44,10 @@ import math
 
 from simulator.workloads.work import Work
 
-__all__ = ["KERNELS", "attention_work", "selective_note"]
+__all__ = ["FLASH_DTYPES", "KERNELS", "attention_work", "flash_time_s", "flash_tflops", "selective_note"]
+
+FLASH_DTYPES = ("bfloat16", "float16")
+"""The dtypes FlashAttention-2 computes in; a schedule of another dtype keeps the product model."""
 
 KERNELS = ("flash", "unfused")
 """The attention kernels ``--attention`` chooses from; ``flash`` is the default."""
@@ -53,12 +62,56 @@ def attention_work(shapes: list[tuple[int, ...]], out: tuple[int, ...], params: 
     dropped = params["p"] > 0
     io = sum(math.prod(shape) for shape in shapes) + math.prod(out)
     qk, pv = (count, s, d, s), (count, s, s, d)
+    call = ("backward" if backward else "forward", count, s, d) if flash else None
     if not backward:
         passes = 2 * count * s if flash else (2 + 2 * dropped) * scores
-        return Work(gemms=(qk, pv), elements=passes + io, flops=(5 + dropped) * scores)
+        return Work(gemms=(qk, pv), elements=passes + io, flops=(5 + dropped) * scores, flash=call)
     if flash:
-        return Work(gemms=(qk, pv, qk, pv, pv), elements=4 * count * s + io, flops=(9 + 2 * dropped) * scores)
+        return Work(gemms=(qk, pv, qk, pv, pv), elements=4 * count * s + io, flops=(9 + 2 * dropped) * scores,
+                    flash=call)
     return Work(gemms=(pv, qk, pv, pv), elements=(3 + 2 * dropped) * scores + io, flops=(4 + 2 * dropped) * scores)
+
+
+def flash_tflops(device: dict, dtype: str, head_dim: int, seq: int) -> float | None:
+    """FlashAttention-2's causal forward + backward TFLOP/s on ``device`` (module doc), or None.
+
+    A device with a published row (A100 80GB, H100) reads it; another GPU of the compute model (one
+    listing ``sms``: Ampere or newer here) scales the row of the published device whose dense peak
+    for ``dtype`` is nearest its own by the ratio of the two peaks (A100 40GB and PCIe take the A100
+    row as it is, H200 the H100 row as it is, B200 and GB200 the H100 row times 2.27 and 2.53: an
+    assumption, FlashAttention-2 having no published Blackwell figure). None for dtypes the kernel does
+    not run (it computes in fp16 or bf16 only) and for devices it does not run on (pre-Ampere, CPU).
+    """
+    from topologies.attention_rates import published_devices, published_tflops  # function-level: keeps the IR free of networkx
+    from topologies.devices import DEVICES
+
+    if dtype not in FLASH_DTYPES or not device.get("sms") or dtype not in device.get("peak_tflops", {}):
+        return None
+    rate = published_tflops(device.get("name", ""), head_dim, seq, causal=True)
+    if rate is not None:
+        return rate
+    peak = float(device["peak_tflops"][dtype])
+    reference = min(published_devices(), key=lambda name: abs(math.log(DEVICES[name].peak_tflops[dtype] / peak)))
+    return published_tflops(reference, head_dim, seq, causal=True) * peak / DEVICES[reference].peak_tflops[dtype]
+
+
+def flash_time_s(device: dict, dtype: str, call: tuple[str, int, int, int]) -> float | None:
+    """Seconds of one FlashAttention-2 call ``(mode, count, seq, head_dim)`` (``Work.flash``), or None.
+
+    Its FLOPs as the paper counts them (``topologies.attention_rates.flash_flops``: ``4 s^2 d`` per
+    sequence and head forward, 2.5 times that backward, halved for the causal mask) over the published
+    forward + backward rate (``flash_tflops``). Both passes take that one rate: the published rows give
+    the pair, not each pass, so the forward + backward time is the published one and the split between
+    the two passes follows the FLOPs (the paper's separate figures show the forward somewhat faster
+    per FLOP than the backward). None where ``flash_tflops`` is None.
+    """
+    from topologies.attention_rates import flash_flops  # function-level: as flash_tflops
+
+    mode, count, seq, head_dim = call
+    rate = flash_tflops(device, dtype, head_dim, seq)
+    if rate is None:
+        return None
+    return flash_flops(count, seq, head_dim, causal=True, mode=mode) / (rate * 1e12)
 
 
 def selective_note(kernel: str, recompute: str) -> str | None:

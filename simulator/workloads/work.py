@@ -17,3 +17,7 @@ class Work:
     """Elements its memory-bound passes read plus write (times the dtype's size: bytes)."""
     flops: int = 0
     """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
+    flash: tuple[str, int, int, int] | None = None
+    """("forward" or "backward", count, seq, head_dim) of a causal FlashAttention-2 call, which the compute
+    model times from the kernel's published throughput (``simulator.workloads.attention_cost``) where
+    the device and dtype have one, else from ``gemms`` and ``elements``."""

@@ -117,7 +117,9 @@ def test_flash_attention_makes_no_pass_over_the_scores_and_its_backward_recomput
     elements = nb * s * 3 * a * d + nb * s * a * d + 2 * count * s  # io, and the log-sum-exp written and read
     assert forward.memory_bytes(0, op) == 2 * elements
     assert forward.flops(0, op) == 2 * (2 * count * s * s * d) + (6 if p else 5) * scores
-    expected = count * _gemm_s(s, d, s) + count * _gemm_s(s, s, d) + 2 * elements / BANDWIDTH
+    # timed from FlashAttention-2's published causal rate (H100, d 64, s 512: 141 TFLOP/s forward +
+    # backward, Dao 2023 Fig. 7c) on the causal half of the products, not from the product model
+    expected = 4 * count * s * s * d / 2 / 141e12
     assert ComputeModel().op_time_s(forward, 0, op, H100) == pytest.approx(expected, rel=1e-12)
     shapes = {"dctx": (nb * s, a * d), "qkv": (nb * s, 3 * a * d), "dqkv": (nb * s, 3 * a * d)}
     backward = _one_op("flash_attention_backward", shapes, params)
@@ -125,8 +127,7 @@ def test_flash_attention_makes_no_pass_over_the_scores_and_its_backward_recomput
     elements = nb * s * a * d + 2 * nb * s * 3 * a * d + 4 * count * s
     assert backward.memory_bytes(0, op) == 2 * elements
     assert backward.flops(0, op) == 5 * (2 * count * s * s * d) + (11 if p else 9) * scores
-    expected = 2 * count * _gemm_s(s, d, s) + 3 * count * _gemm_s(s, s, d) + 2 * elements / BANDWIDTH
-    assert ComputeModel().op_time_s(backward, 0, op, H100) == pytest.approx(expected, rel=1e-12)
+    assert ComputeModel().op_time_s(backward, 0, op, H100) == pytest.approx(2.5 * expected, rel=1e-12)
 
 
 def _products_flops(schedule: Schedule) -> int:
