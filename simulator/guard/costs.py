@@ -51,7 +51,7 @@ from simulator.guard.ops import estimated_ops
 
 __all__ = ["BUILD_US_PER_OP", "CHECK_US_PER_OP", "SIMULATE_US_PER_OP", "PREDICT_US_PER_OP", "VERIFY_GFLOPS",
            "build_estimate", "simulate_estimate", "predict_estimate", "topology_estimate", "collective_estimate",
-           "verify_estimate", "schedule_words", "workload_flops", "attention_scores_bytes"]
+           "verify_estimate", "schedule_words", "workload_flops", "attention_scores_bytes", "training_estimate"]
 
 BUILD_US_PER_OP = 0.75
 """CPU microseconds to build one op (``simulator.algorithms.compose``)."""
@@ -85,6 +85,20 @@ CALIBRATE_US_PER_RANK2 = 2500.0
 """CPU microseconds of ``tpsim calibrate`` per collective sample and squared rank of it."""
 VERIFY_GFLOPS = 4.0
 """GFLOP/s of the numpy interpreter in float64 (``tpsim verify``), one process."""
+TRAIN_MS_PER_TRY = 40.0
+"""CPU milliseconds per arrangement x pipeline schedule the training-plan search bounds (its micro-batch
+search, memory model and bound under the first ZeRO/recompute setting)."""
+TRAIN_MS_PER_SETTING = 10.0
+"""CPU milliseconds per further ZeRO/recompute setting of each of those the search may bound."""
+TRAIN_SIM_US_PER_GPU = 250.0
+"""CPU microseconds per GPU of one simulated training step (the reduction waves over every data-parallel group)."""
+TRAIN_BYTES_PER_GPU = 16 << 10
+"""Peak bytes per GPU of the training-plan search (the graph, its routes, the simulated reduction's flows)."""
+TRAIN_BYTES_PER_TRY = 400 << 10
+"""Peak bytes per arrangement x pipeline schedule of the search (the block schedules, times and memory parts
+it caches)."""
+TRAIN_BASE_BYTES = 60 << 20
+"""Peak bytes of the search whatever its size (the interpreter, numpy, the commands' modules)."""
 SCORES_COPIES = 5
 """[b, a, s, s] float64 arrays a transformer's verification holds at once (scores, probabilities, their
 gradients, the reference's and a rank's): its peak RSS grew 5.0 bytes per byte of one such array."""
@@ -185,3 +199,14 @@ def verify_estimate(what: str, flops: int, float64_bytes: int, workload) -> Esti
     scores = attention_scores_bytes(workload)
     return Estimate(f"verifying {what}: {flops / 1e9:,.3g} GFLOP in float64", flops / (VERIFY_GFLOPS * 1e9),
                     float64_bytes + scores)
+
+
+def training_estimate(rows: int, tries: int, cells: int, simulate_top: int, gpus: int) -> Estimate:
+    """``tpsim predict --global-batch``'s search: ``rows`` arrangements (tensor x pipeline x data), ``tries``
+    with their pipeline schedules, ``cells`` with the ZeRO/recompute settings each may bound, the leading
+    ``simulate_top`` simulated on ``gpus`` GPUs (each one's reduction waves over every one of them)."""
+    seconds = (tries * TRAIN_MS_PER_TRY + (cells - tries) * TRAIN_MS_PER_SETTING) * 1e-3 + \
+        simulate_top * gpus * TRAIN_SIM_US_PER_GPU * 1e-6
+    return Estimate(f"searching {rows:,} training arrangements of {gpus:,} GPUs ({cells:,} schedule and "
+                    f"ZeRO/recompute settings to bound, {simulate_top} to simulate)", seconds,
+                    TRAIN_BASE_BYTES + tries * TRAIN_BYTES_PER_TRY + gpus * TRAIN_BYTES_PER_GPU)
