@@ -25,6 +25,15 @@ topology graph build (simulator.limits: 131,072 GPUs)  131,072 GPUs  11 s 0.6 GB
                                                                     76/155 MB    PER_RANK`` 300 us, 16 KB
 ``tpsim calibrate`` (docs/calibrate.md's Azure logs)    {8,16} /      22.4/1.2 s  ``CALIBRATE_US_PER_RANK2``
 of 8 and 16 GPUs / of 2, 4 and 8                       {2,4,8} GPUs              2.5 ms per sample x ranks^2
+``tpsim predict --global-batch``, tries / cells:                                 ``TRAIN_MS_PER_TRY`` 40 ms per
+gpt3-2.7b on 16 A100s (G 64), gpt3-13b on 64 (G        116 / 300     4.2 s       arrangement x schedule,
+256), gpt3-175b on 1,024 A100 80 GB (G 1,536),         254 / 628     16.5 s      ``TRAIN_MS_PER_SETTING`` 10 ms
+llama3-405b ``--layers 128`` on 16,384 H100s (G        914 / 1,948   46.4 s      per further ZeRO/recompute cell;
+2,048), each ``--simulate-top 0``                      870 / 1,860   40.7 s      60 MB + 400 KB per try
+gpt3-175b on 1,024 A100s ``--zero 1 --recompute        914 / 914     36.7 s      + 16 KB per GPU
+none`` (4 rows simulated in that)                                    82-639 MB
+the 1,024 and 16,384 GPU cases, 4 rows simulated       4 rows        1.2/15.5 s  ``TRAIN_SIM_US_PER_GPU`` 250 us
+(4,096 / 65,536 GPU-rows)                                                        per GPU per simulated row
 ``tpsim verify`` 2d [8,8,1] mlp m=4096 h=1024          206 GFLOP     48 s 2.5 GB ``VERIFY_GFLOPS`` 4 GFLOP/s
 ``tpsim verify`` 1d [2] transformer b=1 h=256 a=4,     8.0 / 22.6    2.3/6.2 s,  (numpy float64),
 s=1024 / 2048                                          GFLOP         377/878 MB  ``SCORES_COPIES`` 5
