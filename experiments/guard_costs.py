@@ -42,6 +42,8 @@ CASES = {
                              "--global-batch", "1536", "--zero", "1", "--recompute", "none"),
     "plan llama3-405b 16384": ("predict", "--gpus", "16384", "--topology", "dgx-h100:2048", "--model", "llama3-405b",
                                "--layers", "128", "--global-batch", "2048"),
+    "plan llama3-405b 126": ("predict", "--gpus", "16384", "--topology", "dgx-h100:2048", "--model", "llama3-405b",
+                             "--global-batch", "2048"),
     "verify 2d 64": ("verify", "--algo", "2d", "--grid", "8,8,1", *SMALL_MLP),
     "verify transformer s=2048": ("verify", "--algo", "1d", "--gpus", "2", "--workload", "transformer", "--batch", "1",
                                   "--seq", "2048", "--hidden", "256", "--heads", "4"),
