@@ -32,11 +32,24 @@ CASES = {
     "topology show 16384": ("topology", "show", "dgx-h100:2048"),
     "collective 4096": ("collective", "--op", "all_reduce", "--group-size", "4096", "--bytes", "1GiB", "--topology",
                         "dgx-h100:512"),
+    "plan gpt3-2.7b 16": ("predict", "--gpus", "16", "--topology", "dgx-a100:2", "--model", "gpt3-2.7b",
+                          "--global-batch", "64"),
+    "plan gpt3-13b 64": ("predict", "--gpus", "64", "--topology", "dgx-a100:8", "--model", "gpt3-13b",
+                         "--global-batch", "256"),
+    "plan gpt3-175b 1024": ("predict", "--gpus", "1024", "--topology", "dgx-a100-80gb:128", "--model", "gpt3-175b",
+                            "--global-batch", "1536"),
+    "plan gpt3-175b zero1": ("predict", "--gpus", "1024", "--topology", "dgx-a100:128", "--model", "gpt3-175b",
+                             "--global-batch", "1536", "--zero", "1", "--recompute", "none"),
+    "plan llama3-405b 16384": ("predict", "--gpus", "16384", "--topology", "dgx-h100:2048", "--model", "llama3-405b",
+                               "--layers", "128", "--global-batch", "2048"),
+    "plan llama3-405b 126": ("predict", "--gpus", "16384", "--topology", "dgx-h100:2048", "--model", "llama3-405b",
+                             "--global-batch", "2048"),
     "verify 2d 64": ("verify", "--algo", "2d", "--grid", "8,8,1", *SMALL_MLP),
     "verify transformer s=2048": ("verify", "--algo", "1d", "--gpus", "2", "--workload", "transformer", "--batch", "1",
                                   "--seq", "2048", "--hidden", "256", "--heads", "4"),
 }
-QUICK = ("schedule 2d 1024", "simulate summa25d 1024", "collective 4096", "verify transformer s=2048")
+QUICK = ("schedule 2d 1024", "simulate summa25d 1024", "collective 4096", "plan gpt3-2.7b 16",
+         "verify transformer s=2048")
 
 # Runs one tpsim command with every guard estimate recorded; writes them and its resource usage to argv[1].
 _CHILD = """
@@ -72,10 +85,11 @@ def measure(argv: tuple[str, ...]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the small cases only")
+    parser.add_argument("--case", action="append", choices=list(CASES), help="run this case only (repeatable)")
     args = parser.parse_args(argv)
     print(f"{'case':>26} {'est. s':>8} {'CPU s':>8} {'ratio':>6} {'est. MB':>8} {'peak MB':>8} {'ratio':>6}")
     for name, case in CASES.items():
-        if args.quick and name not in QUICK:
+        if (args.quick and name not in QUICK) or (args.case and name not in args.case):
             continue
         r = measure(case)
         seconds = sum(e[1] for e in r["estimates"])

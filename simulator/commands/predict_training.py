@@ -35,6 +35,8 @@ from simulator.commands.sim_args import format_time
 from simulator.commands.training_args import add_model_state_arguments
 from simulator.errors import InputError
 from simulator.files import replacing
+from simulator.guard import guard
+from simulator.guard.training import search_estimate
 from simulator.memory import usable_device_bytes
 from simulator.pipeline.search_space import check_schedule_flags, pipeline_sizes, pipelined, schedule_variants
 from simulator.network.topology_cache import TopologyCache
@@ -159,6 +161,8 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     usable = usable_device_bytes(device)
     if args.trace_row is not None and not args.trace:
         raise InputError(f"--trace-row {args.trace_row} needs --trace FILE")
+    guard(search_estimate(candidates, variants, args.zero, args.recompute, workload.attention, args.simulate_top,
+                          args.gpus), "tpsim predict", args.force)
     cache: dict = {}  # block times and memory parts, shared by every pipeline size and schedule of a row
     router = TopologyCache(G)
     with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:

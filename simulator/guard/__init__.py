@@ -4,11 +4,13 @@
 - ``costs``: this machine's measured cost per op, per GPU, per FLOP, and the estimates;
 - ``check``: the decision: refuse past 5 minutes or the free memory (one line naming
   the estimate and ``--force``), say so on stderr past 20 s, else nothing;
-- ``schedules``: the guard of the commands that build a schedule (``before_build``).
+- ``schedules``: the guard of the commands that build a schedule (``before_build``);
+- ``training``: the size of ``predict --global-batch``'s training-plan search (``search_estimate``).
 
 The commands call them where the sizes are known and nothing is built yet: ``schedule``, ``verify``,
 ``simulate`` and ``run`` before the schedule is built (``schedule_from_args``'s ``before_build``),
-``predict`` once it has listed the arrangements it will time, ``collective`` before it simulates,
+``predict`` once it has listed the arrangements it will time (with ``--global-batch``, the
+training arrangements, their schedules and settings), ``collective`` before it simulates,
 and every command that loads a topology before its graph is built (``watch_topologies``, through
 ``simulator.limits.check_topology_gpus``). ``run`` and ``bench`` add their own estimate of the
 executor's work (``executor.estimate``, ``executor.bench_memory``).

@@ -25,6 +25,16 @@ topology graph build (simulator.limits: 131,072 GPUs)  131,072 GPUs  11 s 0.6 GB
                                                                     76/155 MB    PER_RANK`` 300 us, 16 KB
 ``tpsim calibrate`` (docs/calibrate.md's Azure logs)    {8,16} /      22.4/1.2 s  ``CALIBRATE_US_PER_RANK2``
 of 8 and 16 GPUs / of 2, 4 and 8                       {2,4,8} GPUs              2.5 ms per sample x ranks^2
+``tpsim predict --global-batch``, tries / cells:                                 ``TRAIN_MS_PER_TRY`` 40 ms per
+gpt3-2.7b on 16 A100s (G 64), gpt3-13b on 64 (G        116 / 300     4.2 s       arrangement x schedule,
+256), gpt3-175b on 1,024 A100 80 GB (G 1,536),         254 / 628     16.5 s      ``TRAIN_MS_PER_SETTING`` 10 ms
+llama3-405b ``--layers 128`` on 16,384 H100s (G        914 / 1,948   46.4 s      per further ZeRO/recompute cell;
+2,048), each ``--simulate-top 0``                      870 / 1,860   40.7 s      60 MB + 400 KB per try
+gpt3-175b on 1,024 A100s ``--zero 1 --recompute        914 / 914     36.7 s      + 16 KB per GPU
+none`` (4 rows simulated in that)                                    82-639 MB
+the 1,024 and 16,384 GPU cases, 4 rows simulated       4 rows        1.2/15.5 s  ``TRAIN_SIM_US_PER_GPU`` 400 us
+(4,096 / 65,536 GPU-rows); llama3-405b (126 layers:    4 rows        34.3 s      per GPU per simulated row
+pp 1 or 2, its rows ZeRO-3) on 16,384, simulated
 ``tpsim verify`` 2d [8,8,1] mlp m=4096 h=1024          206 GFLOP     48 s 2.5 GB ``VERIFY_GFLOPS`` 4 GFLOP/s
 ``tpsim verify`` 1d [2] transformer b=1 h=256 a=4,     8.0 / 22.6    2.3/6.2 s,  (numpy float64),
 s=1024 / 2048                                          GFLOP         377/878 MB  ``SCORES_COPIES`` 5
@@ -42,6 +52,9 @@ and the memory within 2.5x, the simulation's memory now set low (cannon25d's 644
 of built schedules (``simulator.guard.ops``). Calibration is the loosest: 20 s for the 8 and 16 GPU
 logs (measured 22 s), but 5.9 s for the 2, 4 and 8 GPU ones (1.2 s), both far under the budget; its
 cost follows the fit's knobs more than the ranks.
+The training-plan search (``training_estimate``; ``simulator.guard.training`` counts its sizes): gpt3-2.7b
+on 16 GPUs 1.61, 1.28; gpt3-13b on 64 0.80, 1.05; gpt3-175b on 1,024 0.93, 0.92 (``--zero 1 --recompute
+none`` 1.06, 0.97); llama3-405b on 16,384 with 128 layers 1.38, 0.88, with its 126 layers 0.81, 0.77.
 """
 
 from __future__ import annotations
@@ -51,7 +64,7 @@ from simulator.guard.ops import estimated_ops
 
 __all__ = ["BUILD_US_PER_OP", "CHECK_US_PER_OP", "SIMULATE_US_PER_OP", "PREDICT_US_PER_OP", "VERIFY_GFLOPS",
            "build_estimate", "simulate_estimate", "predict_estimate", "topology_estimate", "collective_estimate",
-           "verify_estimate", "schedule_words", "workload_flops", "attention_scores_bytes"]
+           "verify_estimate", "schedule_words", "workload_flops", "attention_scores_bytes", "training_estimate"]
 
 BUILD_US_PER_OP = 0.75
 """CPU microseconds to build one op (``simulator.algorithms.compose``)."""
@@ -85,6 +98,21 @@ CALIBRATE_US_PER_RANK2 = 2500.0
 """CPU microseconds of ``tpsim calibrate`` per collective sample and squared rank of it."""
 VERIFY_GFLOPS = 4.0
 """GFLOP/s of the numpy interpreter in float64 (``tpsim verify``), one process."""
+TRAIN_MS_PER_TRY = 40.0
+"""CPU milliseconds per arrangement x pipeline schedule the training-plan search bounds (its micro-batch
+search, memory model and bound under the first ZeRO/recompute setting)."""
+TRAIN_MS_PER_SETTING = 10.0
+"""CPU milliseconds per further ZeRO/recompute setting of each of those the search may bound."""
+TRAIN_SIM_US_PER_GPU = 400.0
+"""CPU microseconds per GPU of one simulated training step (the reduction waves over every data-parallel group):
+measured 240 (pipelined rows) to 525 (unpipelined ZeRO-3 rows, every micro-batch's reduction and gathers)."""
+TRAIN_BYTES_PER_GPU = 16 << 10
+"""Peak bytes per GPU of the training-plan search (the graph, its routes, the simulated reduction's flows)."""
+TRAIN_BYTES_PER_TRY = 400 << 10
+"""Peak bytes per arrangement x pipeline schedule of the search (the block schedules, times and memory parts
+it caches)."""
+TRAIN_BASE_BYTES = 60 << 20
+"""Peak bytes of the search whatever its size (the interpreter, numpy, the commands' modules)."""
 SCORES_COPIES = 5
 """[b, a, s, s] float64 arrays a transformer's verification holds at once (scores, probabilities, their
 gradients, the reference's and a rank's): its peak RSS grew 5.0 bytes per byte of one such array."""
@@ -185,3 +213,14 @@ def verify_estimate(what: str, flops: int, float64_bytes: int, workload) -> Esti
     scores = attention_scores_bytes(workload)
     return Estimate(f"verifying {what}: {flops / 1e9:,.3g} GFLOP in float64", flops / (VERIFY_GFLOPS * 1e9),
                     float64_bytes + scores)
+
+
+def training_estimate(rows: int, tries: int, cells: int, simulate_top: int, gpus: int) -> Estimate:
+    """``tpsim predict --global-batch``'s search: ``rows`` arrangements (tensor x pipeline x data), ``tries``
+    with their pipeline schedules, ``cells`` with the ZeRO/recompute settings each may bound, the leading
+    ``simulate_top`` simulated on ``gpus`` GPUs (each one's reduction waves over every one of them)."""
+    seconds = (tries * TRAIN_MS_PER_TRY + (cells - tries) * TRAIN_MS_PER_SETTING) * 1e-3 + \
+        simulate_top * gpus * TRAIN_SIM_US_PER_GPU * 1e-6
+    return Estimate(f"searching {rows:,} training arrangements of {gpus:,} GPUs ({cells:,} schedule and "
+                    f"ZeRO/recompute settings to bound, {simulate_top} to simulate)", seconds,
+                    TRAIN_BASE_BYTES + tries * TRAIN_BYTES_PER_TRY + gpus * TRAIN_BYTES_PER_GPU)
