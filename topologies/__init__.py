@@ -14,6 +14,7 @@ module              what it holds
 ``rates``           published link rates and the effective rates the model uses, with sources
 ``devices``         GPU specs: peak TFLOP/s per dtype, memory bandwidth and size
 ``compute_rates``   each GPU's published achievable matmul rate, memory bandwidth and SM count, sourced
+``attention_rates`` FlashAttention-2's published causal throughput per GPU, head dimension and sequence
 ``links``           link specs, put on a graph as directed edges
 ``servers``         the inside of one machine (NVSwitch, NVLink mesh, PCIe tree, CPU sockets, NICs)
 ``cluster``         servers joined by a leaf/spine fat tree
@@ -50,7 +51,7 @@ from topologies.presets import PRESETS
 from topologies.routing import Router
 from topologies.validate import gpu_nodes, validate_graph
 
-__all__ = [
+__all__ = ["attention_rates", 
     "load_topology",
     "save_topology",
     "gpu_nodes",
