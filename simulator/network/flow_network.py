@@ -1,6 +1,6 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
-One concept at 500 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
+One concept at 520 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
 up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
 docstrings that say why each step keeps results bit for bit; the records it keeps (``flow_records``),
 the fill, the component search, the region fill, the groups and the link table live beside it
