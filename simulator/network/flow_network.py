@@ -1,6 +1,6 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
-One concept at 500 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
+One concept at 520 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
 up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
 docstrings that say why each step keeps results bit for bit; the records it keeps (``flow_records``),
 the fill, the component search, the region fill, the groups and the link table live beside it
@@ -131,7 +131,6 @@ class FlowNetwork:
         self._bytes_done = [0.0] * n_links
         self._busy_s = [0.0] * n_links
         self._busy_since = [0.0] * n_links
-        self._active: dict[int, _Flow] = {}
         self._pending: list[_Flow] = []  # started this instant, not yet on links
         self._flush_scheduled = False
         self._drains = DrainQueue()  # predicted drains by time
@@ -215,8 +214,9 @@ class FlowNetwork:
                 if nbytes == 0:
                     phase.arrive(now + route.latency_s)
                     continue
-                fids = (base + members[0],) if len(members) == 1 else tuple(map(base.__add__, members))
-                pending.append(_Flow(fids[0], route, nbytes, None, fids[0], fids, phase, now))
+                fid = base + members[0]
+                fids = (fid,) if len(members) == 1 else tuple(map(base.__add__, members))
+                pending.append(_Flow(fid, route, nbytes, None, fid, fids, phase, now))
                 if not self._flush_scheduled:
                     self._schedule_flush()
         finally:  # counted as ``_start`` counts them, also where a bad flow stops the batch
@@ -245,6 +245,18 @@ class FlowNetwork:
             for link in flow.links:
                 used[link] = used.get(link, 0.0) + flow.rate
         return {self._edges[link]: rate / self._cap[link] for link, rate in sorted(used.items())}
+
+    @property
+    def _active(self) -> dict[int, _Flow]:
+        """The flows sending bytes now (put on their links, not drained), by flow number in start order.
+
+        Gathered from the links when asked (every such flow is on the links of its route, a route between
+        distinct nodes has at least one): keeping a dict of them as they start and drain cost a store and
+        a delete per record on the hot path, and only reports read it."""
+        flows: dict[int, _Flow] = {}
+        for on in self._on_link:
+            flows.update(on)
+        return dict(sorted(flows.items()))
 
     @property
     def active_flows(self) -> int:
@@ -293,18 +305,21 @@ class FlowNetwork:
         self._flush_scheduled = False
         new, self._pending = self._pending, []
         now = self.env.now
-        on_link, load, busy_since, active = self._on_link, self._load, self._busy_since, self._active
+        on_link, load, busy_since = self._on_link, self._load, self._busy_since
         demand = self._demand
         for flow in new:
             fid, w, rate = flow.fid, flow.weight, flow.bottleneck
-            active[fid] = flow
             for link in flow.links:
                 flows = on_link[link]
-                if not flows:
+                if flows:
+                    demand[link] += rate
+                else:
+                    # An empty link's demand is stale (a drain that empties it leaves it; nothing reads it
+                    # until a flow is on it again): set, as 0.0 + rate would.
                     busy_since[link] = now
+                    demand[link] = rate
                 flows[fid] = flow
                 load[link] += w
-                demand[link] += rate
         if self.timeline is not None:
             for flow in new:
                 flow.event.callbacks.append(lambda _e, f=flow: self._log(f, "arrive"))
@@ -423,7 +438,7 @@ class FlowNetwork:
         heapq.heappop(self._wakeups)
         now = self.env.now
         horizon = now + _SAME_INSTANT * max(now, 1e-9)
-        active, on_link, load = self._active, self._on_link, self._load
+        on_link, load = self._on_link, self._load
         drained: list[_Flow] = self._drains.pop_until(horizon)
         grouped = False
         for flow in drained:
@@ -444,7 +459,6 @@ class FlowNetwork:
         replay: dict[int, None] = {}
         for flow in drained:
             fid, w, rate, nbytes = flow.fid, flow.weight, flow.bottleneck, flow.nbytes
-            del active[fid]
             flow.left = 0.0
             for link in flow.links:
                 flows = on_link[link]
@@ -460,8 +474,7 @@ class FlowNetwork:
                     else:
                         bytes_done[link] += nbytes
                 else:
-                    busy_s[link] += now - busy_since[link]
-                    demand[link] = 0.0  # no drift carried into the link's next busy period
+                    busy_s[link] += now - busy_since[link]  # demand: set afresh by the next flow (``_flush``)
                     if w == 1:
                         if link not in replay:
                             bytes_done[link] += nbytes
