@@ -30,9 +30,11 @@ def test_makespan_is_the_closed_form_plus_the_boundary_transfers(schedule, pp, m
     """One GPU per stage (no collectives), 8 blocks: the simulated step against (m + (p - 1)/v)(t_f + t_b),
     t_f + t_b one micro-batch through one stage taken from the simulated one-stage step (the difference
     between 2 micro-batches and 1). What the closed form leaves out, the boundary transfers on the
-    critical path (8 MiB over NVLink, tens of microseconds against milliseconds per stage) and the first
-    micro-batch's gradient being copied where later ones are added, stays under 1.5%; a wait that
-    serialised the stages, or an order that was not the schedule's, would be tens of percent."""
+    critical path (8 MiB sends over NVLink, about 65 us each, on the critical path once per micro-batch and
+    direction, against 2.6 ms per stage and pass) and the first micro-batch's gradient being copied where
+    later ones are added, stays under 3% (measured 2.5-2.7% with attention at FlashAttention-2's published
+    rate); a wait that serialised the stages, or an order that was not the schedule's, would be tens of
+    percent."""
     block = Workload.transformer(batch=1, seq=4096, hidden=1024, heads=16)
     graph = load_graph("dgx-a100:1")
 
@@ -43,4 +45,4 @@ def test_makespan_is_the_closed_form_plus_the_boundary_transfers(schedule, pp, m
     stage = 8 // (pp * v)
     t_fb = (makespan(stage, 1, 2) - makespan(stage, 1, 1)) * v  # one micro-batch through v chunks of a rank
     ideal = ideal_step_s(schedule, pp, m, t_fb / 2, t_fb / 2, v)
-    assert 0 < makespan(8, pp, m, schedule, v) / ideal - 1 < 0.015
+    assert 0 < makespan(8, pp, m, schedule, v) / ideal - 1 < 0.03
