@@ -59,7 +59,8 @@ from simulator.training.gradients import Bucket, aligned_stream_buckets
 from simulator.training.main_grads import grad_bytes, reduction_bucket_bytes
 from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
-from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime, block_times, utilisation
+from simulator.training.step import BlockTimes, PassTime, StepOptions, StepTime, block_times
+from simulator.training.utilisation import utilisation
 from simulator.workloads.workload import Workload
 
 __all__ = ["boundary_sends_s", "cached_order", "check_pipeline_plan", "crossing_s", "pipeline_floor_s",

@@ -14,6 +14,7 @@ module              what it holds
 ``embedding_loss``  the embedding's and the vocabulary-parallel cross entropy's passes and collectives
 ``main_grads``      the main gradients' dtype, ``--overlap-grad-reduce``, and accumulation fusion
 ``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
+``utilisation``     a step's model FLOPs, MFU, HFU and TFLOP/s per GPU as Megatron-LM reports them
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
 ``comm_breakdown``  a step's communication per kind, exposed (critical path) + hidden (under compute)
 ``fsdp_prefetch``   ZeRO-3's all-gathers unit by unit, as FSDP prefetches them (``--backward-prefetch``)
@@ -25,4 +26,4 @@ module              what it holds
 """
 
 __all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
-           "optimizer_step", "placement", "search", "step"]
+           "optimizer_step", "placement", "search", "step", "utilisation"]

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
-from simulator.compute import FP8, ComputeConfig, ComputeModel, achievable_memory_bandwidth
+from simulator.compute import ComputeConfig, achievable_memory_bandwidth
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
@@ -53,7 +53,6 @@ from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.comm_breakdown import breakdown
 from simulator.training.dp_reduce import bound_stream, simulate_waves
-from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
 from simulator.training.fsdp_prefetch import check_backward_prefetch, gather_times
 from simulator.training.gradients import DDP_BUCKET_BYTES, Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
@@ -61,6 +60,7 @@ from simulator.training.embedding_loss import head_extras
 from simulator.training.main_grads import accumulation_bytes, grad_bytes, reduction_bucket_bytes
 from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
+from simulator.training.utilisation import utilisation
 from simulator.workloads.workload import Workload
 
 __all__ = ["BlockTimes", "StepOptions", "PassTime", "StepTime", "block_times", "build_block", "step_time"]
@@ -389,19 +389,4 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt + shared,
                     m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
                     hidden=hidden, zero_gather_s=gathered)
-
-
-def utilisation(block: Workload, options: StepOptions, device: dict, config: ComputeConfig, step_s: float,
-                gpus: int) -> tuple[float, float, float, float]:
-    """(model FLOPs per step, MFU, HFU, hardware TFLOP/s per GPU) of a step of ``step_s`` on ``gpus`` GPUs,
-    as Megatron-LM reports them (``simulator.training.flops``), against the peak of the rate the GEMMs use."""
-    L = options.layers
-    weights = sum(linear.k * linear.n for linear in block.linears())
-    flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0, weights)
-    # Selective recompute under FlashAttention recomputes nothing more than flash's own backward does.
-    recomputed = "none" if options.recompute == "selective" and block.attention != "unfused" else options.recompute
-    hardware = hardware_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
-                                       recomputed, weights)
-    peak = ComputeModel(config).peak_flops(device, FP8 if config.fp8_gemms else options.dtype)
-    return flops, mfu(flops, step_s, gpus, peak), mfu(hardware, step_s, gpus, peak), hardware / (step_s * gpus) / 1e12
 
