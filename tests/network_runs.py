@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import networkx as nx
 import simpy
+from hypothesis import strategies as st
 
 from simulator.collectives import run_collective
 from simulator.network.flow_groups import same_flows
@@ -10,6 +12,17 @@ from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.timing.engine import Engine
 from simulator.timing.simulation import NetworkBackend
 from topologies import gpu_nodes, load_topology
+
+
+def random_tree(draw, n: int) -> nx.DiGraph:
+    """A hypothesis-drawn tree of ``n`` nodes, each edge a pair of directed links of a drawn bandwidth (the
+    random graphs of the network tests)."""
+    G = nx.DiGraph()
+    for v in range(1, n):
+        u = draw(st.integers(0, v - 1))
+        for a, b in ((u, v), (v, u)):
+            G.add_edge(a, b, bandwidth_GBps=draw(st.sampled_from([1.0, 2.5, 10.0, 7.3])), latency_us=0.5)
+    return G
 
 
 def run_plan(plan, G, group: bool, network=FlowNetwork):

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.network.flow_network import FlowNetwork, HopRouter
+from tests.network_runs import random_tree
 
 # Instants the sampler reads the network at: off the batches' start times and their drains' round numbers.
 SAMPLES = (0.7e-4, 1.9e-4, 3.3e-4, 5.1e-4, 9.7e-4, 2.3e-3)
@@ -55,11 +56,7 @@ def _run(G, batches, group: bool, network=FlowNetwork):
 def batches(draw):
     """A small random graph (links reused after they empty) and batches of flows started at random instants."""
     n = draw(st.integers(2, 5))
-    G = nx.DiGraph()
-    for v in range(1, n):
-        u = draw(st.integers(0, v - 1))
-        for a, b in ((u, v), (v, u)):
-            G.add_edge(a, b, bandwidth_GBps=draw(st.sampled_from([1.0, 2.5, 10.0, 7.3])), latency_us=0.5)
+    G = random_tree(draw, n)
     sizes = st.sampled_from([10**5 / 3, 3e5 / 7 + 0.1, 5e4, 10**5 + 1 / 9])
     flow = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), sizes, st.none())
     starts = st.sampled_from([0.0, 1e-4, 3e-4, 6e-4, 1.5e-3])

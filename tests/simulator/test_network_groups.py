@@ -11,7 +11,7 @@ from simulator.network.flow_groups import same_flows
 from simulator.network.flow_network import FlowNetwork, HopRouter
 from simulator.timing.simulation import plan_on_graph
 from simulator.workloads.workload import Workload
-from tests.network_runs import run_batches, run_collectives, run_plan
+from tests.network_runs import random_tree, run_batches, run_collectives, run_plan
 from topologies import gpu_nodes, load_topology
 
 # What the tests would accept if the equivalence held only in real numbers; they check bit equality.
@@ -108,11 +108,7 @@ def _count_active(env, net, seen):
 def batches(draw):
     """A small random graph and batches of flows (repeats likely) started at random instants."""
     n = draw(st.integers(2, 5))
-    G = nx.DiGraph()
-    for v in range(1, n):
-        u = draw(st.integers(0, v - 1))
-        for a, b in ((u, v), (v, u)):
-            G.add_edge(a, b, bandwidth_GBps=draw(st.sampled_from([1.0, 2.5, 10.0, 7.3])), latency_us=0.5)
+    G = random_tree(draw, n)
     sizes = st.sampled_from([0, 10**6 / 3, 3e6 / 7 + 0.1, 5e5, 10**6 + 1 / 9])  # sums that round
     flow = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), sizes, st.none())
     return G, draw(st.lists(st.tuples(st.sampled_from([0.0, 0.0, 1e-4, 3e-4]), st.lists(flow, min_size=1, max_size=8)),
