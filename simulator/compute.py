@@ -5,9 +5,10 @@ A gemm of shape (m, k, n) takes ``2mkn / (peak[dtype] * efficiency)`` seconds, w
     efficiency = min(cap * shape(m, k, n),  intensity * achievable memory bandwidth / peak)
 
 - ``cap``: the fraction of the dtype's dense peak a large, well-shaped GEMM reaches. By default it
-  comes from the device's published maximum achievable matmul throughput (``gemm_tflops``, with the
-  shape ``gemm_shape`` it was measured at; ``topologies.compute_rates`` has the figures and their
-  sources), normalised so that this shape reaches exactly that throughput:
+  comes from the device's published large-GEMM throughput (``gemm_tflops``, sustained where published,
+  else the maximum achievable matmul search's best case, with the shape ``gemm_shape`` it was measured
+  at; ``topologies.compute_rates`` has the figures and their sources), normalised so that this shape
+  reaches exactly that throughput:
   ``cap = gemm_tflops / peak / shape(gemm_shape)``. ``G.graph["sim"]["gemm_efficiency"]`` (set by
   ``tpsim calibrate``, or by hand) overrides it; a device with no achievable figure for the dtype
   uses ``FALLBACK_GEMM_EFFICIENCY`` = 0.7.
@@ -87,15 +88,15 @@ half of the products (``simulator.workloads.attention_cost.flash_time_s``; the f
 are in ``topologies.attention_rates``). Their FLOPs in ``Schedule.flops`` stay the whole s x s, as
 Megatron-LM counts model FLOPs.
 
-Example (an A100 80GB: 271.2 TFLOP/s achievable on 1024 x 5120 x 10240)::
+Example (an A100 80GB: 258 TFLOP/s sustained on 8192 x 8192 x 8192; a thinner GEMM reaches less)::
 
     >>> from topologies.devices import A100_SXM4_80GB
     >>> a100 = A100_SXM4_80GB.as_dict()
     >>> model = ComputeModel()
+    >>> round(2 * 8192 ** 3 / model.gemm_time_s(a100, "bfloat16", 8192, 8192, 8192) / 1e12, 1)
+    258.0
     >>> round(2 * 1024 * 5120 * 10240 / model.gemm_time_s(a100, "bfloat16", 1024, 5120, 10240) / 1e12, 1)
-    271.2
-    >>> round(model.gemm_time_s(a100, "bfloat16", 8192, 8192, 8192) * 1e3, 3)  # ms
-    3.993
+    254.1
 """
 
 from __future__ import annotations

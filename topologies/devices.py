@@ -46,7 +46,7 @@ Example::
     >>> A100_SXM4_40GB.as_dict()["peak_tflops"]["bfloat16"]
     312.0
     >>> A100_SXM4_80GB.as_dict()["gemm_tflops"]["bfloat16"], A100_SXM4_80GB.as_dict()["sms"]
-    (271.2, 108)
+    (258.0, 108)
     >>> A100_SXM4_80GB.reserve_GB
     6.0
 """

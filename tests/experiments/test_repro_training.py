@@ -36,15 +36,16 @@ def test_one_d_layer_rows_are_within_the_per_layer_bar(setup):
     assert blocking - blocking_comm < row.backward_ms
 
 
-@pytest.mark.parametrize("setup", ["no recomputation", "full recomputation", "selective recomputation"])
+@pytest.mark.parametrize("setup", [row.setup for row in repro_training.LAYER_ROWS])
 def test_with_megatrons_overlap_the_backward_rows_fall_below_the_published_time(setup):
-    """With the overlap (Megatron-LM's default, and tpsim's) the backward is faster than published: the
-    finding experiments/README.md reports. Should a change bring it within the bar, this test says so."""
+    """With the overlap (Megatron-LM's default, and tpsim's) every backward is 4-12% faster than published: the
+    finding experiments/README.md reports (the overlap hides more than the real run's). Should a change move a row
+    out of that band, this test says so."""
     row = next(r for r in repro_training.LAYER_ROWS if r.setup == setup)
     _, bwd, _, _ = repro_training.layer_time(row.algorithm, row.recompute)
     _, blocking, _, _ = repro_training.layer_time(row.algorithm, row.recompute, async_dgrad=False)
     assert bwd < blocking < row.backward_ms * (1 + repro_training.PER_LAYER_TARGET)
-    assert bwd < row.backward_ms * (1 - repro_training.PER_LAYER_TARGET)
+    assert row.backward_ms * 0.87 < bwd < row.backward_ms * 0.96
 
 
 def test_recomputation_adds_what_it_recomputes():

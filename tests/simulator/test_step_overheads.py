@@ -71,8 +71,10 @@ def test_main_gradients_follow_megatrons_defaults_and_flags():
 def test_the_terms_are_in_the_breakdown_and_add_up():
     G = load_topology("dgx-a100:2")
     s = step_time(G, DP, BLOCK, StepOptions(global_batch=32, layers=3, vocab=1000))
-    assert set(s.terms) == {"zero_grad", "grad_scale", "grad_norm", "adam", "param_copy", "embedding_loss"}
-    assert s.optimizer_s == pytest.approx(sum(v for k, v in s.terms.items() if k != "embedding_loss"))
+    optimizer = {"zero_grad", "grad_scale", "grad_norm", "adam", "param_copy"}
+    # dp_overlap_sms appears where some of the reduction hides under the backward (its SM charge).
+    assert optimizer | {"embedding_loss"} <= set(s.terms) <= optimizer | {"embedding_loss", "dp_overlap_sms"}
+    assert s.optimizer_s == pytest.approx(sum(s.terms[k] for k in optimizer))
     p = s.passes
     embed = p["embed_fwd"].time_s + p["embed_bwd"].time_s
     assert p["embed_fwd"].comm_s > 0 and p["embed_bwd"].compute_s > 0  # the embedding's all-reduce, its passes
