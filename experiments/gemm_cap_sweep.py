@@ -6,7 +6,7 @@ Table 1 and Korthikanti Table 5; ``repro_fsdp``: llm-foundry and torchtitan), wh
 compute-model constant has to pass before it is changed: one table alone would be fitting. The presets
 cap each GEMM at the device's best-case achievable matmul rate (A100: 87% of peak, ``docs/compute.md``);
 here every preset graph is built with ``sim.gemm_efficiency`` set to the cap instead (what a calibration
-sets), the shape factor still applied.
+sets), the shape factor still applied (``experiments.gemm_cap.presets_capped``).
 
 Usage: ``python -m experiments.gemm_cap_sweep [--cap 0.75] [--tables training,pipeline,fsdp]``;
 prints, per table, the geomean and largest error and each row's error. About 2 minutes.
@@ -17,23 +17,9 @@ from __future__ import annotations
 import argparse
 import math
 
-import topologies.loader
-import topologies.presets
+from experiments.gemm_cap import presets_capped
 
-__all__ = ["capped_presets", "errors", "cli"]
-
-
-def capped_presets(cap: float) -> None:
-    """From now on in this process, every preset graph carries ``sim.gemm_efficiency = cap``."""
-    build = topologies.presets.build_preset
-
-    def capped(spec: str):
-        G = build(spec)
-        G.graph["sim"] = {**G.graph.get("sim", {}), "gemm_efficiency": cap}
-        return G
-
-    # The reproductions name their clusters by preset spec; the loader resolves those through this function.
-    topologies.presets.build_preset = topologies.loader.build_preset = capped
+__all__ = ["errors", "cli"]
 
 
 def errors(table: str) -> list[float]:
@@ -60,10 +46,11 @@ def cli(argv: list[str] | None = None) -> None:
     tables = args.tables.split(",")
     if not 0 < args.cap <= 1 or any(t not in ("training", "pipeline", "fsdp") for t in tables):
         parser.error("--cap: a value in (0, 1]; --tables: training, pipeline, fsdp")
-    capped_presets(args.cap)
-    for table in tables:
-        errs = errors(table)
-        print(f"cap {args.cap:g} {table}: {_summary(errs)}; " + " ".join(f"{e:+.0%}" for e in errs), flush=True)
+    # The reproductions are imported inside the block (``errors``), so that what they build is capped too.
+    with presets_capped(args.cap):
+        for table in tables:
+            errs = errors(table)
+            print(f"cap {args.cap:g} {table}: {_summary(errs)}; " + " ".join(f"{e:+.0%}" for e in errs), flush=True)
 
 
 if __name__ == "__main__":

@@ -47,10 +47,9 @@ import tempfile
 
 from experiments.fsdp_share_plot import write_share_png
 from experiments.fsdp_tables import MOSAICML, NOT_EXPRESSED, TORCHTITAN, FsdpRun
+from experiments.gemm_cap import capped_file
 from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
 from simulator.workloads.models import resolve_model
-from topologies import save_topology
-from topologies.presets import build_preset
 
 __all__ = ["Result", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs", "summary",
            "by_comm_share", "cli"]
@@ -130,17 +129,6 @@ def comm_share(run: FsdpRun, row: dict) -> float:
     return comm / ((row["compute_s"] - row["optimizer_s"]) / row["micro_batches"])
 
 
-def _capped_topology(spec: str, folder: str) -> str:
-    """``spec`` (a preset cluster) written to a topology file in ``folder`` with every GEMM capped at
-    ``GEMM_CAP`` of peak."""
-    path = os.path.join(folder, f"{spec.replace(':', '-')}-gemm{GEMM_CAP:g}.yaml")
-    if not os.path.exists(path):
-        G = build_preset(spec)
-        G.graph["sim"] = {**G.graph.get("sim", {}), "gemm_efficiency": GEMM_CAP}
-        save_topology(G, path)
-    return path
-
-
 @dataclasses.dataclass(frozen=True)
 class Result:
     """One row: the published run, its comparison, its ``comm_share`` and (full runs) tpsim's figure over the
@@ -185,7 +173,7 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
         notes.append(f"gradients reduced in {run.gradient_reduction} by the run, in bfloat16 by tpsim")
     capped = None
     if vary_folder is not None:
-        capped = _per_gpu(predicted_row(command(run, _capped_topology(topology(run), vary_folder))), run)
+        capped = _per_gpu(predicted_row(command(run, capped_file(topology(run), GEMM_CAP, vary_folder))), run)
         notes.append(f"every GEMM capped at {GEMM_CAP:.0%} of peak: {capped:,.0f} "
                      f"({capped / run.tokens_per_s_per_gpu - 1:+.1%})")
     ratio = _per_gpu(row, run) / run.tokens_per_s_per_gpu

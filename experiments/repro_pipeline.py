@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import sys
 
-from experiments.block_time import register_topology, topology
+from experiments.block_time import topology
+from experiments.gemm_cap import capped_preset
 from experiments.pipeline_tables import KORTHIKANTI_TABLE5, NARAYANAN_TABLE1, SEQ, VOCAB, PipelineRun
 from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
 from simulator.algorithms.arrangement import Arrangement
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.step import StepOptions, step_time
 from simulator.workloads.workload import Workload
-from topologies.presets import build_preset
 
 __all__ = ["command", "predicted_row", "comparisons", "sensitivity", "summary", "cli"]
 
@@ -132,15 +132,6 @@ def comparisons(quick: bool = False, search: bool = False) -> list[Comparison]:
     return rows
 
 
-def _capped(name: str, cap: float) -> str:
-    """``name`` (a preset cluster) registered again with every GEMM capped at ``cap`` of peak."""
-    variant = f"{name}+gemm{cap:g}"
-    G = build_preset(name)
-    G.graph["sim"] = {**G.graph.get("sim", {}), "gemm_efficiency": cap}
-    register_topology(variant, G)
-    return variant
-
-
 def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float, list[float]]]:
     """(row, published TFLOP/s, tpsim's TFLOP/s at each GEMM cap of ``caps``) for Table 1's rows without
     pipelines, each at the micro-batch the pinned plan chose."""
@@ -154,7 +145,7 @@ def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float,
         arrangement = TrainingArrangement(Arrangement("1d", (run.tp,)), run.dp)
         rates = []
         for cap in caps:
-            G, router = topology(_capped(f"{PRESET}:{run.gpus // GPUS_PER_SERVER}", cap))
+            G, router = topology(capped_preset(f"{PRESET}:{run.gpus // GPUS_PER_SERVER}", cap))
             rates.append(step_time(G, arrangement, block, options, router=router).tflops_per_gpu)
         out.append((run.name, run.tflops_per_gpu, rates))
     return out

@@ -4,6 +4,9 @@
 module              what it holds
 ==================  ===============================================================================
 ``flow_network``    ``FlowNetwork``: flows on a simpy Environment, rates recomputed on start and end
+``rate_updates``    its re-fill after a start or a drain: a region or the components; new rates applied
+``flow_drains``     its wake-ups at predicted drains: flows off their links, bytes booked, arrivals
+``flow_reports``    its reports: link counters, utilisation, active flows, gathered from the links
 ``flow_records``    what the network keeps and reports: a transfer's state, link counters, timeline entries
 ``fairness``        weighted max-min fairness by progressive filling, per connected component
 ``region``          re-filling only the links a change reaches; the rest proven unchanged
@@ -15,5 +18,5 @@ module              what it holds
 ==================  ===============================================================================
 """
 
-__all__ = ["drain_queue", "fairness", "flow_groups", "flow_network", "flow_records", "phase_arrival", "region",
-           "routes", "topology_cache"]
+__all__ = ["drain_queue", "fairness", "flow_drains", "flow_groups", "flow_network", "flow_records", "flow_reports",
+           "phase_arrival", "rate_updates", "region", "routes", "topology_cache"]

@@ -1,10 +1,11 @@
 """Flow-level network on a simpy Environment: transfers share links by max-min fairness.
 
-One concept at 520 lines, on purpose: ``FlowNetwork`` is one state machine (start, fill, drain, wake
-up) whose hot paths share its per-link arrays and its flows' slots, and a fifth of the file is the
-docstrings that say why each step keeps results bit for bit; the records it keeps (``flow_records``),
-the fill, the component search, the region fill, the groups and the link table live beside it
-(``fairness``, ``region``, ``flow_groups``, ``routes``).
+``FlowNetwork`` is one state machine (start, fill, drain, wake up) whose hot paths share its per-link
+arrays and its flows' slots. This module holds its state and its starts; its steps live beside it as
+classes it inherits, each on the state ``__init__`` sets here: the re-fill of rates after a change
+(``rate_updates``), the drains and arrivals (``flow_drains``) and the reports (``flow_reports``). The
+records it keeps (``flow_records``), the fill, the component search, the region fill, the groups and
+the link table are modules of their own (``fairness``, ``region``, ``flow_groups``, ``routes``).
 
 A transfer of S bytes from one node to another is one *flow* on its route (a tuple of directed edges).
 While it is active, every flow has a rate; rates are the max-min fair allocation over the link
@@ -24,9 +25,9 @@ them could not fill even at their routes' bottleneck rates (*loose* links) join 
 never saturate (``fairness``), and a drain on one re-fills nobody. Inside a component, a change
 re-fills only a *region*: the changed links, grown until the last fill's records of every other flow
 (share, saturating link, place in the heap's order) are proven to be what a fill of the whole
-component would give (``region``; past ``REGION_BUDGET`` links and flows visited the components are
-filled instead, as the reference network always does), so a drain that frees capacity nobody can
-use, or a start that slows three flows of 2,000, costs what it changes. The fill itself (weighted
+component would give (``region``; past ``rate_updates.REGION_BUDGET`` links and flows visited the
+components are filled instead, as the reference network always does), so a drain that frees capacity
+nobody can use, or a start that slows three flows of 2,000, costs what it changes. The fill itself (weighted
 progressive filling) lives in ``simulator.network.fairness``; links and cached routes in
 ``simulator.network.routes``.
 
@@ -57,38 +58,29 @@ Example::
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
-from operator import attrgetter
 
 import networkx as nx
 import simpy
 
 from simulator.errors import InputError
-from simulator.network.fairness import LOOSE_MARGIN, component, components, fill
+from simulator.network.fairness import LOOSE_MARGIN
 from simulator.network.drain_queue import DrainQueue
-from simulator.network.flow_groups import add_drained_bytes, by_member, same_flows
+from simulator.network.flow_drains import FlowDrains
+from simulator.network.flow_groups import same_flows
 from simulator.network.flow_records import FlowEvent, LinkStats, _Flow
+from simulator.network.flow_reports import FlowReports
 from simulator.network.phase_arrival import PhaseArrival, all_arrived
 from simulator.network.routes import HopRouter, LinkTable, Route
-from simulator.network.region import refill_region
 from simulator.network.topology_cache import TopologyCache
-from simulator.simpy_internals import succeed_later
 
 __all__ = ["FlowNetwork", "LinkStats", "FlowEvent", "Route", "HopRouter", "same_flows"]
 
 log = logging.getLogger(__name__)
 
-# A region fill whose passes that grew it visited more links and flows than this gives way to a fill
-# of the components (``region``): a region that keeps growing costs more than the fill it saves.
-REGION_BUDGET = 8192
 
-# Drains predicted within this relative distance of "now" are treated as simultaneous (one batch).
-_SAME_INSTANT = 1e-12
-
-
-class FlowNetwork:
+class FlowNetwork(FlowDrains, FlowReports):
     """Max-min fair flow-level network over a topology graph, driven by a simpy Environment.
 
     ``graph`` is a networkx DiGraph whose edges carry ``bandwidth_GBps`` (> 0, per direction, 1 GB =
@@ -223,46 +215,6 @@ class FlowNetwork:
             self.flow_records += len(pending) - records
         return phase.done
 
-    def link_stats(self) -> dict[tuple, LinkStats]:
-        """Bytes carried and busy time of every link that carried anything, keyed by (u, v)."""
-        now = self.env.now
-        carried = list(self._bytes_done)
-        for flow in by_member(self._active.values()):
-            sent = flow.nbytes - (flow.left - flow.rate * (now - flow.t_last))
-            for link in flow.links:
-                carried[link] += sent
-        stats = {}
-        for link, edge in enumerate(self._edges):
-            busy = self._busy_s[link] + (now - self._busy_since[link] if self._on_link[link] else 0.0)
-            if carried[link] > 0 or busy > 0:
-                stats[edge] = LinkStats(carried[link], busy)
-        return stats
-
-    def link_utilisation(self) -> dict[tuple, float]:
-        """Fraction of capacity in use right now on every link that carries an active flow, by (u, v)."""
-        used: dict[int, float] = {}
-        for flow in by_member(self._active.values()):
-            for link in flow.links:
-                used[link] = used.get(link, 0.0) + flow.rate
-        return {self._edges[link]: rate / self._cap[link] for link, rate in sorted(used.items())}
-
-    @property
-    def _active(self) -> dict[int, _Flow]:
-        """The flows sending bytes now (put on their links, not drained), by flow number in start order.
-
-        Gathered from the links when asked (every such flow is on the links of its route, a route between
-        distinct nodes has at least one): keeping a dict of them as they start and drain cost a store and
-        a delete per record on the hot path, and only reports read it."""
-        flows: dict[int, _Flow] = {}
-        for on in self._on_link:
-            flows.update(on)
-        return dict(sorted(flows.items()))
-
-    @property
-    def active_flows(self) -> int:
-        """Flows currently sending bytes (a group counts its members)."""
-        return sum(f.weight for f in self._active.values()) + sum(f.weight for f in self._pending)
-
     # ---- internals --------------------------------------------------------------------------------
 
     def _start(self, src, dst, nbytes, tag, via, members: tuple) -> simpy.Event:
@@ -293,13 +245,6 @@ class FlowNetwork:
         flush.callbacks.append(self._flush)
         flush.succeed()
 
-    def _arrive_later(self, event: simpy.Event, value, delay: float) -> None:
-        # A triggered event scheduled ``delay`` ahead: what simpy's Timeout does, without a second event.
-        succeed_later(self.env, event, value, delay)
-
-    def _log(self, flow: _Flow, what: str, rate: float | None = None) -> None:
-        self.timeline.append(FlowEvent(self.env.now, flow.label, what, None if rate is None else rate / 1e9))
-
     def _flush(self, _event) -> None:
         """Put this instant's new flows on their links and re-fill their components."""
         self._flush_scheduled = False
@@ -329,192 +274,3 @@ class FlowNetwork:
             self._refill_started(new)
         self._schedule_wakeup()
 
-    def _refill_started(self, new: list[_Flow]) -> None:
-        """Rates after ``new`` flows joined their links: a flow alone on its tight links runs at its
-        bottleneck, the others are filled by a region fill (``region``), or their components when
-        that grows too large."""
-        load, demand, limit = self._load, self._demand, self._limit
-        push, now = self._drains.push, self.env.now
-        coupled: list[_Flow] = []
-        changes = 0
-        for flow in new:
-            w = flow.weight
-            for link in flow.links:
-                if load[link] != w and demand[link] >= limit[link]:
-                    coupled.append(flow)
-                    break
-            else:
-                # ``_apply`` of its share to a flow that has sent nothing yet (rate 0, ``t_last`` now), here
-                # at once. The other flows' fills below leave it be: its share stays its bottleneck.
-                rate = flow.share = flow.rate = flow.bottleneck / w
-                flow.recorded = False
-                flow.version += 1
-                changes += w
-                push(now + flow.left / rate, flow)
-        self.rate_changes += changes
-        if coupled:
-            changed = self._region((), coupled)
-            if changed is None:
-                self._refill(new)  # which finds the flows above alone again, at the rates they have
-                return
-            self._apply(changed)
-
-    def _region(self, links, unknown) -> list[_Flow] | None:
-        """``region.refill_region`` on this network's arrays: the flows it re-filled, or None."""
-        changed = refill_region(links, unknown, self._on_link, self._load, self._cap, self._demand, self._limit,
-                                self._residual, self._count, REGION_BUDGET)
-        if changed is not None:
-            self.fills += 1
-            self.region_fills += 1
-        return changed
-
-    def _refill(self, seeds: list[_Flow]) -> None:
-        """Max-min fill of the components that contain ``seeds``; reschedule flows whose rate changed."""
-        if not seeds:
-            return
-        self.fills += 1
-        stamp = self.fills
-        load, on_link = self._load, self._on_link
-        if self._reference:
-            if len(seeds) == 1 and all(load[link] == 1 for link in seeds[0].links):
-                # A flow alone on its route (the common case inside a server): its rate is the bottleneck.
-                order = seeds
-                seeds[0].share = seeds[0].bottleneck
-            else:
-                order, links = component(seeds, stamp, on_link, self._mark, self._demand, self._limit)
-                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
-        else:
-            order, shared = components(seeds, stamp, on_link, load, self._mark, self._demand, self._limit)
-            for flow in order:
-                flow.share = flow.bottleneck / flow.weight
-                flow.recorded = False
-            for flows, links in shared:
-                fill(links, stamp, on_link, load, self._cap, self._residual, self._count)
-                for flow in flows:
-                    flow.recorded = flow.frozen == stamp  # one never frozen has no record
-                order += flows
-        self._apply(order)
-
-    def _apply(self, order: list[_Flow]) -> None:
-        """Give each flow of ``order`` its ``share`` as its rate where that changed: bytes sent so far
-        booked, a new drain time predicted."""
-        now = self.env.now
-        timeline, push = self.timeline, self._drains.push
-        changes = 0
-        for flow in order:
-            rate = flow.share
-            old = flow.rate
-            if rate == old:
-                continue
-            if old:
-                left = flow.left - old * (now - flow.t_last)
-                flow.left = left if left > 0.0 else 0.0
-            flow.t_last = now
-            if timeline is not None:
-                self._log(flow, "rate" if old else "start", rate)
-            flow.rate = rate
-            flow.version += 1
-            changes += flow.weight
-            push(now + flow.left / rate, flow)
-        self.rate_changes += changes
-
-    def _schedule_wakeup(self) -> None:
-        first = self._drains.first()
-        if first is None:
-            return
-        when, flow = first
-        if self._wakeups and self._wakeups[0] <= when:
-            return
-        heapq.heappush(self._wakeups, when)
-        now = self.env.now
-        # A prediction made this instant is scheduled with the very delay it was computed from, so a
-        # lone flow drains at exactly start + S/B (now + (when - now) can differ from when by an ulp).
-        delay = flow.left / flow.rate if flow.t_last == now else when - now
-        wake = self.env.event()
-        wake.callbacks.append(self._on_wakeup)
-        self._arrive_later(wake, None, delay)
-
-    def _on_wakeup(self, _event) -> None:
-        heapq.heappop(self._wakeups)
-        now = self.env.now
-        horizon = now + _SAME_INSTANT * max(now, 1e-9)
-        on_link, load = self._on_link, self._load
-        drained: list[_Flow] = self._drains.pop_until(horizon)
-        grouped = False
-        for flow in drained:
-            if flow.weight > 1:
-                grouped = True
-                break
-        # Events go in flow order; a group's where its last member's would have: in order of the last members.
-        if len(drained) > 1:
-            drained.sort(key=_LAST if grouped else _FID)
-        bytes_done, busy_s, busy_since = self._bytes_done, self._busy_s, self._busy_since
-        env, timeline = self.env, self.timeline
-        demand, limit = self._demand, self._limit
-        touched: dict[int, None] = {}
-        # Link byte counters add each drained flow's bytes in flow order, member by member (``flow_groups``).
-        # Without groups that is this loop's order. With groups, a link left empty by a record that had
-        # it alone saw no other drained record: its members' bytes add up right here; the links two
-        # drained records shared, or that keep flows, are replayed in member order after the loop.
-        replay: dict[int, None] = {}
-        for flow in drained:
-            fid, w, rate, nbytes = flow.fid, flow.weight, flow.bottleneck, flow.nbytes
-            flow.left = 0.0
-            for link in flow.links:
-                flows = on_link[link]
-                del flows[fid]
-                load[link] -= w
-                if flows:
-                    # A link loose with this flow on it joined nothing: its other flows keep their rates.
-                    if demand[link] >= limit[link]:
-                        touched[link] = None
-                    demand[link] -= rate
-                    if grouped:
-                        replay[link] = None
-                    else:
-                        bytes_done[link] += nbytes
-                else:
-                    busy_s[link] += now - busy_since[link]  # demand: set afresh by the next flow (``_flush``)
-                    if w == 1:
-                        if link not in replay:
-                            bytes_done[link] += nbytes
-                    elif link not in replay:
-                        total = bytes_done[link]
-                        for _ in range(w):
-                            total += nbytes
-                        bytes_done[link] = total
-            if timeline is not None:
-                self._log(flow, "drain")
-            # It arrives one route latency later.
-            if flow.phase is None:
-                succeed_later(env, flow.event, flow.nbytes, flow.latency_s)
-            else:
-                flow.phase.arrive(now + flow.latency_s)
-        if replay:
-            add_drained_bytes(drained, bytes_done, replay)
-        touched = [link for link in touched if on_link[link]]  # a later drain may have emptied a link
-        if touched:
-            changed = None
-            if not self._reference:
-                # The region fill re-fills the links the drain reaches (``region``): the drained flows'
-                # links still tight, and every flow a link left loose had frozen (it has no record now).
-                tight = [link for link in touched if demand[link] >= limit[link]]
-                unknown = [flow for link in touched if demand[link] < limit[link]
-                           for flow in on_link[link].values() if not flow.recorded or flow.by == link]
-                changed = self._region(tight, unknown)
-            if changed is not None:
-                self._apply(changed)
-            else:
-                stamp = -self.fills - 1  # a mark no fill uses
-                seeds: list[_Flow] = []
-                for link in touched:
-                    for flow in on_link[link].values():
-                        if flow.seen != stamp:
-                            flow.seen = stamp
-                            seeds.append(flow)
-                self._refill(seeds)
-        self._schedule_wakeup()
-
-
-_FID = attrgetter("fid")
-_LAST = attrgetter("last")

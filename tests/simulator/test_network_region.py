@@ -7,7 +7,7 @@ import networkx as nx
 import pytest
 
 from simulator.algorithms.registry import build_schedule
-from simulator.network import flow_network, region
+from simulator.network import rate_updates, region
 from simulator.network.fairness import components, fill
 from simulator.network.flow_network import FlowNetwork
 from simulator.timing.simulation import plan_on_graph
@@ -131,7 +131,7 @@ def _scenarios(seed: int, topology, count: int):
 
 def _no_region(monkeypatch):
     """Turn region fills off: every change fills its components, as before them."""
-    monkeypatch.setattr(flow_network, "REGION_BUDGET", -1)
+    monkeypatch.setattr(rate_updates, "REGION_BUDGET", -1)
 
 
 @pytest.mark.parametrize("topology, seed", [(_leaf_spine, 14), (_ring, 15)])
@@ -169,7 +169,7 @@ def test_random_batches_of_weighted_flows_match_the_reference_network():
 
 
 def test_a_region_past_its_budget_gives_way_to_the_component_fill(monkeypatch):
-    monkeypatch.setattr(flow_network, "REGION_BUDGET", 2)
+    monkeypatch.setattr(rate_updates, "REGION_BUDGET", 2)
     nets = [_same_as_reference(G, flows, _Checked)[0] for G, flows in _scenarios(16, _ring, 20)]
     assert sum(_full_fills(net) for net in nets) > 20 and sum(net.region_fills for net in nets) > 20
 
