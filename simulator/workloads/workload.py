@@ -163,6 +163,11 @@ class Workload:
                 raise InputError(f"transformer {field} {getattr(self, field)!r}: valid: {', '.join(valid)}")
         if not isinstance(self.bias, bool):
             raise InputError(f"transformer bias must be true or false, got {self.bias!r}")
+        if self.attention == "triton" and self.dropout > 0:
+            # Neither Triton FlashAttention (Tri Dao's flash_attn_triton.py, OpenAI's triton.ops) drops
+            # probabilities: llm-foundry refuses attn_pdrop > 0 with attn_impl: triton.
+            raise InputError(f"--attention triton with dropout {self.dropout:g}: the Triton FlashAttention kernel has "
+                             f"no attention dropout; use --dropout 0, or --attention flash or unfused")
         if self.position == "rotary" and (self.hidden // self.heads) % 2:
             raise InputError(f"rotary position embeddings need an even head width, got hidden/heads = "
                              f"{self.hidden // self.heads}")
