@@ -67,8 +67,8 @@ def test_quick_run_writes_every_row_with_finite_predictions(tmp_path, capsys, mo
 
 def test_quick_rows_geomean_error_is_within_the_reported_bound(monkeypatch):
     monkeypatch.chdir(ROOT)
-    # Not an accuracy target: experiments/README.md reports tpsim optimistic on every FSDP row, by 20-67% on
-    # these four. The bound catches a regression that would make it far worse.
+    # Not an accuracy target: experiments/README.md reports tpsim optimistic on these four, by 14-87%. The
+    # bound catches a regression that would make it far worse.
     rows = repro_fsdp.comparisons(quick=True)
     errors = [abs(math.log(r.ratio)) for r in rows]
     assert math.exp(sum(errors) / len(errors)) - 1 < 0.6, error_summary(rows)
