@@ -58,8 +58,8 @@ from topologies import gpu_nodes, save_topology
 from topologies.presets import build_preset
 from topologies.triton_rates import triton_devices
 
-__all__ = ["Result", "attention", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs", "summary",
-           "by_comm_share", "cli"]
+__all__ = ["Result", "attention", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs",
+           "summary", "by_comm_share", "cli"]
 
 NAME = "repro_fsdp"
 MODELS = os.path.join("experiments", "models")

@@ -304,7 +304,8 @@ FUNCTIONS: dict[str, LocalFunction] = {
         work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True, kernel="triton")),
     "triton_attention_backward": LocalFunction(
         2, "out = dQKV from the context gradient in0 and the QKV block in1, FlashAttention in Triton: the "
-           "probabilities recomputed", numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"],
+           "probabilities recomputed", numpy=attention.attention_backward,
+        torch=attention.TORCH["attention_gqa_backward"],
         params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True,
                                                         kernel="triton")),

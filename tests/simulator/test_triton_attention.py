@@ -1,4 +1,4 @@
-"""The Triton FlashAttention kernel (``--attention triton``): its published rates, its time, its refusals, its values."""
+"""The Triton FlashAttention kernel (``--attention triton``): its published rates, time, refusals and values."""
 
 from __future__ import annotations
 
