@@ -3,9 +3,10 @@
 Two sources, each row as printed; nothing here is derived from tpsim.
 
 - MosaicML llm-foundry, ``scripts/train/benchmarking/README.md`` (github:mosaicml/llm-foundry, read at
-  commit 8c8dd48f of 2025-07-21; the rows kept here were added by commit 300cc5c5 of 2023-05-03 (A100
-  40GB), b2a43a14 of 2023-10-19 (H100 80GB BF16, A100 80GB) and 5e85bd62 of 2024-01-06 (H100 large
-  scale), and not changed since): MPT models
+  commit 8c8dd48f of 2025-07-21; the rows kept here were added by commit 9fa3ceb9 of 2023-04-04 (A100
+  40GB and A100 80GB's two 70B rows, in ``examples/llm/throughput/README.md``, moved unchanged to
+  ``scripts/train/benchmarking/`` by 300cc5c5 of 2023-05-03), b2a43a14 of 2023-10-19 (H100 80GB BF16, the
+  rest of A100 80GB) and 5e85bd62 of 2024-01-06 (H100 large scale), and not changed since): MPT models
   trained with PyTorch FSDP (Composer) on the MosaicML platform, one row per (model, sequence length,
   GPU count): MFU, micro-batch, gradient accumulation, global batch, throughput in tokens/s per GPU,
   precision and FSDP mixed-precision mode, sharding strategy and activation checkpointing. Kept: every
@@ -13,6 +14,11 @@ Two sources, each row as printed; nothing here is derived from tpsim.
   "H100 80GB BF16", "A100 80GB with 1600 Gbps node-node interconnect (RoCE)", "A100 40GB with 1600 Gbps
   node-node interconnect (RoCE)"); the "H100 80GB FP8" table has no model of 7B or more.
   The models' sizes are the yamls of ``scripts/train/yamls/pretrain/mpt-*.yaml`` (``experiments/models``).
+  The tables do not name the attention kernel; each row's ``attention`` is what the launcher and the
+  sweep committed with it passed (``experiments/README.md``, "Which attention kernel llm-foundry's
+  benchmark rows ran"): ``attn_impl: triton`` (``submit_benchmarks.py``'s default) everywhere except the
+  large-scale H100 rows of MPT-7B and 70B, whose ``sweep.py`` passes ``--attn_impl flash`` with flash-attn
+  2.4.2 installed.
 - torchtitan, ``benchmarks/llama3_h100_202412_torchtitan.md`` (github:pytorch/torchtitan, torchtitan
   commit 9dec370 of 2024-12-26, torch 1963fc8 of 2024-12-23): Llama 3.1 8B with FSDP on 8 and 128 H100s
   of Meta's Grand Teton (96 GB HBM2e, 500 W, 400 Gb/s RDMA per GPU), Tables 1 and 3, the rows without
@@ -69,6 +75,10 @@ class FsdpRun:
     """The source's own MFU, where printed (llm-foundry: 6 N + 12 l s h FLOPs per token over the dense bf16
     peak)."""
     source: str = ""
+    attention: str = "flash"
+    """The attention kernel the run ran: ``triton`` (llm-foundry's ``attn_impl: triton``, FlashAttention in
+    Triton) or ``flash`` (FlashAttention-2: llm-foundry's ``attn_impl: flash`` with flash-attn 2;
+    torchtitan's ``scaled_dot_product_attention``, whose CUDA backend on an H100 is FlashAttention-2)."""
 
     def __post_init__(self) -> None:
         if self.micro_batch * self.grad_accum * self.gpus != self.global_batch:
@@ -89,7 +99,13 @@ _A100_80 = "A100 80GB with 1600 Gbps node-node interconnect (RoCE)"
 _A100_40 = "A100 40GB with 1600 Gbps node-node interconnect (RoCE)"
 _DEVICE = {_H100_LARGE: "h100_80gb", _H100: "h100_80gb", _A100_80: "a100_80gb", _A100_40: "a100_40gb"}
 _COMMIT = {_H100_LARGE: "5e85bd62, 2024-01-06", _H100: "b2a43a14, 2023-10-19", _A100_80: "b2a43a14, 2023-10-19",
-           _A100_40: "300cc5c5, 2023-05-03"}
+           _A100_40: "9fa3ceb9, 2023-04-04, moved by 300cc5c5"}
+
+
+def _attention(table: str, model: str) -> str:
+    # 5e85bd62's sweep.py lines 40-82: 7b and 70b --attn_impl flash, 13b and 30b triton; elsewhere the
+    # sweeps pass no --attn_impl and submit_benchmarks.py's default is triton (experiments/README.md).
+    return "flash" if table == _H100_LARGE and model in ("7b", "70b") else "triton"
 
 
 def _reduction(table: str, mode: str) -> str:
@@ -183,7 +199,8 @@ _ROWS = (
 MOSAICML = tuple(
     FsdpRun("llm-foundry", table, model, seq, gpus, _DEVICE[table], micro, accum, batch, tps,
             "full" if checkpointing else "none", mixed_precision=f"{precision} {mode}",
-            gradient_reduction=_reduction(table, mode), mfu_percent=mfu, source=_LLMF.format(_COMMIT[table], table))
+            gradient_reduction=_reduction(table, mode), mfu_percent=mfu, source=_LLMF.format(_COMMIT[table], table),
+            attention=_attention(table, model))
     for table, model, seq, gpus, mfu, micro, accum, batch, tps, precision, mode, checkpointing in _ROWS
 )
 """The 77 bfloat16 rows of MPT 7B to 70B, in the published order."""

@@ -6,10 +6,15 @@ holds the published rows and their sources). FSDP full sharding is tpsim's pure 
 ZeRO-3 (``--tp-sizes 1 --pp-sizes 1 --zero 3``); each row pins what the source prints: the model
 (MPT's yamls as model files in ``experiments/models``, torchtitan's ``llama3-8b`` preset), the sequence
 length, the GPUs, the micro-batch and the global batch (so the gradient accumulation), activation
-checkpointing as ``--recompute full`` or ``none``, FlashAttention and bfloat16. The cluster is the
+checkpointing as ``--recompute full`` or ``none``, the attention kernel and bfloat16. The cluster is the
 preset of the source's GPU: ``dgx-h100`` (H100 80GB; llm-foundry does not name its H100 fabric, the
 preset has one 400 Gb/s NIC per GPU), ``dgx-a100-80gb`` and ``dgx-a100`` (A100 80 and 40 GB with 8 x
 200 Gb/s per server: the tables' "1600 Gbps node-node interconnect").
+
+The attention kernel is the one the run ran (``FsdpRun.attention``: llm-foundry's launcher defaults to
+``attn_impl: triton``) where tpsim has a published rate for it: ``--attention triton`` on the A100 rows.
+The Triton kernel has no published H100 figure, so the H100 rows that ran it keep ``--attention flash``
+(FlashAttention-2's rate, faster) and say so in their explanation.
 
 The figure compared is the measured tokens per second per GPU; tpsim's is its step's tokens/s over the
 GPUs. Each row's explanation gives tpsim's step split, its MFU against the one the source prints, and
@@ -50,9 +55,12 @@ from experiments.fsdp_tables import MOSAICML, NOT_EXPRESSED, TORCHTITAN, FsdpRun
 from experiments.gemm_cap import capped_file
 from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
 from simulator.workloads.models import resolve_model
+from topologies import gpu_nodes
+from topologies.presets import build_preset
+from topologies.triton_rates import triton_devices
 
-__all__ = ["Result", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs", "summary",
-           "by_comm_share", "cli"]
+__all__ = ["Result", "attention", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs",
+           "summary", "by_comm_share", "cli"]
 
 NAME = "repro_fsdp"
 MODELS = os.path.join("experiments", "models")
@@ -76,6 +84,20 @@ def _recompute(run: FsdpRun, bound: str = "") -> str:
     return run.checkpointing
 
 
+@functools.lru_cache(maxsize=None)
+def _gpu_name(device: str) -> str:
+    G = build_preset(f"{PRESETS[device]}:1")
+    return G.nodes[gpu_nodes(G)[0]]["device"]["name"]
+
+
+def attention(run: FsdpRun) -> str:
+    """The ``--attention`` kernel of ``run``: the one it ran, or ``flash`` where that one is ``triton`` and
+    the run's GPU has no published Triton figure (the H100s)."""
+    if run.attention == "triton" and _gpu_name(run.device) not in triton_devices():
+        return "flash"
+    return run.attention
+
+
 def topology(run: FsdpRun) -> str:
     """The preset cluster of ``run``'s GPUs: its servers of 8."""
     return f"{PRESETS[run.device]}:{max(1, run.gpus // GPUS_PER_SERVER)}"
@@ -88,7 +110,7 @@ def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "")
     return ["predict", "--gpus", str(run.gpus), "--topology", topology_spec or topology(run), "--model", _model(run),
             "--seq", str(run.seq), "--global-batch", str(run.global_batch), "--batch", str(run.micro_batch),
             "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3" if run.sharding == "FULL_SHARD" else "2",
-            "--recompute", _recompute(run, recompute), "--attention", "flash", "--dtype", "bfloat16",
+            "--recompute", _recompute(run, recompute), "--attention", attention(run), "--dtype", "bfloat16",
             "--simulate-top", "1"]
 
 
@@ -169,6 +191,9 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
         full = _per_gpu(predicted_row(command(run, recompute="full")), run)
         notes.append(f"per-op selective checkpointing recomputes part of each block: tpsim with --recompute full "
                      f"gives {full:,.0f} tokens/s/GPU ({full / run.tokens_per_s_per_gpu - 1:+.1%})")
+    if attention(run) != run.attention:
+        notes.append(f"the run's attention kernel was attn_impl: {run.attention}, which has no published figure on "
+                     f"this GPU: timed as --attention {attention(run)} (FlashAttention-2, faster)")
     if run.gradient_reduction != "bfloat16":
         notes.append(f"gradients reduced in {run.gradient_reduction} by the run, in bfloat16 by tpsim")
     capped = None

@@ -85,8 +85,10 @@ The FlashAttention-2 ops (``flash_attention`` and its backward, ``--attention fl
 timed otherwise where the kernel runs (a GPU of the compute model, bf16 or fp16): from its published
 forward + backward throughput per device, head dimension and sequence length, on the causal mask's
 half of the products (``simulator.workloads.attention_cost.flash_time_s``; the figures and their sources
-are in ``topologies.attention_rates``). Their FLOPs in ``Schedule.flops`` stay the whole s x s, as
-Megatron-LM counts model FLOPs.
+are in ``topologies.attention_rates``). The Triton FlashAttention ops (``triton_attention``, ``--attention
+triton``) are timed the same way from that kernel's published rate (``topologies.triton_rates``),
+and refused with ``InputError`` on a GPU, head dimension or dtype it has none for. Their FLOPs in
+``Schedule.flops`` stay the whole s x s, as Megatron-LM counts model FLOPs.
 
 Example (an A100 80GB: 258 TFLOP/s sustained on 8192 x 8192 x 8192; a thinner GEMM reaches less)::
 
@@ -259,11 +261,11 @@ class ComputeModel:
 
     def work_time_s(self, device: dict, dtype: str, work: Work, after_comm: bool = False) -> float:
         """Seconds for a local function's ``work``: its products as gemms plus its memory passes; a
-        FlashAttention-2 call from the kernel's published throughput where there is one (module doc)."""
+        FlashAttention-2 or Triton FlashAttention call from the kernel's published throughput (module doc)."""
         if work.flash is not None:
-            key = ("flash", device.get("name"), dtype, work.flash)
+            key = ("flash", device.get("name"), dtype, work.flash, work.flash_kernel)
             if key not in self._cache:
-                self._cache[key] = flash_time_s(device, dtype, work.flash)
+                self._cache[key] = flash_time_s(device, dtype, work.flash, work.flash_kernel)
             if self._cache[key] is not None:
                 return self._cache[key]
         products = sum(count * self.gemm_time_s(device, dtype, m, k, n, after_comm) for count, m, k, n in work.gemms)

@@ -19,7 +19,8 @@ arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
   softmax output (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s]
   for the sequences and heads of the rank's QKV block (Korthikanti's 5as^2b), without attention dropout
   only the softmax output, and ``selective`` drops them (the time model then adds the attention core's
-  forward to the backward). FlashAttention-2 (``flash``, the default) keeps none of that, only the
+  forward to the backward). FlashAttention-2 (``flash``, the default; ``triton``, the same algorithm
+  in Triton, keeps the same) keeps none of that, only the
   softmax's log-sum-exp per row, 4 B x [b, a, s] (linear in s), under ``none`` and ``selective``
   alike: its backward recomputes the probabilities (the time model charges that recomputation in every
   mode), so selective recomputation changes nothing for it. ``full`` keeps only the layer's input X.
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
+from simulator.workloads.attention_cost import FUSED_FUNCTIONS
 from simulator.workloads.layers import Attention, Dropout, LayerNorm, RMSNorm
 from simulator.workloads.workload import Workload
 
@@ -68,8 +70,9 @@ def _forward_locals(schedule: Schedule, rank: int, fn: str, outs: set[str] | Non
 def _attention_rows(schedule: Schedule, rank: int) -> int:
     """Rows (sequence positions x heads) of the rank's flash attention ops: what FlashAttention-2 keeps."""
     rows = 0
-    for op in _forward_locals(schedule, rank, "flash_attention"):
-        rows += schedule.spec(rank, op.inputs[0]).shape[0] * op.param_dict()["heads"]
+    for fn in FUSED_FUNCTIONS.values():
+        for op in _forward_locals(schedule, rank, fn):
+            rows += schedule.spec(rank, op.inputs[0]).shape[0] * op.param_dict()["heads"]
     return rows
 
 
@@ -123,7 +126,7 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     core = [layer for layer in layers if isinstance(layer, Attention)]
     # Selective recomputation frees the unfused kernel's probabilities; FlashAttention-2 keeps only its
     # row statistics, which its own backward needs whatever the recompute mode: nothing to free.
-    if core and (recompute == "none" or core[0].kernel == "flash"):
+    if core and (recompute == "none" or core[0].kernel in FUSED_FUNCTIONS):
         kept = _attention_core(schedule, rank, core[0])
         if kept is not None:
             out.append(kept)

@@ -1,4 +1,4 @@
-"""What the attention core costs under each kernel: FlashAttention-2, or Megatron-LM's unfused kernel.
+"""What the attention core costs under each kernel: FlashAttention-2, the Triton one, or Megatron-LM's unfused one.
 
 The values are the same either way (``kernels.attention``); the kernels differ in what they keep for the
 backward and so in what the backward computes, and the time model (this module) and the memory model
@@ -8,6 +8,9 @@ backward and so in what the backward computes, and the time model (this module) 
   Q K^T, the softmax and P V in on-chip memory, so no [s, s] tensor reaches the GPU's memory; it keeps
   the output and the softmax's log-sum-exp per row (fp32, [b, a, s]: linear in s) and the dropout's
   random state, not its mask. The backward recomputes S = Q K^T and P from them, tile by tile.
+- ``triton`` (``triton_attention``, FlashAttention written in Triton: MosaicML llm-foundry's default
+  ``attn_impl``): the same algorithm, so the same products, passes and memory as ``flash`` in every
+  row below; only its time differs (next paragraph).
 - ``unfused`` (``attention``, Megatron-LM's kernel before FlashAttention, Korthikanti et al. 2022
   section 4.1): S, the softmax output P and the dropout output P' are written to memory; P, P' and the
   dropout mask are kept for the backward, which reads them instead of recomputing.
@@ -35,27 +38,38 @@ Time: the unfused rows are timed from their products and passes (``simulator.com
 carries ``Work.flash`` and is timed from FlashAttention-2's published causal throughput instead
 (``flash_time_s``: the paper's FLOPs, which skip the blocks above the diagonal, over its measured rate;
 ``topologies.attention_rates`` holds the figures), where the GPU and dtype have one; elsewhere from the
-table's products and passes like the unfused kernel.
+table's products and passes like the unfused kernel. A triton call carries ``Work.flash`` with
+``Work.flash_kernel`` = ``triton`` and is timed the same way from the Triton kernel's published causal
+throughput (``topologies.triton_rates``: the A100 only, head dimensions 64 and 128); where
+none is published (another GPU or head dimension, a dtype other than fp16 / bf16) it raises
+``InputError`` naming what is published, rather than borrow another kernel's rate.
 """
 
 from __future__ import annotations
 
 import math
 
+from simulator.errors import InputError
 from simulator.workloads.work import Work
 
-__all__ = ["FLASH_DTYPES", "KERNELS", "attention_work", "flash_time_s", "flash_tflops", "selective_note"]
+__all__ = ["FLASH_DTYPES", "FUSED_FUNCTIONS", "KERNELS", "attention_work", "flash_time_s", "flash_tflops",
+           "selective_note", "triton_rate"]
 
 FLASH_DTYPES = ("bfloat16", "float16")
 """The dtypes FlashAttention-2 computes in; a schedule of another dtype keeps the product model."""
 
-KERNELS = ("flash", "unfused")
+KERNELS = ("flash", "triton", "unfused")
 """The attention kernels ``--attention`` chooses from; ``flash`` is the default."""
+
+FUSED_FUNCTIONS = {"flash": "flash_attention", "triton": "triton_attention"}
+"""The kernels that keep nothing of [s, s] (the backward recomputes the probabilities), and the ``local``
+function of each; its backward is the name plus ``_backward``."""
 
 
 def attention_work(shapes: list[tuple[int, ...]], out: tuple[int, ...], params: dict, backward: bool = False,
-                   flash: bool = False) -> Work:
-    """The products, passes and FLOPs of one attention op (module table)."""
+                   flash: bool = False, kernel: str = "flash") -> Work:
+    """The products, passes and FLOPs of one attention op (module table); ``kernel`` names the fused kernel
+    whose published rate times a ``flash`` call (``flash`` or ``triton``)."""
     s, d = params["seq"], params["head_dim"]
     count = (shapes[-1][0] // s) * params["heads"]
     scores = count * s * s
@@ -65,10 +79,11 @@ def attention_work(shapes: list[tuple[int, ...]], out: tuple[int, ...], params: 
     call = ("backward" if backward else "forward", count, s, d) if flash else None
     if not backward:
         passes = 2 * count * s if flash else (2 + 2 * dropped) * scores
-        return Work(gemms=(qk, pv), elements=passes + io, flops=(5 + dropped) * scores, flash=call)
+        return Work(gemms=(qk, pv), elements=passes + io, flops=(5 + dropped) * scores, flash=call,
+                    flash_kernel=kernel)
     if flash:
         return Work(gemms=(qk, pv, qk, pv, pv), elements=4 * count * s + io, flops=(9 + 2 * dropped) * scores,
-                    flash=call)
+                    flash=call, flash_kernel=kernel)
     return Work(gemms=(pv, qk, pv, pv), elements=(3 + 2 * dropped) * scores + io, flops=(4 + 2 * dropped) * scores)
 
 
@@ -95,20 +110,45 @@ def flash_tflops(device: dict, dtype: str, head_dim: int, seq: int) -> float | N
     return published_tflops(reference, head_dim, seq, causal=True) * peak / DEVICES[reference].peak_tflops[dtype]
 
 
-def flash_time_s(device: dict, dtype: str, call: tuple[str, int, int, int]) -> float | None:
-    """Seconds of one FlashAttention-2 call ``(mode, count, seq, head_dim)`` (``Work.flash``), or None.
+def triton_rate(device: dict, dtype: str, head_dim: int, seq: int) -> float:
+    """The Triton kernel's causal forward + backward TFLOP/s on ``device`` (module doc).
+
+    Raises ``InputError`` naming what is published where nothing is: another device, another head
+    dimension, or a dtype the kernel does not compute in.
+    """
+    from topologies.triton_rates import triton_devices, triton_head_dims, triton_tflops  # as flash_tflops
+
+    name = device.get("name", "")
+    where = (f"the Triton FlashAttention kernel's throughput is published for {', '.join(triton_devices())} only, "
+             f"head dimensions {' and '.join(str(d) for d in triton_head_dims(triton_devices()[0]))}, fp16 or bf16")
+    if dtype not in FLASH_DTYPES:
+        raise InputError(f"--attention triton with dtype {dtype}: {where}; use --attention flash or unfused")
+    rate = triton_tflops(name, head_dim, seq, causal=True)
+    if rate is None:
+        got = f"head dimension {head_dim} on {name}" if triton_head_dims(name) else f"device {name or '(unnamed)'}"
+        raise InputError(f"--attention triton on {got}: {where}; use --attention flash or unfused")
+    return rate
+
+
+def flash_time_s(device: dict, dtype: str, call: tuple[str, int, int, int], kernel: str = "flash") -> float | None:
+    """Seconds of one FlashAttention-2 (``kernel`` ``triton``: Triton FlashAttention) call ``(mode, count,
+    seq, head_dim)`` (``Work.flash``), or None.
 
     Its FLOPs as the paper counts them (``topologies.attention_rates.flash_flops``: ``4 s^2 d`` per
     sequence and head forward, 2.5 times that backward, halved for the causal mask) over the published
     forward + backward rate (``flash_tflops``). Both passes take that one rate: the published rows give
     the pair, not each pass, so the forward + backward time is the published one and the split between
     the two passes follows the FLOPs (the paper's separate figures show the forward somewhat faster
-    per FLOP than the backward). None where ``flash_tflops`` is None.
+    per FLOP than the backward). None where ``flash_tflops`` is None; the triton kernel's rate is
+    ``triton_rate``, which raises ``InputError`` where none is published.
     """
     from topologies.attention_rates import flash_flops  # function-level: as flash_tflops
 
     mode, count, seq, head_dim = call
-    rate = flash_tflops(device, dtype, head_dim, seq)
+    if kernel == "triton":
+        rate = triton_rate(device, dtype, head_dim, seq)
+    else:
+        rate = flash_tflops(device, dtype, head_dim, seq)
     if rate is None:
         return None
     return flash_flops(count, seq, head_dim, causal=True, mode=mode) / (rate * 1e12)
@@ -116,7 +156,7 @@ def flash_time_s(device: dict, dtype: str, call: tuple[str, int, int, int]) -> f
 
 def selective_note(kernel: str, recompute: str) -> str | None:
     """The line a command prints when ``--recompute selective`` does nothing for the attention (flash)."""
-    if recompute != "selective" or kernel != "flash":
+    if recompute != "selective" or kernel not in FUSED_FUNCTIONS:
         return None
     return ("--recompute selective recomputes the attention core, which FlashAttention's backward recomputes "
             "anyway: it adds no time and frees no memory here (--attention unfused keeps the probabilities it frees)")

@@ -13,6 +13,7 @@ import numbers
 from typing import TYPE_CHECKING
 
 from simulator.errors import InputError
+from simulator.workloads.attention_cost import KERNELS
 from simulator.workloads.layers import (Attention, Dropout, Elementwise, LayerNorm, Layer, Linear, Residual, RMSNorm,
                                         Rotary, SwiGLU)
 
@@ -26,7 +27,7 @@ ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "po
 """The transformer's optional architecture fields and the GPT block's values of them (``kv_heads`` None:
 as many as ``heads``); ``to_dict`` stores only those that differ, so a GPT block's record is unchanged."""
 CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary"),
-           "attention": ("flash", "unfused")}
+           "attention": KERNELS}
 """The valid values of the transformer's named architecture choices."""
 
 

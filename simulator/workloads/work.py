@@ -21,3 +21,6 @@ class Work:
     """("forward" or "backward", count, seq, head_dim) of a causal FlashAttention-2 call, which the compute
     model times from the kernel's published throughput (``simulator.workloads.attention_cost``) where
     the device and dtype have one, else from ``gemms`` and ``elements``."""
+    flash_kernel: str = "flash"
+    """Whose published rate times a ``flash`` call: ``flash`` (FlashAttention-2) or ``triton`` (FlashAttention in
+    Triton, ``topologies.triton_rates``)."""

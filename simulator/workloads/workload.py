@@ -29,7 +29,7 @@ makes QKV [M, (a + 2 kv) d], each key/value group's query heads, key and value s
 attention grouped; ``position="rotary"`` rotates the query and key heads, QKR = rope(QKV), and the
 attention reads QKR; ``activation="swiglu"`` makes W1 [h, 2f] with gate and up columns interleaved and
 Z = silu(gate) * up [M, f]; ``bias=False`` drops every bias; ``attention`` picks the kernel
-(``flash`` or ``unfused``, ``attention_cost``). At their GPT values the layer list is the one above.
+(``flash``, ``triton`` or ``unfused``, ``attention_cost``). At their GPT values the layer list is the one above.
 
 Everything else is derived from the layer list: tensor shapes, the inputs and outputs of each pass,
 the backward (``gemm``: dA = dC B^T, dB = A^T dC; ``mlp``: dZ = dY W2^T, dW2 = Z^T dY,
@@ -127,7 +127,8 @@ class Workload:
     bias: bool = True
     """Whether the linears have biases (GPT-2/3 and Megatron-LM's GPT do; Llama's do not)."""
     attention: str = "flash"
-    """The attention kernel: ``flash`` (FlashAttention-2) or ``unfused`` (``simulator.workloads.attention_cost``)."""
+    """The attention kernel: ``flash`` (FlashAttention-2), ``triton`` (FlashAttention in Triton) or ``unfused``
+    (``simulator.workloads.attention_cost``)."""
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:
@@ -162,6 +163,11 @@ class Workload:
                 raise InputError(f"transformer {field} {getattr(self, field)!r}: valid: {', '.join(valid)}")
         if not isinstance(self.bias, bool):
             raise InputError(f"transformer bias must be true or false, got {self.bias!r}")
+        if self.attention == "triton" and self.dropout > 0:
+            # Neither Triton FlashAttention (Tri Dao's flash_attn_triton.py, OpenAI's triton.ops) drops
+            # probabilities: llm-foundry refuses attn_pdrop > 0 with attn_impl: triton.
+            raise InputError(f"--attention triton with dropout {self.dropout:g}: the Triton FlashAttention kernel has "
+                             f"no attention dropout; use --dropout 0, or --attention flash or unfused")
         if self.position == "rotary" and (self.hidden // self.heads) % 2:
             raise InputError(f"rotary position embeddings need an even head width, got hidden/heads = "
                              f"{self.hidden // self.heads}")

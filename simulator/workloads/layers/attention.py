@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.workloads.attention_cost import FUSED_FUNCTIONS
 
 __all__ = ["Attention"]
 
@@ -33,8 +34,9 @@ class Attention:
     group: int = 1
     """Query heads per key/value head: 1 for multi-head attention, heads for multi-query (``kv_heads`` = 1)."""
     kernel: str = "unfused"
-    """``flash`` (FlashAttention-2: nothing of [s, s] kept, the backward recomputes the probabilities) or
-    ``unfused`` (the probabilities and the dropout mask kept); ``simulator.workloads.attention_cost``."""
+    """``flash`` (FlashAttention-2: nothing of [s, s] kept, the backward recomputes the probabilities),
+    ``triton`` (FlashAttention in Triton: the same, timed at its own rate) or ``unfused`` (the probabilities
+    and the dropout mask kept); ``simulator.workloads.attention_cost``."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -56,9 +58,10 @@ class Attention:
 
     @property
     def fn(self) -> str:
-        """The ``local`` function: ``flash_attention``; unfused, ``attention`` or, with groups, ``attention_gqa``."""
-        if self.kernel == "flash":
-            return "flash_attention"
+        """The ``local`` function: ``flash_attention`` or ``triton_attention``; unfused, ``attention`` or, with
+        groups, ``attention_gqa``."""
+        if self.kernel in FUSED_FUNCTIONS:
+            return FUSED_FUNCTIONS[self.kernel]
         return "attention" if self.group == 1 else "attention_gqa"
 
     @property
