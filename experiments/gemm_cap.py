@@ -1,6 +1,6 @@
 """Preset clusters with every GEMM capped at a flat fraction of peak: the reproductions' one way to vary the GEMM rate.
 
-The presets cap each GEMM at the device's best-case achievable matmul rate (``docs/compute.md``); a
+The presets cap each GEMM at the device's published large-GEMM rate (``docs/compute.md``); a
 capped graph carries ``sim.gemm_efficiency = cap`` instead, what ``tpsim calibrate`` sets (the shape
 factor still applied). The reproductions name their clusters three ways, so the capped graph comes
 three ways: registered under a name for ``experiments.block_time.topology`` (``capped_preset``), written

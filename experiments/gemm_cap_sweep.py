@@ -4,7 +4,7 @@ What it shows: whether one sustained GEMM rate moves all of tpsim's training-ste
 way (``repro_training``: Korthikanti et al. 2022 Tables 4-5; ``repro_pipeline``: Narayanan et al. 2021
 Table 1 and Korthikanti Table 5; ``repro_fsdp``: llm-foundry and torchtitan), which is the test a
 compute-model constant has to pass before it is changed: one table alone would be fitting. The presets
-cap each GEMM at the device's best-case achievable matmul rate (A100: 87% of peak, ``docs/compute.md``);
+cap each GEMM at the device's published large-GEMM rate (A100: 83% of peak sustained, ``docs/compute.md``);
 here every preset graph is built with ``sim.gemm_efficiency`` set to the cap instead (what a calibration
 sets), the shape factor still applied (``experiments.gemm_cap.presets_capped``).
 

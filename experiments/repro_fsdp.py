@@ -20,7 +20,7 @@ The figure compared is the measured tokens per second per GPU; tpsim's is its st
 GPUs. Each row's explanation gives tpsim's step split, its MFU against the one the source prints, and
 (full runs) the suspected cause of the common gap varied: the same command on the same cluster with
 every GEMM capped at a flat 70% of the device's dense peak (``gemm_efficiency``, what ``tpsim
-calibrate`` sets) instead of the published best-case achievable matmul rate the presets carry. Each row
+calibrate`` sets) instead of the published large-GEMM rate the presets carry. Each row
 also gets ``comm_share``: how long FSDP's collectives of one micro-batch take (``tpsim collective``) over
 tpsim's compute time of that micro-batch. tpsim hides those collectives under the compute at no cost to
 it; the summary groups the errors by that share on each kind of GPU.

@@ -23,7 +23,7 @@ vocabulary 51,200.
   picks with every dimension free, against the published configuration.
 - ``sensitivity``: the suspected cause of the rows' common optimism varied. Table 1's rows without pipelines
   timed again with every GEMM capped at a flat fraction of peak (``gemm_efficiency``, what a calibration
-  sets) instead of the published best-case achievable matmul rate the presets carry (``docs/compute.md``).
+  sets) instead of the published large-GEMM rate the presets carry (``docs/compute.md``).
 
 Each row's command is the ``tpsim predict`` line that produces its figure. Deterministic. ``--quick`` (the
 CI smoke test) runs the four Table 1 rows without pipeline parallelism and the 22B rows of Table 5, and

@@ -39,7 +39,8 @@ Rates are "model (peak)" per direction; ``topologies.rates`` gives the source of
 ``sim`` holds ``collective_base_latency_us`` = 8.0 (NCCL's per-collective base latency: tuning.cc's
 Simple ring base latency is 8.4 us; steps between servers add NCCL's network step latency, see
 ``simulator.collectives.params``). No preset sets ``gemm_efficiency``: the compute model takes each
-GPU's large-GEMM ceiling from its published maximum achievable matmul throughput and its shape
+GPU's large-GEMM ceiling from its published large-GEMM throughput (sustained on the A100, the
+maximum achievable matmul search elsewhere) and its shape
 dependence from its SM count (``topologies.compute_rates``, ``simulator.compute``); GPUs without a
 published figure (V100, Quadro RTX 5000) fall back to 0.7 of peak; calibration replaces either. The start-up term, NVLink
 SHARP and the row of NCCL's per-channel tree caps (``collective_nccl_arch``,
