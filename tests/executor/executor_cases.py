@@ -133,7 +133,7 @@ def function_chain(b: ScheduleBuilder, rank: int, g: int) -> None:
     itself rather than the GPT chain's end keeps its values O(1), where SwiGLU's sigmoid does not
     saturate): RMSNorm over its 8 columns, rotary embeddings and grouped-query attention on it as one
     key/value group (``ROPE``), unfused and FlashAttention-2, each one's backward taking the other's
-    context as its gradient, SwiGLU on the rotated-back gradient as 4 interleaved gate/up pairs, and
+    context as its gradient, and the Triton kernel's pair (its own context as the gradient), SwiGLU on the rotated-back gradient as 4 interleaved gate/up pairs, and
     RMSNorm's backward. The two meet in a row statistic: the Llama chain's end's row sum of squares
     normalises the GPT chain's end, so every column either wrote reaches the output.
 
@@ -185,6 +185,7 @@ def _llama_steps(g: int) -> tuple:
     gqa = {"p": 0.5, "stream": 2, "seq": 2, "heads": 2, "head_dim": 2, "batch0": g, "head0": 0,
            "heads_total": 2, "group": 2}
     flash = {**gqa, "stream": 3}
+    triton = {**gqa, "stream": 4}  # the functions take p; a triton workload refuses dropout before it gets here
     return (("L_ss", (2, 1), "row_sumsq", ("L_in",), {}),
             ("L_gamma", (1, 8), "col_sum", ("L_in",), {}),
             ("L_x", (2, 8), "rmsnorm", ("L_in", "L_ss", "L_gamma"), RMS),
@@ -193,8 +194,11 @@ def _llama_steps(g: int) -> tuple:
             ("L_fctx", (2, 4), "flash_attention", ("L_rot",), flash),
             ("L_dqkv", (2, 8), "attention_gqa_backward", ("L_fctx", "L_rot"), gqa),
             ("L_fdqkv", (2, 8), "flash_attention_backward", ("L_ctx", "L_rot"), flash),
+            ("L_tctx", (2, 4), "triton_attention", ("L_rot",), triton),
+            ("L_tdqkv", (2, 8), "triton_attention_backward", ("L_tctx", "L_rot"), triton),
             ("L_dsum", (2, 8), "add", ("L_dqkv", "L_fdqkv"), {}),
-            ("L_drot", (2, 8), "rotary_backward", ("L_dsum",), ROPE),
+            ("L_dall", (2, 8), "add", ("L_dsum", "L_tdqkv"), {}),
+            ("L_drot", (2, 8), "rotary_backward", ("L_dall",), ROPE),
             ("L_z", (2, 4), "swiglu", ("L_drot",), {}),
             ("L_dh", (2, 8), "swiglu_backward", ("L_z", "L_drot"), {}),
             ("L_gs", (2, 1), "rmsnorm_backward_sum", ("L_dh", "L_in", "L_ss", "L_gamma"), RMS),
