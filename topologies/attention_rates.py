@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["FA2_SEQ_LENS", "FA2_TFLOPS", "FA2_SOURCE", "flash_flops", "published_tflops", "published_devices"]
+__all__ = ["FA2_SEQ_LENS", "FA2_TFLOPS", "FA2_SOURCE", "flash_flops", "log2_interpolated", "published_tflops",
+           "published_devices"]
 
 FA2_SOURCE = ("Dao 2023, FlashAttention-2 (arXiv 2307.08691), Figures 4 (A100) and 7 (H100); "
               "Dao-AILab/flash-attention assets/flash2_{a100,h100}_fwd_bwd_benchmark.png at commit "
@@ -94,7 +95,13 @@ def published_tflops(device_name: str, head_dim: int, seq: int, causal: bool = T
     if not dims:
         return None
     dim = min(dims, key=lambda d: (abs(math.log2(d) - math.log2(max(head_dim, 1))), -d))
-    points = [(math.log2(s), r) for s, r in zip(FA2_SEQ_LENS, FA2_TFLOPS[device_name, causal, dim]) if r is not None]
+    return log2_interpolated(FA2_TFLOPS[device_name, causal, dim], seq)
+
+
+def log2_interpolated(row: tuple[float | None, ...], seq: int) -> float:
+    """A rate at ``seq`` from a row of rates at ``FA2_SEQ_LENS`` (``None``: not published): linear in log2 of
+    the length between the published lengths, held at the end figures outside them."""
+    points = [(math.log2(s), r) for s, r in zip(FA2_SEQ_LENS, row) if r is not None]
     x = math.log2(max(seq, 1))
     if x <= points[0][0]:
         return points[0][1]

@@ -39,9 +39,7 @@ Example::
 
 from __future__ import annotations
 
-import math
-
-from topologies.attention_rates import FA2_SEQ_LENS
+from topologies.attention_rates import log2_interpolated
 
 __all__ = ["TRITON_SOURCE", "TRITON_TFLOPS", "SAME_CHIP", "triton_devices", "triton_head_dims", "triton_tflops"]
 
@@ -84,12 +82,4 @@ def triton_tflops(device_name: str, head_dim: int, seq: int, causal: bool = True
     """
     if head_dim not in triton_head_dims(device_name, causal):
         return None
-    row = TRITON_TFLOPS[SAME_CHIP.get(device_name, device_name), causal, head_dim]
-    points = [(math.log2(s), r) for s, r in zip(FA2_SEQ_LENS, row)]
-    x = math.log2(max(seq, 1))
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, r0), (x1, r1) in zip(points, points[1:]):
-        if x <= x1:
-            return r0 + (r1 - r0) * (x - x0) / (x1 - x0)
-    return points[-1][1]
+    return log2_interpolated(TRITON_TFLOPS[SAME_CHIP.get(device_name, device_name), causal, head_dim], seq)
