@@ -9,6 +9,7 @@ module                     what it holds
 ``nccl_fidelity``          every published nccl-tests log: presets and carried calibrations, error tables
 ``cpu_loop``               bench -> calibrate -> run -> compare on gloo ranks, repeated
 ``gpu_check``              on a GPU machine: gemm throughput over shapes, its compute fit, NCCL at world size 1
+``sustained_gemm``         one GEMM shape back to back for seconds: the rate a GPU sustains against its first second
 ``bench_scale``            issue 14's scale cases end to end, each beside the code before it
 ``bench_simulator``        the whole simulator's speed on the largest grids
 ``bench_network``          the flow network's speed on a few traffic patterns
@@ -46,4 +47,5 @@ __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "ben
            "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap", "gemm_cap_sweep", "gpu_check", "guard_costs",
            "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "pp_dp_overlap",
            "published", "quiet_host",
-           "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time"]
+           "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time",
+           "sustained_gemm"]

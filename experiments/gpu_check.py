@@ -11,13 +11,16 @@ initialise CUDA), its output kept in ``--out``:
    model's fitted ``gemm_efficiency`` and ``half_efficiency_dim`` per dtype, against the preset's;
 3. ``tpsim run --nproc 1`` of a small 1-D schedule on ``--backend`` (NCCL at world size 1 on the one GPU):
    its numbers checked against float64 and timed with CUDA events;
-4. ``pytest -m gpu tests/executor/test_gpu.py`` (its world-size-1 tests run on one GPU).
+4. ``pytest -m gpu tests/executor/test_gpu.py`` (its world-size-1 tests run on one GPU);
+5. ``python -m experiments.sustained_gemm`` twice: 8192^3 bfloat16 GEMMs back to back for 20 s on randn
+   operands, then on zeros: the sustained rate ``topologies.compute_rates`` has published only for the
+   A100, beside the preset's modelled rate at that shape and the rate of the first second.
 
 Then ``summary.md`` in ``--out``: the date, the device, one row per shape and dtype (time, TFLOP/s, and
-the fraction of the preset's peak), the fitted knobs, the run's check and the tests' result, ready for
-the README. ``--backend nccl`` (the default) without a CUDA device stops with one line (exit 2);
-``--backend gloo --quick`` runs the same steps on the CPU with small shapes (the smoke test, under a
-minute). About 2 minutes on an H200.
+the fraction of the preset's peak), the fitted knobs, the run's check, the tests' result and the sustained
+rates, ready for the README. ``--backend nccl`` (the default) without a CUDA device stops with one line
+(exit 2); ``--backend gloo --quick`` runs the same steps on the CPU with small shapes (the smoke test, under
+a minute). About 3 minutes on an H200.
 
 On the lent machine python3 holds a CUDA torch and every other dependency but simpy, which travels as a
 wheel. Here, once: ``echo /.whl/ >> .git/info/exclude; python3 -m pip download --no-deps
@@ -40,6 +43,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from simulator.compute import ComputeModel
 from simulator.progress import Progress
 from topologies import gpu_nodes, load_topology
 
@@ -52,6 +56,10 @@ SHAPES = ("1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192"
 projection; one head's scores (sequence 2,048, head 128)."""
 QUICK_SHAPES = ("128x128x128", "256x256x256", "512x256x128")
 DTYPES = ("bfloat16", "float32")
+FILLS = ("randn", "zeros")
+SUSTAINED = (8192, "bfloat16", 20.0)
+"""``experiments.sustained_gemm``'s size, dtype and seconds: the shape of the A100's published sustained figure."""
+SUSTAINED_QUICK = (128, "float32", 1.2)
 
 
 def tpsim(args: list[str], log: Path) -> str:
@@ -94,6 +102,32 @@ def _cuda_device() -> str | None:
     return done.stdout.strip() or None
 
 
+def _sustained(quick: bool, fill: str, record: Path) -> dict:
+    """``experiments.sustained_gemm`` in a process of its own (printed first); its JSON, also written to ``record``."""
+    size, dtype, seconds = SUSTAINED_QUICK if quick else SUSTAINED
+    args = ["--size", str(size), "--dtype", dtype, "--seconds", str(seconds), "--fill", fill]
+    print("$ python -m experiments.sustained_gemm " + " ".join(args), flush=True)
+    done = subprocess.run([sys.executable, "-m", "experiments.sustained_gemm", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+    if done.returncode:
+        raise RuntimeError(f"sustained_gemm failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+    record.write_text(done.stdout)
+    return json.loads(done.stdout)
+
+
+def _sustained_lines(results: list[dict], preset: str) -> list[str]:
+    """The summary's lines for the sustained runs, with the preset's modelled rate at that shape."""
+    G = load_topology(preset)
+    device = G.nodes[gpu_nodes(G)[0]]["device"]
+    lines = ["| sustained GEMM | dtype | operands | first second TFLOP/s | after TFLOP/s | GEMMs |", "|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['fill']} | {r['first_tflops']:,.1f} | "
+                     f"{r['sustained_tflops']:,.1f} | {r['gemms']:,} |")
+    m, k, n = results[0]["shape"]
+    modelled = 2.0 * m * k * n / ComputeModel().gemm_time_s(device, results[0]["dtype"], m, k, n) / 1e12
+    return lines + [f"{preset}'s compute model at this shape: {modelled:,.1f} TFLOP/s ({device['name']})"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.gpu_check", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="gpu_check", help="folder for the records and summary.md")
@@ -115,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
              f"({args.backend}, compute model of {args.preset})", "",
              "| gemm M x K x N | dtype | time (us) | TFLOP/s | of peak |", "|---|---|---|---|---|"]
     fitted = []
-    with Progress("gpu_check", total=2 * len(DTYPES) + 2, unit="step") as progress:
+    with Progress("gpu_check", total=2 * len(DTYPES) + 2 + len(FILLS), unit="step") as progress:
         for dtype in DTYPES:
             record_file = out / f"gemm_{dtype}.json"
             tpsim(["bench", "--backend", args.backend, "--nproc", "1", "--ops", "gemm", "--gemm-shapes",
@@ -137,10 +171,15 @@ def main(argv: list[str] | None = None) -> int:
                                capture_output=True, text=True, cwd=ROOT)
         (out / "pytest_gpu.txt").write_text(tests.stdout + tests.stderr)
         progress.update()
+        sustained = []
+        for fill in FILLS:
+            sustained.append(_sustained(args.quick, fill, out / f"sustained_{fill}.json"))
+            progress.update()
     last_test_line = (tests.stdout.strip().splitlines() or ["(no output)"])[-1]
     lines += ["", "Compute model fitted (preset -> fitted):", *fitted, "",
               "Run at world size 1: " + ran.strip().splitlines()[0], "",
-              f"pytest -m gpu tests/executor/test_gpu.py: {last_test_line}"]
+              f"pytest -m gpu tests/executor/test_gpu.py: {last_test_line}", "",
+              *_sustained_lines(sustained, args.preset)]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if tests.returncode in (0, 5) else 1  # 5: every test skipped (no GPU in the gloo smoke test)

@@ -24,6 +24,10 @@ def test_the_cpu_smoke_run_writes_every_step_and_the_summary(tmp_path, capsys):
     assert f"- bfloat16: gemm_efficiency {ComputeModel().cap(h200, 'bfloat16'):.4g} -> " in summary
     assert "- float32: gemm_efficiency 0.7 -> " in summary
     assert "(gloo): correct" in summary
+    for fill in ("randn", "zeros"):  # the sustained runs, one per operand fill, and the preset's modelled rate
+        assert (tmp_path / f"sustained_{fill}.json").stat().st_size > 0
+        assert f"| 128x128x128 | float32 | {fill} |" in summary
+    assert "dgx-h200's compute model at this shape: " in summary
     assert "$ tpsim bench --backend gloo --nproc 1 --ops gemm" in capsys.readouterr().out
 
 
