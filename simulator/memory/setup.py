@@ -54,6 +54,12 @@ class TrainingSetup:
     grad_bytes: int | None = None
     """Bytes per kept gradient element; None: the parameters' dtype. Megatron-LM keeps its main gradients
     in fp32 under bf16 (``simulator.training.main_grads.grad_bytes``)."""
+    prefetch: bool = True
+    """ZeRO-3: whether the next unit's parameters are gathered before the current unit's gradients are
+    computed (PyTorch FSDP's default ``BackwardPrefetch.BACKWARD_PRE``: "at the peak, it holds the current set
+    of parameters, next set of parameters, and current set of gradients", FSDP's documentation), so two units'
+    gathered parameters are live; False (``BACKWARD_POST``, which frees the current parameters before
+    gathering the next, or no prefetch): one."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -66,6 +72,8 @@ class TrainingSetup:
             if not _is_int(value) or value < 1:
                 raise InputError(f"{flag} {value}: must be an integer >= 1")
             check_extent(value, f"{flag} {value}")
+        if not isinstance(self.prefetch, bool):
+            raise InputError(f"prefetch must be true or false, got {self.prefetch!r}")
         if self.grad_bytes is not None and self.grad_bytes not in (1, 2, 4, 8):
             raise InputError(f"gradient element size {self.grad_bytes!r}: must be 1, 2, 4 or 8 bytes")
         if self.vocab is not None:

@@ -15,7 +15,10 @@ sums, activation gradients). Taking it over the forward as well can only oversta
 most the forward's excess over the backward's (in practice the backward's is the larger). Under ZeRO
 the workspace also holds the unit being gathered or reduced: stage 2 one layer's unsharded gradients
 before their reduce-scatter, stage 3 also its gathered parameters (a unit of one layer, or the
-embedding where that is larger; DeepSpeed's buckets are a size, not a layer: an approximation).
+embedding where that is larger; DeepSpeed's buckets are a size, not a layer: an approximation), twice
+where the next unit is gathered before the current one's gradients are computed (``TrainingSetup.prefetch``:
+PyTorch FSDP's default ``BACKWARD_PRE``, whose documentation says it holds the current and the next set of
+parameters and the current gradients at the peak).
 
 Every rank is sized; the breakdown reported is that of the rank with the largest peak (the lowest
 such rank), so its parts add up to its peak.
@@ -66,8 +69,10 @@ def _zero_units(per_layer: int, embedding: int, dtype: str, setup: TrainingSetup
     items = [Item("workspace", f"ZeRO-{setup.zero}: one unit's unsharded gradients before their reduce-scatter "
                                f"({unit:,} x {grad_bytes} B)", unit * grad_bytes)]
     if setup.zero == 3:
-        items.append(Item("workspace", f"ZeRO-3: one unit's gathered parameters ({unit:,} x {param} B)",
-                          unit * param))
+        units, which = (2, "two units' (the one computing and the next, prefetched)") if setup.prefetch else \
+            (1, "one unit's")
+        items.append(Item("workspace", f"ZeRO-3: {which} gathered parameters ({units} x {unit:,} x {param} B)",
+                          units * unit * param))
     return items
 
 

@@ -25,7 +25,8 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
     (pp > 1: a ``PipelineMemory``, the worst stage's figures)."""
     setup = TrainingSetup(optimizer=options.optimizer, zero=options.zero, recompute=options.recompute, dp=a.dp,
                           layers=options.layers, vocab=options.vocab, tied=options.tied,
-                          grad_bytes=grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32))
+                          grad_bytes=grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32),
+                          prefetch=options.backward_prefetch == "BACKWARD_PRE")
     if a.pp == 1:  # the schedule depends on the tensor arrangement and the block only: built once per search
         key = ("both schedule", a.tensor, block, options.dtype)
         schedule = cache.get(key) if cache is not None else None

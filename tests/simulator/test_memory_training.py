@@ -55,10 +55,19 @@ def test_zero_shards_optimizer_then_gradients_then_parameters(zero):
     assert m.grads_bytes == 2 * (share if zero >= 2 else n)
     assert m.params_bytes == 2 * (share if zero >= 3 else n)
     base = training_memory(block(), TrainingSetup(dp=dp, layers=layers))
-    # ZeRO-2/3 hold one layer's unsharded gradients (and ZeRO-3 its gathered weights) while they are reduced.
-    unit = megatron_params(H, T) * 2 * (0 if zero < 2 else 1 if zero == 2 else 2)
+    # ZeRO-2/3 hold one layer's unsharded gradients while they are reduced, ZeRO-3 also the gathered weights of
+    # that layer and of the next, prefetched (FSDP's BACKWARD_PRE).
+    unit = megatron_params(H, T) * 2 * (0 if zero < 2 else 1 if zero == 2 else 3)
     assert m.workspace_bytes - base.workspace_bytes == unit
     assert m.activations_bytes == base.activations_bytes
+
+
+def test_without_backward_prefetch_zero_3_holds_one_gathered_unit_not_two():
+    prefetched = training_memory(block(), TrainingSetup(zero=3, dp=8, layers=5))
+    alone = training_memory(block(), TrainingSetup(zero=3, dp=8, layers=5, prefetch=False))
+    assert prefetched.peak_bytes - alone.peak_bytes == 2 * megatron_params(H, T)  # one layer's bf16 weights
+    assert training_memory(block(), TrainingSetup(zero=2, dp=8, layers=5, prefetch=False)).peak_bytes == \
+        training_memory(block(), TrainingSetup(zero=2, dp=8, layers=5)).peak_bytes  # nothing gathered under ZeRO-2
 
 
 def test_replication_over_depth_shows_in_parameters_not_activations():

@@ -160,3 +160,14 @@ def test_launch_lines_for_each_setting():
                        "--activation_checkpoint.mode full --training.local_batch_size 2 --training.global_batch_size 256")
     optimus = launch_lines(TrainingArrangement(Arrangement("2d", (4, 4, 1)), 4), 4, 256, 1, "full")
     assert optimus[-1] == "  ZeRO-1 over the data-parallel group, recompute full"
+
+
+def test_zero_3_memory_follows_fsdps_backward_prefetch():
+    """BACKWARD_PRE gathers the next block before the current block's gradients: one block's bf16 weights more
+    than BACKWARD_POST (which frees the current block's first) or no prefetch."""
+    opts = replace(OPTIONS, zero=3, vocab=None)  # no embedding: the unit is one block
+    pre, post, none = (memory_of(DP, block(2), replace(opts, backward_prefetch=p)).peak_bytes
+                       for p in ("BACKWARD_PRE", "BACKWARD_POST", "NONE"))
+    w = block(2)
+    layer_params = 12 * w.hidden ** 2 + 13 * w.hidden  # a GPT block's weights and biases (Megatron's count)
+    assert post == none and pre - none == 2 * layer_params
