@@ -87,10 +87,10 @@ def gemm_rows(record: dict, peak_tflops: float | None) -> list[str]:
     return rows
 
 
-def _peaks(preset: str) -> dict:
-    """The preset's GPU peak TFLOP/s by dtype."""
+def _device(preset: str) -> dict:
+    """The preset's GPU: its device dict (peaks, achievable rates)."""
     G = load_topology(preset)
-    return G.nodes[gpu_nodes(G)[0]]["device"]["peak_tflops"]
+    return G.nodes[gpu_nodes(G)[0]]["device"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -117,8 +117,7 @@ def _sustained(quick: bool, fill: str, record: Path) -> dict:
 
 def _sustained_lines(results: list[dict], preset: str) -> list[str]:
     """The summary's lines for the sustained runs, with the preset's modelled rate at that shape."""
-    G = load_topology(preset)
-    device = G.nodes[gpu_nodes(G)[0]]["device"]
+    device = _device(preset)
     lines = ["| sustained GEMM | dtype | operands | first second TFLOP/s | after TFLOP/s | GEMMs |", "|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['fill']} | {r['first_tflops']:,.1f} | "
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     shapes = QUICK_SHAPES if args.quick else SHAPES
     reps = ["--warmup", "1", "--iters", "2"] if args.quick else ["--warmup", "3", "--iters", "10"]
-    peaks = _peaks(args.preset) if args.backend == "nccl" else {}
+    peaks = _device(args.preset)["peak_tflops"] if args.backend == "nccl" else {}
     lines = [f"# gpu_check {datetime.date.today().isoformat()}: {device or 'CPU'} "
              f"({args.backend}, compute model of {args.preset})", "",
              "| gemm M x K x N | dtype | time (us) | TFLOP/s | of peak |", "|---|---|---|---|---|"]
