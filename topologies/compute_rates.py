@@ -100,6 +100,8 @@ class ComputeRates:
     source: str = field(default="", compare=False)
     best_case_tflops: float | None = None
     """The bfloat16 MAMF, where ``gemm_tflops`` is a sustained figure instead (module doc); None otherwise."""
+    best_case_shape: tuple[int, int, int] | None = None
+    """(M, N, K) at which ``best_case_tflops`` was measured."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gemm_tflops", MappingProxyType(dict(self.gemm_tflops)))
@@ -116,11 +118,13 @@ COMPUTE_RATES: dict[str, ComputeRates] = {
     # Sustained, not the MAMF (module doc): 258 back to back against the search's best 271.2.
     "A100-SXM4-40GB": ComputeRates(_bf16(258.0), (8192, 8192, 8192), 0.9 * 1555.0, 108,
                                    SUSTAINED_SOURCE + "; MAMF: " + MAMF_SOURCE + ": A100 SXM (torch 2.6.0+cu126); "
-                                   "memory assumed 90%", best_case_tflops=271.2),
+                                   "memory assumed 90%", best_case_tflops=271.2,
+                                   best_case_shape=(1024, 10240, 5120)),
     "A100-SXM4-80GB": ComputeRates(_bf16(258.0), (8192, 8192, 8192), 1800.0, 108,
                                    SUSTAINED_SOURCE + "; MAMF: " + MAMF_SOURCE + ": A100 SXM (torch 2.6.0+cu126); "
                                    "memory 1.80 TB/s measured (NVIDIA developer forums, Trouble to Reach Peak "
-                                   "Bandwidth of A100)", best_case_tflops=271.2),
+                                   "Bandwidth of A100)", best_case_tflops=271.2,
+                                   best_case_shape=(1024, 10240, 5120)),
     "A100-PCIE-40GB": ComputeRates(_bf16(252.9), (2048, 5120, 6144), 0.9 * 1555.0, 108,
                                    MAMF_SOURCE + ": A100 PCIe (torch 2.5.1+cu124); memory assumed 90%"),
     "H100-SXM5-80GB": ComputeRates(_bf16(794.5, 1402.6), (2048, 2048, 13312), 0.9 * 3350.0, 132,

@@ -62,8 +62,7 @@ def test_a_sustained_rate_sits_below_the_best_case_search_at_the_search_shape(na
     # The sustained figure (back-to-back GEMMs at the power limit's clock) replaces the MAMF only
     # where it is the slower of the two: read at the MAMF's own best shape it must not exceed it.
     device = DEVICES[name].as_dict()
-    best_shape = (1024, 10240, 5120)  # Bekman's MAMF shape for the A100 SXM (topologies.compute_rates)
-    m, n, k = best_shape
+    m, n, k = COMPUTE_RATES[name].best_case_shape
     at_best_shape = 2 * m * n * k / MODEL.gemm_time_s(device, "bfloat16", m, k, n) / 1e12
     assert at_best_shape < COMPUTE_RATES[name].best_case_tflops
 
