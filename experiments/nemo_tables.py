@@ -160,8 +160,8 @@ BRIDGE_2511 = (
             note="FP8-MX figure 29,521; CUDA graphs over the whole iteration"),
     _mb2511("DGX-H100", "LLAMA3_8B", 8, 128, 1, 1, 1, 1, 14451, 744, "LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS",
             fsdp=True, recompute_layers=5, gradient_accumulation_fusion=False,
-            note="5 of 32 layers recomputed whole (recompute_num_layers 5, method block): tpsim recomputes all "
-                 "layers or none"),
+            note="the recipe recomputes 5 of 32 layers whole (recompute_num_layers 5, method block); tpsim "
+                 "recomputes all layers or none"),
     _mb2511("DGX-H100", "LLAMA3_70B", 64, 128, 1, 4, 8, 5, 1602, 719, "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS",
             tp_comm_overlap=True),
 )
