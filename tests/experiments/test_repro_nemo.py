@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import dataclasses
 import doctest
+import hashlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +98,18 @@ def test_varying_one_rows_gemm_rate_brackets_the_published_figure(tmp_path):
     met = repro_nemo._tokens(run, topology_spec=repro_nemo.capped_file(repro_nemo.topology(run), round(cap, 4),
                                                                        str(tmp_path)))
     assert met == pytest.approx(run.tokens_per_s_per_gpu, rel=0.01)
+
+
+def test_a_quick_run_by_default_leaves_experiments_out_as_it_was(monkeypatch, capsys):
+    root = Path(__file__).resolve().parents[2]
+    out = root / "experiments" / "out"
+
+    def digests():
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir()) if p.is_file()}
+
+    monkeypatch.chdir(root)  # the default folders are relative to the repository root
+    before = digests()
+    repro_nemo.cli(["--quick"])
+    written = [line for line in capsys.readouterr().out.splitlines() if line.startswith("wrote ")]
+    assert written and "experiments/out" not in written[0]
+    assert digests() == before
