@@ -14,18 +14,19 @@ The cluster is the system's preset: ``dgx-h100``, ``dgx-b200``, ``gb200-nvl72`` 
 The figure compared is tokens per second per GPU. tpsim's memory verdict is reported, not enforced: a row
 tpsim thinks does not fit is timed all the same (the run did fit). What tpsim does not express is named in
 the row: CPU activation offloading (GB200 FSDP rows: timed without recompute), recompute of 5 of 32 layers
-(the H100 Llama 3 8B row: none, with ``full`` as the other bound), CUDA graphs, FP8 current or block scaling
-(one FP8 recipe), cuDNN's attention kernel (tpsim times FlashAttention-2's published H100 rate, scaled to
-Blackwell by the dense peaks).
+(the H100 Llama 3 8B row: none, with ``full`` and the pro rata figure between them beside it), CUDA graphs,
+FP8 current or block scaling (one FP8 recipe), cuDNN's attention kernel (tpsim times FlashAttention-2's
+published H100 rate, scaled to Blackwell by the dense peaks).
 
 For every row the explanation gives tpsim's step split, memory, and the attention core's share of tpsim's
-compute. In a full run every row (not only those over 5% off) has its suspected causes varied: the same command in bf16 (no FP8
-GEMM rate), with TP communication overlap flipped (TP > 1), and the flat GEMM cap (``gemm_efficiency``,
-the fraction of each dtype's dense peak; ``experiments.gemm_cap``) at which tpsim meets the published
-figure, found by bisection, beside the preset's own FP8 cap (its best-case rate over the FP8 peak,
-normalised by the shape it was measured at: 0.73 on H100 (MAMF 1,402.6 of 1,979), 0.78 on B200, 0.76 on
-GB200), and the FP8 GEMMs discounted from that best case as the A100's sustained rate is from its own
-(``SUSTAINED_OVER_BEST``, 258 / 271.2). The caps do not touch the attention core.
+compute. A full run varies every row's suspected causes (not only those over 5% off): the same command in
+bf16 (no FP8 GEMM rate), with TP communication overlap flipped (TP > 1), with the FP8 GEMMs discounted from
+the preset's best case as the A100's sustained rate is from its own (``SUSTAINED_OVER_BEST``, 258 / 271.2),
+and the flat GEMM cap (``gemm_efficiency``, the fraction of each dtype's dense peak; ``experiments.gemm_cap``)
+at which tpsim meets the published figure, found by bisection, beside the preset's own FP8 cap (its
+best-case rate over the FP8 peak, normalised by the shape it was measured at: 0.73 on H100 (MAMF 1,402.6 of
+1,979), 0.78 on B200, 0.76 on GB200). The caps do not touch the attention core; each row's "shows" says
+what its variations point to.
 
 Deterministic. The full run takes about 20 seconds; ``--quick`` (the CI smoke test) times four rows
 without variations and writes to a temporary folder unless ``--csv`` / ``--png`` are given.
