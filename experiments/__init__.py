@@ -36,6 +36,7 @@ module                     what it holds
 ``fsdp_share_plot``        repro_fsdp's second PNG: each row's error against its communication share
 ``gemm_cap_sweep``         the three training reproductions at once with every GEMM capped at one flat rate
 ``gemm_cap``               preset clusters with every GEMM capped at a flat fraction of peak
+``step_calibration``       calibrate --from-steps on those tables: one row fitted, the rest of its GPU predicted
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md; ``models/`` holds the model files
@@ -47,5 +48,5 @@ __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "ben
            "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap", "gemm_cap_sweep", "gpu_check", "guard_costs",
            "nccl_fidelity", "nccl_realism", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "pp_dp_overlap",
            "published", "quiet_host",
-           "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time",
+           "repro_3d", "repro_fsdp", "repro_megatron", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_calibration", "step_time",
            "sustained_gemm"]
