@@ -62,14 +62,17 @@ class StepRow:
 
     @property
     def error_before(self) -> float:
+        """Uncalibrated predicted / measured - 1."""
         return self.before_s / self.measured_s - 1
 
     @property
     def error_after(self) -> float:
+        """Predicted at the fitted value / measured - 1."""
         return self.after_s / self.measured_s - 1
 
     @property
     def error_held_out(self) -> float | None:
+        """Predicted at the value fitted on the others / measured - 1 (None: not held out)."""
         return None if self.held_out_s is None else self.held_out_s / self.measured_s - 1
 
     def to_dict(self) -> dict:
@@ -93,6 +96,7 @@ class StepsFit:
 
     @property
     def held_out(self) -> bool:
+        """Whether the rows carry leave-one-out predictions."""
         return any(r.held_out_s is not None for r in self.rows)
 
 

@@ -42,19 +42,22 @@ def test_one_quick_group_fits_each_row_and_all(tmp_path):
     group = step_calibration.GROUPS[0]
     rows, summary = step_calibration.group_result(group, quick=True)
     n = step_calibration.QUICK_ROWS
-    assert len(rows) == n * n + n and summary["rows"] == n
-    first = [r for r in rows if r["fitted_on"] == rows[0]["row"]]
-    fitted = [r for r in first if not r["held_out"]]
-    assert len(fitted) == 1 and fitted[0]["calibrated_error"] == pytest.approx(0.0, abs=1e-6)  # the root
-    assert all(0.05 <= r["gemm_efficiency"] <= 1.0 for r in rows)
+    assert len(rows) == n and summary["rows"] == n and summary["first_row"] == rows[0]["row"]
+    # The stated rule: the first row's own fit is a root, so it reproduces that row exactly.
+    assert rows[0]["first_fit_s"] == pytest.approx(rows[0]["measured_s"], rel=1e-6)
+    assert all(0.05 <= r["own_efficiency"] <= 1.0 for r in rows)
     assert summary["each_min"] <= summary["each_median"] <= summary["each_max"]
-    # The fit on all rows minimises the rms log error over them: no one-row fit does better there.
-    def rms(fitted_on):
-        logs = [math.log(1 + r["calibrated_error"]) for r in rows if r["fitted_on"] == fitted_on]
-        return math.sqrt(sum(x * x for x in logs) / len(logs))
+    assert summary["first_efficiency"] == rows[0]["own_efficiency"]
 
-    assert all(rms("all") <= rms(label) + 1e-9 for label in {r["row"] for r in rows})
+    # The fit on all rows minimises the rms log error over them: no one-row fit does better there.
+    def rms(ratios):
+        return math.sqrt(sum(math.log(r) ** 2 for r in ratios) / len(ratios))
+
+    timed = step_calibration.timed_group(group, quick=True)
+    best = rms([r["all_fit_s"] / r["measured_s"] for r in rows])
+    assert all(best <= rms([t.step_s(r["own_efficiency"]) / t.measured_s for t in timed]) + 1e-9 for r in rows)
     path = tmp_path / "s.csv"
     step_calibration._write_csv(str(path), rows)
     with open(path) as handle:
-        assert list(csv.DictReader(handle))[0].keys() == set(step_calibration.CSV_FIELDS)
+        read = list(csv.DictReader(handle))
+    assert len(read) == n and tuple(read[0]) == step_calibration.CSV_FIELDS
