@@ -140,7 +140,7 @@ def fit_efficiency(entries: list[TimedEntry]) -> tuple[float, float, str | None]
         found = minimize_scalar(lambda x: _rms(entries, x), bounds=(lo, hi), method="bounded",
                                 options={"xatol": 1e-7})
         x = min((float(found.x), lo, hi), key=lambda v: (_rms(entries, v), v != found.x))
-    e = math.exp(min(x, 0.0))
+    e = BOUNDS[0] if x <= lo else min(math.exp(x), BOUNDS[1])  # the bound itself, not exp(log(0.05))
     return e, _rms(entries, x), _bound_sentence(entries, x)
 
 
