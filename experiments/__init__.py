@@ -38,6 +38,7 @@ module                     what it holds
 ``gemm_cap``               preset clusters with every GEMM capped at a flat fraction of peak
 ``nemo_tables``            NVIDIA's NeMo / Megatron-Bridge pre-training rows on H100, B200, GB200, as published
 ``repro_nemo``             those rows, published vs predicted, with the FP8 GEMM rate and TP overlap varied
+``step_calibration``       calibrate --from-steps on the published tables: one row fitted, the rest of its GPU predicted
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md; ``models/`` holds the model files
@@ -49,5 +50,5 @@ __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "ben
            "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap", "gemm_cap_sweep", "gpu_check", "guard_costs",
            "nccl_fidelity", "nccl_realism", "nemo_tables", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "pp_dp_overlap",
            "published", "quiet_host",
-           "repro_3d", "repro_fsdp", "repro_megatron", "repro_nemo", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_time",
+           "repro_3d", "repro_fsdp", "repro_megatron", "repro_nemo", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_calibration", "step_time",
            "sustained_gemm"]

@@ -8,6 +8,9 @@ Public API::
     calibrate(base, collectives, gemms, *, holdout=None, ...) -> Calibration   # fit.py
     Calibration.graph / .parameters / .fit_rows / .holdout_rows / .write(path)
     Calibration.profile / .write_profile(path)   # topologies.profile: --calibration FILE anywhere
+    read_steps(path) -> list[StepEntry]                              # steps_file.py
+    timed_entry(entry, base, base_spec, calibration) -> TimedEntry   # step_timing.py
+    fit_steps(timed_entries, holdout=True) -> StepsFit               # from_steps.py
 
 ===================  ==============================================================================
 module               what it holds
@@ -31,6 +34,10 @@ module               what it holds
 ``carry``            what a fit carries to other topologies: the profile, what stayed undetermined
 ``result``           ``Calibration``: the calibrated topology, the values, the rows, the file
 ``nccl_consistency`` nccl-tests rows cross-checked: size = count x element size, algbw, busbw, nGpus
+``steps_file``       a file of measured training steps, each with its ``tpsim predict`` line
+``step_timing``      one measured step's predict line, timed in-process at any ``gemm_efficiency``
+``from_steps``       the step fit: ``gemm_efficiency`` from whole steps, and its leave-one-out check
+``steps_profile``    what the step fit writes: the base with the fitted value, and its profile
 ===================  ==============================================================================
 """
 

@@ -19,12 +19,13 @@ module                what it holds
 ``collective``        ``tpsim collective``: one collective, or an nccl-tests-style sweep
 ``export``            ``tpsim export --chakra``: a schedule as Chakra execution traces
 ``calibrate``         ``tpsim calibrate``: fit a topology to bench or nccl-tests measurements
+``calibrate_steps``   ``tpsim calibrate --from-steps``: gemm_efficiency fitted to measured training steps
 ``compare``           ``tpsim compare``: a measured run against its simulation
 ====================  ===============================================================================
 
 ``tpsim topology`` lives in ``topologies.command``; ``tpsim run`` and ``tpsim bench`` in ``executor``.
 """
 
-__all__ = ["calibrate", "collective", "compare", "defaults", "export", "lazy", "model", "pipeline_args",
+__all__ = ["calibrate", "calibrate_steps", "collective", "compare", "defaults", "export", "lazy", "model", "pipeline_args",
            "pipeline_show", "predict", "predict_training", "schedule", "schedule_args", "sim_args", "simulate", "sweep",
            "training_args"]

@@ -1,7 +1,8 @@
 """`tpsim calibrate`: fit a topology's links, collective model and compute efficiency to measurements.
 
 Inputs: a `tpsim bench` record (``--from-bench``) or nccl-tests logs (``--from-nccl-tests``, any of
-all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, reduce_perf). The samples ran
+all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, reduce_perf), or measured training
+steps (``--from-steps``, which fits ``gemm_efficiency`` alone: ``simulator.commands.calibrate_steps``). The samples ran
 on the base topology's first N GPUs, as ``tpsim collective`` places them. Output: a topology file
 (``-o``, .yaml/.yml/.json, written atomically) that ``--topology`` loads anywhere in tpsim, and the
 fit error per size bucket, on the fitted buckets and on held-out ones (``simulator.calibrate``).
@@ -57,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--from-bench", metavar="BENCH", help="a tpsim bench JSON record")
     source.add_argument("--from-nccl-tests", metavar="LOG", nargs="+", help="nccl-tests logs (one or more)")
+    source.add_argument("--from-steps", metavar="STEPS", help="a YAML or JSON file of measured training steps, each "
+                        "with its tpsim predict line: fits gemm_efficiency alone, each entry held out in turn "
+                        "(docs/calibrate.md); a fit at a bound of [0.05, 1] is written only with --force")
     p.add_argument("--topology", required=True, metavar="BASE", help="base topology: preset or file")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="calibrated topology file (.yaml, .json); "
                    "it embeds the profile: --calibration OUT carries it to any topology of the same node kind")
@@ -136,7 +140,8 @@ def _device_notes(logs, base) -> list[str]:
     return [note for name, log in logs if (note := device_note(name, log.device, base))]
 
 
-def _check_output(path: str) -> None:
+def check_output(path: str) -> None:
+    """InputError unless ``path`` is a .yaml/.yml/.json file in a folder that exists."""
     if not path.lower().endswith((".yaml", ".yml", ".json")):
         raise InputError(f"-o {path}: the calibrated topology is a .yaml, .yml or .json file "
                          f"(tpsim loads {', '.join(FILE_SUFFIXES)})")
@@ -167,9 +172,13 @@ def _base(args, collectives):
 
 def calibrate_command(args: argparse.Namespace) -> int:
     """Run `tpsim calibrate`: load, fit, write atomically, print the report."""
-    _check_output(args.output)
+    if args.from_steps:
+        from simulator.commands.calibrate_steps import steps_command
+
+        return steps_command(args)
+    check_output(args.output)
     if args.profile:
-        _check_output(args.profile)
+        check_output(args.profile)
     collectives, gemms, form_note, logs = _samples(args)
     base, grown_note = _base(args, collectives)
     default_floor = NCCL_TESTS_FIT_MIN if args.from_nccl_tests else "0"

@@ -51,6 +51,7 @@ from simulator.predict import Overlaps, arrangements, predict
 from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
 from simulator.sweep.executor import MAX_WORKERS
+from simulator.workloads.workload import Workload
 from topologies import PLACEMENTS, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
@@ -89,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=predict_command, fp8_ok=True)  # --dtype fp8: a plan's recipe (simulator.fp8)
 
 
-def _algorithms(text: str | None) -> tuple[str, ...]:
+def algorithms_of(text: str | None) -> tuple[str, ...]:
+    """The algorithms ``--algos`` names (every one when not given); InputError naming an unknown one."""
     if text is None:
         return ALGORITHMS
     names = [part.strip() for part in text.split(",") if part.strip()]
@@ -100,13 +102,16 @@ def _algorithms(text: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _placements(text: str | None) -> tuple[str | None, ...]:
+def placements_of(text: str | None) -> tuple[str | None, ...]:
+    """The placements ``--placement`` names (``all``: every one; None stands for linear)."""
     if text == "all":
         return tuple(None if name == "linear" else name for name in PLACEMENTS)
     return (None if text in (None, "linear") else text,)
 
 
-def predict_command(args: argparse.Namespace) -> int:
+def checked_arguments(args: argparse.Namespace) -> tuple[dict, Workload, int | None, str | None]:
+    """Check ``args`` before any topology is loaded: (algorithm overrides, workload, the micro-batch given
+    or None, the ``--pass`` given or None). ``tpsim calibrate --from-steps`` reads its entries through it."""
     overrides = parse_overrides(args.algo_override)
     if args.gpus is not None and args.gpus < 1:
         raise InputError(f"--gpus must be >= 1, got {args.gpus}")
@@ -124,9 +129,12 @@ def predict_command(args: argparse.Namespace) -> int:
     if training and args.batch is None and (args.model is not None or args.workload == "transformer"):
         args.batch = 1  # a placeholder: each arrangement's micro-batch is searched
     passes_given = args.passes
-    workload = workload_from_args(args)
-    with watch_topologies("tpsim predict", args.force):
-        G = load_topology(args.topology, args.calibration)
+    return overrides, workload_from_args(args), micro_batch, passes_given
+
+
+def on_topology(args: argparse.Namespace, G):
+    """``G`` as ``args`` runs on it (``--dtype fp8``'s recipe), with ``args.gpus`` defaulted to its GPUs and
+    checked against them and the placement."""
     if args.fp8:
         G = fp8_topology(G)
     if args.gpus is None:
@@ -137,11 +145,19 @@ def predict_command(args: argparse.Namespace) -> int:
         raise InputError(f"--gpus {args.gpus}: the topology {G.graph.get('name', args.topology)} has only "
                          f"{available} GPUs (world size {args.gpus} needs {args.gpus} GPUs)")
     check_placement(args.placement, G, args.gpus, all_ok=True)
-    if training:
+    return G
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    overrides, workload, micro_batch, passes_given = checked_arguments(args)
+    with watch_topologies("tpsim predict", args.force):
+        G = load_topology(args.topology, args.calibration)
+    G = on_topology(args, G)
+    if args.global_batch is not None:
         args.passes = passes_given
-        return training_plan_command(args, G, workload, micro_batch, _algorithms(args.algos),
-                                     _placements(args.placement), overrides)
-    candidates = arrangements(args.gpus, _algorithms(args.algos), _placements(args.placement), args.overlap)
+        return training_plan_command(args, G, workload, micro_batch, algorithms_of(args.algos),
+                                     placements_of(args.placement), overrides)
+    candidates = arrangements(args.gpus, algorithms_of(args.algos), placements_of(args.placement), args.overlap)
     guard(predict_estimate(candidates, workload, args.passes, prune=not args.no_prune, workers=args.workers,
                            cores=os.cpu_count()), "tpsim predict", args.force)
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:

@@ -24,6 +24,7 @@ dp_comm_s, memory (with ``stages``: each pipeline stage's), fits, ...).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import functools
@@ -58,7 +59,7 @@ from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import Workload
 from topologies import gpu_nodes
 
-__all__ = ["add_training_plan_arguments", "training_plan_command", "CSV_FIELDS"]
+__all__ = ["add_training_plan_arguments", "plan_rows", "training_plan_command", "CSV_FIELDS"]
 
 CSV_FIELDS = ("rank", "arrangement", "algorithm", "grid", "placement", "tp", "pp", "dp", "schedule", "virtual_stages",
               "zero", "recompute", "micro_batch", "micro_batches", "model", "step_time_s", "bound_step_time_s", "tokens_per_s", "mfu",
@@ -133,9 +134,12 @@ def _options(args, workload: Workload) -> StepOptions:
                        backward_prefetch=args.backward_prefetch)
 
 
-def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
-                          algorithms: tuple[str, ...], placements, overrides) -> int:
-    """Run the whole-model plan of `tpsim predict`; print the table (or JSON) and the launch line."""
+def plan_rows(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
+              algorithms: tuple[str, ...], placements, overrides, show_progress: bool = True
+              ) -> tuple[list, StepOptions, dict, object]:
+    """The whole-model plan's rows for ``args`` on ``G`` (``plan_training``), with the step options, the
+    block-time cache and the router it used; ``show_progress``: `tpsim predict`'s progress on stderr.
+    ``tpsim calibrate --from-steps`` times its entries through it, without progress."""
     if workload.name != "transformer":
         raise InputError(f"--global-batch plans a transformer's training; --workload {workload.name} has none "
                          f"(give --model NAME or --workload transformer)")
@@ -157,19 +161,33 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     def make_block(b: int) -> Workload:
         return workload.with_batch(b)
 
-    device = G.nodes[gpu_nodes(G)[0]]["device"]
-    usable = usable_device_bytes(device)
+    usable = usable_device_bytes(G.nodes[gpu_nodes(G)[0]]["device"])
     if args.trace_row is not None and not args.trace:
         raise InputError(f"--trace-row {args.trace_row} needs --trace FILE")
     guard(search_estimate(candidates, variants, args.zero, args.recompute, workload.attention, args.simulate_top,
                           args.gpus), "tpsim predict", args.force)
     cache: dict = {}  # block times and memory parts, shared by every pipeline size and schedule of a row
     router = TopologyCache(G)
-    with Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement") as bar:
+    shown = (Progress("tpsim predict", total=len(candidates) + args.simulate_top, unit="arrangement")
+             if show_progress else contextlib.nullcontext())
+    with shown as bar:
         rows = plan_training(G, candidates, make_block, options, micro_batch, args.simulate_top,
                              functools.partial(memory_of, cache=cache), usable, algorithms=overrides,
-                             progress=lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s,
+                             progress=None if bar is None else lambda _: bar.update(), variants=variants, cache=cache, floor=pipeline_floor_s,
                              router=router, settings=settings)
+    return rows, options, cache, router
+
+
+def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
+                          algorithms: tuple[str, ...], placements, overrides) -> int:
+    """Run the whole-model plan of `tpsim predict`; print the table (or JSON) and the launch line."""
+    device = G.nodes[gpu_nodes(G)[0]]["device"]
+    usable = usable_device_bytes(device)
+    rows, options, cache, router = plan_rows(args, G, workload, micro_batch, algorithms, placements, overrides)
+
+    def make_block(b: int) -> Workload:
+        return workload.with_batch(b)
+
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     if args.trace:
         _write_step_trace(args, G, rows, make_block, options, router, overrides, cache)
