@@ -1,0 +1,162 @@
+"""What Transformer Engine's FP8 linears do besides the GEMMs: the quantisation passes, as memory traffic.
+
+Under ``--dtype fp8`` (``simulator.fp8``) each linear's GEMMs run at the FP8 rate, but their bf16 operands
+must first be quantised, and these are memory-bound passes that the bfloat16 plan does not have. What
+NVIDIA Transformer Engine (TE) runs per ``te.Linear`` / ``te.LayerNormLinear`` (Megatron-Core's
+``TERowParallelLinear`` / ``TELayerNormColumnParallelLinear``), read from its code:
+
+- forward: the input X is quantised for two uses, row-wise for the forward GEMM and column-wise
+  (its transpose) kept for the weight-gradient GEMM; the weight W likewise (row-wise for the forward,
+  column-wise for the input gradient). TE 1.13 ``module/linear.py`` ``_Linear.forward``:
+  ``fp8_cast_transpose_fused`` of the input (one kernel: read bf16, write the FP8 copy and its FP8
+  transpose), ``get_fp8_workspace`` of the weight (the same kernel, ``module/base.py``).
+- backward: the output gradient dY is quantised for both uses (row-wise for the input-gradient GEMM,
+  column-wise for the weight gradient): ``grad_output_preprocess`` (TE 1.13 ``module/base.py``),
+  ``fp8_cast_transpose_fused`` or, with a bias, ``fp8_cast_transpose_bgrad_fused`` (the bias gradient
+  in the same pass). The weight-gradient GEMM reads the two transposes already made: no pass of its own.
+  TE 2.x does the same through its quantizers (``set_usage(rowwise=True, columnwise=True)``, v2.5
+  ``module/layernorm_linear.py`` and ``module/base.py``, commit f05f12c).
+- scaling: delayed scaling (TE 1.x's only recipe, ``recipe.DelayedScaling``) takes the scale from the
+  amax history and records the new amax inside the cast kernel: no pass of its own. Current scaling
+  (TE 2.x ``recipe.Float8CurrentScaling``) needs the tensor's amax before it can cast: a separate read
+  of the bf16 tensor (``nvte_compute_amax`` before ``nvte_quantize_v2`` in ``quantize_impl``, v2.5
+  ``pytorch/csrc/extensions/cast.cpp``). MXFP8 (``recipe.MXFP8BlockScaling``, Blackwell) computes one
+  E8M0 scale per 32 elements inside the cast kernel: no amax pass, one scale byte per 32 elements of
+  each copy.
+- layouts: a Hopper FP8 GEMM takes only the "TN" layout, so the column-wise copy is a real transpose.
+  Blackwell's FP8 GEMMs take any layout (TE ``nvte_is_non_tn_fp8_gemm_supported``: compute capability
+  10.x, ``common/transformer_engine.cpp`` at d0067d0), so a per-tensor scaled tensor is cast once and
+  used both ways (``Float8Quantizer::create_tensor`` in ``pytorch/csrc/quantizer.cpp``: no transpose
+  when supported); MXFP8's row-wise and column-wise copies are scaled along different blocks, so both
+  are written on Blackwell too.
+- weights: Megatron-Core passes ``is_first_microbatch`` (``TELinear.forward``, megatron/core/extensions/
+  transformer_engine.py; set per step by ``forward_step`` in megatron/core/pipeline_parallel/
+  schedules.py, Megatron-LM d98e8a6), so TE casts each weight on a step's first micro-batch and reuses
+  the cached FP8 copy (``update_workspace = is_first_microbatch is None or is_first_microbatch``, TE
+  1.13 ``Linear.forward``): one weight quantisation per step, ``weight_cast_s``.
+
+So one quantisation of an n-element bf16 tensor for both uses moves
+
+    n x (2 read  +  copies x (1 + scale bytes)  +  2 if current scaling (the amax read))
+
+bytes: 4 B per element under delayed scaling on Hopper, 6 under current scaling, 3 and 5 on Blackwell
+(one copy), 4 + 1/16 under MXFP8 (``bytes_per_element``). Each is timed at the device's achievable memory
+bandwidth, as every memory-bound pass of the compute model (``ComputeModel.memory_time_s``).
+
+Which gemm op pays what (``gemm_quantise_bytes``): tpsim's linears are ``gemm`` ops in three roles, told
+apart by their transposes as every algorithm emits them: the forward Y = X W (neither operand
+transposed) quantises its activation operand X; the input gradient dX = dY W^T (``trans_b``) quantises
+its gradient operand dY; the weight gradient dW = X^T dY (``trans_a``) nothing. Each op quantises the
+bf16 operand it is handed: for 1-D Megatron this is TE's accounting exactly (each X and dY once); the
+grid algorithms (SUMMA, Cannon, 3-D), which TE does not run, quantise each block they receive, and the
+SUMMA input gradient its own dY block at each of its q steps (pessimistic: a real port would quantise
+once, before the broadcasts).
+
+Not counted (each makes fp8 here slower than TE, except the last two):
+- the norm's fused FP8 output: under delayed scaling (and MXFP8) TE's LayerNorm / RMSNorm kernel
+  writes the FP8 copy of QKV's and FC1's input itself (TE 1.13 ``_apply_normalization`` with FP8
+  output; v2.5 ``csrc/extensions/normalization.cpp``: fused for delayed scaling, unfused for current
+  scaling), a 1-byte write where the bf16 plan writes 2, leaving only the transpose (2 B per element)
+  for the backward; tpsim charges the full 4.
+- sequence parallelism: TE quantises a sequence-parallel input (and a row-parallel linear's output
+  gradient) before its all-gather, on the 1/p shard, gathers the FP8 bytes and transposes the gathered
+  FP8 tensor (TE 1.13 ``grad_output_preprocess``: "cast, transpose for efficient gather"); tpsim gathers
+  bf16 and quantises the gathered tensor (3/p + 2 B per element where tpsim charges 4 on Hopper).
+- the amax reduction: delayed scaling all-reduces every tensor's amax once per forward (a few kB), current
+  scaling the amax of a tensor it quantises before a sequence-parallel gather: latency, not bandwidth.
+- memory: TE keeps the FP8 transpose of X for the backward in place of the bf16 X (smaller); the
+  activation memory model keeps the bf16 plan's figures.
+"""
+
+from __future__ import annotations
+
+from simulator.errors import InputError
+from simulator.ir.ops import Gemm
+from simulator.ir.schedule import Schedule
+
+__all__ = ["RECIPES", "ANY_LAYOUT_FP8_DEVICES", "BF16_READ_BYTES", "FP8_COPY_BYTES", "AMAX_READ_BYTES",
+           "MXFP8_SCALE_BYTES", "default_recipe", "check_recipe", "copies", "bytes_per_element", "gemm_role",
+           "gemm_quantise_bytes", "linear_weight_elements", "weight_cast_s"]
+
+RECIPES = ("delayed", "current", "mxfp8")
+"""Transformer Engine's FP8 recipes tpsim times: ``DelayedScaling``, ``Float8CurrentScaling``,
+``MXFP8BlockScaling``."""
+
+ANY_LAYOUT_FP8_DEVICES = frozenset({"B200-180GB", "GB200-186GB"})
+"""Presets whose FP8 GEMMs take any layout and that run MXFP8: the Blackwell GPUs (compute capability
+10.0; TE ``nvte_is_non_tn_fp8_gemm_supported``). Any other FP8 device is timed as Hopper (TN only)."""
+
+BF16_READ_BYTES = 2
+"""Each quantisation reads the bf16 tensor once (TE's cast and cast-transpose kernels)."""
+FP8_COPY_BYTES = 1
+"""Each FP8 copy it writes (the row-wise data, the transpose or column-wise data) is 1 byte per element."""
+AMAX_READ_BYTES = 2
+"""Current scaling's amax pass reads the bf16 tensor once more before the cast (``nvte_compute_amax``)."""
+MXFP8_SCALE_BYTES = 1 / 32
+"""MXFP8 writes one E8M0 scale byte per 32-element block of each copy (OCP MX specification v1.0)."""
+
+
+def default_recipe(device: dict) -> str:
+    """Transformer Engine's default recipe on ``device``: MXFP8 on Blackwell, delayed scaling before
+    (``get_default_fp8_recipe``, TE v2.5 ``pytorch/fp8.py``)."""
+    return "mxfp8" if device.get("name") in ANY_LAYOUT_FP8_DEVICES else "delayed"
+
+
+def check_recipe(device: dict, recipe: str | None) -> str:
+    """``recipe`` (None: the device's default) if ``device`` runs it; InputError naming what would."""
+    if recipe is None:
+        return default_recipe(device)
+    if recipe not in RECIPES:
+        raise InputError(f"--fp8-recipe {recipe!r}: valid: {', '.join(RECIPES)}")
+    if recipe == "mxfp8" and device.get("name") not in ANY_LAYOUT_FP8_DEVICES:
+        raise InputError(f"--fp8-recipe mxfp8: {device.get('name', '?')} has no MXFP8 tensor cores (MXFP8 needs "
+                         f"Blackwell: B200, GB200); use delayed or current")
+    return recipe
+
+
+def copies(device: dict, recipe: str) -> int:
+    """FP8 copies written per quantisation for both uses: 2 (data and transpose) where GEMMs are TN only or
+    the recipe scales the two along different blocks (MXFP8), else 1."""
+    return 2 if recipe == "mxfp8" or device.get("name") not in ANY_LAYOUT_FP8_DEVICES else 1
+
+
+def bytes_per_element(device: dict, recipe: str | None = None) -> float:
+    """Bytes read and written per element to quantise one bf16 tensor for both GEMM uses (module doc).
+
+    >>> h100, b200 = {"name": "H100-SXM5-80GB"}, {"name": "B200-180GB"}
+    >>> [bytes_per_element(h100, r) for r in ("delayed", "current")], bytes_per_element(b200)
+    ([4, 6], 4.0625)
+    """
+    recipe = check_recipe(device, recipe)
+    scale = MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0
+    amax = AMAX_READ_BYTES if recipe == "current" else 0
+    return BF16_READ_BYTES + copies(device, recipe) * (FP8_COPY_BYTES + scale) + amax
+
+
+def gemm_role(op: Gemm) -> str:
+    """``fprop`` (Y = X W), ``dgrad`` (dX = dY W^T) or ``wgrad`` (dW = X^T dY), by the op's transposes."""
+    return "wgrad" if op.trans_a else "dgrad" if op.trans_b else "fprop"
+
+
+def gemm_quantise_bytes(schedule: Schedule, rank: int, op: Gemm, device: dict, recipe: str | None = None) -> float:
+    """Bytes of the quantisation passes ``rank``'s FP8 ``op`` makes: its activation (forward) or output
+    gradient (input gradient) operand, once for both uses; none for a weight gradient (module doc)."""
+    if gemm_role(op) == "wgrad":
+        return 0.0
+    return schedule.spec(rank, op.a).numel * bytes_per_element(device, recipe)
+
+
+def linear_weight_elements(workload, layer_el) -> int:
+    """Elements of ``workload``'s linear weights (not biases or norm gains) among ``layer_el``, a rank's
+    element counts of ``workload.weights()`` in order (``simulator.training.gradients.weight_elements``)."""
+    linear = {lin.w for lin in workload.linears()}
+    return sum(n for name, n in zip(workload.weights(), layer_el) if name in linear)
+
+
+def weight_cast_s(workload, layer_el, layers: int, device: dict, recipe: str | None, bandwidth_Bps: float) -> float:
+    """Seconds per step to quantise, once for both uses, the linear weights of ``layers`` blocks like
+    ``workload`` on its busiest tensor-parallel rank (``layer_el``: each rank's ``weight_elements``), at
+    ``bandwidth_Bps``: Megatron-Core casts them on a step's first micro-batch and reuses the FP8 copies
+    (module doc)."""
+    elements = layers * max((linear_weight_elements(workload, el) for el in layer_el), default=0)
+    return elements * bytes_per_element(device, recipe) / bandwidth_Bps
