@@ -205,9 +205,11 @@ def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: 
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
-def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None) -> PassTime:
+def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None, bf16: bool = False) -> PassTime:
     run = analyze if bound else simulate
-    plan = plan_on_graph(schedule, G, gpus)
+    # bf16: GEMMs outside Transformer Engine (the LM head) stay in the schedule's dtype under --dtype fp8.
+    compute = replace(ComputeConfig.from_sim(G.graph.get("sim")), fp8_gemms=False) if bf16 else None
+    plan = plan_on_graph(schedule, G, gpus, compute)
     r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router, plan=plan)
     if part is not None:  # one layer part of the critical rank (recompute's share)
         p = r.parts.get(part)
@@ -280,8 +282,11 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)
-    t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
-    t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    # Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine module: bf16
+    # GEMMs under FP8 too (megatron/core/models/gpt/gpt_model.py at d98e8a6; TE's only with the opt-in
+    # fp8_output_proj under MXFP8).
+    t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms, bf16=True) if head else zero
+    t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms, bf16=True) if head else zero
     t["embed_fwd"] = t["embed_bwd"] = zero
     extra = 0.0
     if head is not None:  # the loss's and the embedding's passes and collectives around the logit GEMM
