@@ -1,4 +1,4 @@
-"""--dtype fp8 pays Transformer Engine's quantisation passes: each FP8 GEMM's operand casts, and the weights' per step."""
+"""--dtype fp8 pays Transformer Engine's quantisation passes: each FP8 GEMM's operand casts, the weights' per step."""
 
 from __future__ import annotations
 
