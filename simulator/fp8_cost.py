@@ -46,22 +46,29 @@ bandwidth, as every memory-bound pass of the compute model (``ComputeModel.memor
 Which gemm op pays what (``gemm_quantise_bytes``): tpsim's linears are ``gemm`` ops in three roles, told
 apart by their transposes as every algorithm emits them: the forward Y = X W (neither operand
 transposed) quantises its activation operand X; the input gradient dX = dY W^T (``trans_b``) quantises
-its gradient operand dY; the weight gradient dW = X^T dY (``trans_a``) nothing. Each op quantises the
-bf16 operand it is handed: for 1-D Megatron this is TE's accounting exactly (each X and dY once); the
-grid algorithms (SUMMA, Cannon, 3-D), which TE does not run, quantise each block they receive, and the
-SUMMA input gradient its own dY block at each of its q steps (pessimistic: a real port would quantise
-once, before the broadcasts).
+its gradient operand dY; the weight gradient dW = X^T dY (``trans_a``) nothing. An operand computed on
+the rank is quantised whole, as above. An operand that arrived by communication was quantised by its
+senders: TE casts a sequence-parallel input (and a row-parallel linear's output gradient) on the
+rank's 1/p shard before the all-gather, row-wise only, gathers the FP8 bytes and transposes the
+gathered FP8 tensor (TE 1.13 ``_Linear.forward`` casts without the transpose under sequence
+parallelism; ``grad_output_preprocess``: "cast, transpose for efficient gather"; ``fp8_transpose``
+read 1 B, write 1 B); MXFP8 quantises both copies of the shard before the gather (v2.5
+``layernorm_linear.py``: "wgrad GEMM requires input with column-wise usage"). So an all-gathered
+operand of n elements over p ranks costs n (2 + 1 [+ 2 amax]) / p + 2 n on Hopper, n (2 + 1 [+ 2]) / p
+on Blackwell, n (4 + 1/16) / p under MXFP8 (``arrivals``, ``quantise_bytes``); a block received whole
+(a send, a broadcast: the grid algorithms and the ring of ``--tp-comm-overlap``) only its transpose.
+For 1-D Megatron, with or without sequence parallelism, this is TE's accounting (each X and dY once);
+the grid algorithms (SUMMA, Cannon, 3-D), which TE does not run, follow the same rule, and the SUMMA
+input gradient quantises its own dY block at each of its q steps (pessimistic: a port would once).
 
 Not counted (each makes fp8 here slower than TE, except the last two):
 - the norm's fused FP8 output: under delayed scaling (and MXFP8) TE's LayerNorm / RMSNorm kernel
   writes the FP8 copy of QKV's and FC1's input itself (TE 1.13 ``_apply_normalization`` with FP8
   output; v2.5 ``csrc/extensions/normalization.cpp``: fused for delayed scaling, unfused for current
   scaling), a 1-byte write where the bf16 plan writes 2, leaving only the transpose (2 B per element)
-  for the backward; tpsim charges the full 4.
-- sequence parallelism: TE quantises a sequence-parallel input (and a row-parallel linear's output
-  gradient) before its all-gather, on the 1/p shard, gathers the FP8 bytes and transposes the gathered
-  FP8 tensor (TE 1.13 ``grad_output_preprocess``: "cast, transpose for efficient gather"); tpsim gathers
-  bf16 and quantises the gathered tensor (3/p + 2 B per element where tpsim charges 4 on Hopper).
+  for the backward; tpsim charges the whole quantisation.
+- FP8 communication: the all-gathers above move FP8 (half the bf16 bytes) in TE; tpsim's communication
+  stays the bfloat16 plan's.
 - the amax reduction: delayed scaling all-reduces every tensor's amax once per forward (a few kB), current
   scaling the amax of a tensor it quantises before a sequence-parallel gather: latency, not bandwidth.
 - memory: TE keeps the FP8 transpose of X for the backward in place of the bf16 X (smaller); the
@@ -71,12 +78,12 @@ Not counted (each makes fp8 here slower than TE, except the last two):
 from __future__ import annotations
 
 from simulator.errors import InputError
-from simulator.ir.ops import Gemm
+from simulator.ir.ops import AllGather, Broadcast, Gemm, Recv
 from simulator.ir.schedule import Schedule
 
 __all__ = ["RECIPES", "ANY_LAYOUT_FP8_DEVICES", "BF16_READ_BYTES", "FP8_COPY_BYTES", "AMAX_READ_BYTES",
            "MXFP8_SCALE_BYTES", "default_recipe", "check_recipe", "copies", "bytes_per_element", "gemm_role",
-           "gemm_quantise_bytes", "linear_weight_elements", "weight_cast_s"]
+           "arrivals", "quantise_bytes", "gemm_quantise_bytes", "linear_weight_elements", "weight_cast_s"]
 
 RECIPES = ("delayed", "current", "mxfp8")
 """Transformer Engine's FP8 recipes tpsim times: ``DelayedScaling``, ``Float8CurrentScaling``,
@@ -138,12 +145,45 @@ def gemm_role(op: Gemm) -> str:
     return "wgrad" if op.trans_a else "dgrad" if op.trans_b else "fprop"
 
 
-def gemm_quantise_bytes(schedule: Schedule, rank: int, op: Gemm, device: dict, recipe: str | None = None) -> float:
+def arrivals(schedule: Schedule, rank: int) -> dict[str, float]:
+    """``rank``'s buffers that arrive by communication, each with the share of its elements the rank sent
+    itself: 1/p for an all-gather over p ranks, 0 for a receive or a broadcast from another rank. A buffer
+    also written otherwise (computed, reduced) is left out: it is quantised where it is used."""
+    shares: dict[str, float | None] = {}
+    for op in schedule.programs[rank]:
+        if isinstance(op, AllGather):
+            name, share = op.out, 1 / len(schedule.groups[op.group])
+        elif isinstance(op, Recv) or (isinstance(op, Broadcast) and schedule.groups[op.group][op.root] != rank):
+            name, share = op.buf, 0.0
+        else:
+            shares.update((name, None) for name in op.writes())
+            continue
+        shares[name] = share if shares.get(name, share) == share else None
+    return {name: share for name, share in shares.items() if share is not None}
+
+
+def quantise_bytes(elements: int, device: dict, recipe: str | None = None, share: float | None = None) -> float:
+    """Bytes to quantise an operand of ``elements`` for both uses: whole (``share`` None), or arrived by
+    communication with ``share`` of it quantised by this rank before sending (module doc)."""
+    if share is None:
+        return elements * bytes_per_element(device, recipe)
+    recipe = check_recipe(device, recipe)
+    if recipe == "mxfp8":  # both block-scaled copies made before the gather; nothing to transpose after
+        return elements * share * bytes_per_element(device, recipe)
+    cast = BF16_READ_BYTES + FP8_COPY_BYTES + (AMAX_READ_BYTES if recipe == "current" else 0)
+    transpose = 2 * FP8_COPY_BYTES if copies(device, recipe) == 2 else 0  # fp8_transpose: read 1, write 1
+    return elements * (share * cast + transpose)
+
+
+def gemm_quantise_bytes(schedule: Schedule, rank: int, op: Gemm, device: dict, recipe: str | None = None,
+                        arrived: dict[str, float] | None = None) -> float:
     """Bytes of the quantisation passes ``rank``'s FP8 ``op`` makes: its activation (forward) or output
-    gradient (input gradient) operand, once for both uses; none for a weight gradient (module doc)."""
+    gradient (input gradient) operand, once for both uses; none for a weight gradient (module doc).
+    ``arrived``: ``arrivals(schedule, rank)``, computed here when not given."""
     if gemm_role(op) == "wgrad":
         return 0.0
-    return schedule.spec(rank, op.a).numel * bytes_per_element(device, recipe)
+    arrived = arrivals(schedule, rank) if arrived is None else arrived
+    return quantise_bytes(schedule.spec(rank, op.a).numel, device, recipe, arrived.get(op.a))
 
 
 def linear_weight_elements(workload, layer_el) -> int:

@@ -81,6 +81,30 @@ def test_1d_megatron_casts_each_input_and_output_gradient_once_per_micro_batch()
     assert casts == 4 * expected
 
 
+@pytest.mark.parametrize("recipe, cast, transpose", [("delayed", 3, 2), ("current", 5, 2)])
+def test_sequence_parallel_operands_are_cast_on_the_shard_before_the_gather_and_transposed_after(
+        recipe: str, cast: int, transpose: int) -> None:
+    p, wl = 4, Workload.transformer(4, 64, 128, 4)
+    M = wl.m
+    casts = {}
+    for overlap in (False, True):  # the ring of --tp-comm-overlap sends what TE's userbuffers gather
+        casts[overlap] = 0.0
+        for passes in ("fwd", "bwd"):
+            s = build_schedule("1d-sp", wl, passes, "bfloat16", gpus=p, tp_comm_overlap=overlap)
+            casts[overlap] += sum(gemm_quantise_bytes(s, 1, op, H100, recipe)
+                                  for op in s.programs[1] if isinstance(op, Gemm))
+    whole = bytes_per_element(H100, recipe)
+    gathered = cast / p + transpose  # TE: the 1/p shard cast row-wise, FP8 gathered, the FP8 transposed
+    # Column-parallel: X gathered, dY [M, n/p] whole; row-parallel: X [M, k/p] whole, dY gathered.
+    expected = sum(M * lin.k * gathered + M * lin.n // p * whole if lin.index % 2 == 0
+                   else M * lin.k // p * whole + M * lin.n * gathered for lin in wl.linears())
+    assert casts[False] == pytest.approx(expected, rel=1e-12)
+    # The ring quantises the rank's own chunk whole, both copies in one pass, where the gather casts it and
+    # transposes it after: 1 byte per element of that chunk apart (the received chunks: the transpose alone).
+    own = sum(M // p * lin.k for lin in wl.linears() if lin.index % 2 == 0)
+    assert casts[True] == pytest.approx(expected + own * (whole - cast - transpose), rel=1e-12)
+
+
 def _step(G, dtype_graph, recipe=None):
     a = TrainingArrangement(Arrangement("1d", (1,)), 1)
     options = StepOptions(global_batch=8, layers=2, vocab=1024)
