@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 
 import pytest
 
+from simulator import fp8_cost
 from simulator.algorithms.arrangement import Arrangement
 from simulator.algorithms.registry import build_schedule
 from simulator.compute import FP8, ComputeConfig, ComputeModel, achievable_memory_bandwidth
@@ -22,6 +24,10 @@ from topologies import load_topology
 from topologies.devices import B200_180GB, H100_SXM5_80GB
 
 H100, B200 = H100_SXM5_80GB.as_dict(), B200_180GB.as_dict()
+
+
+def test_the_modules_docstring_example_holds() -> None:
+    assert doctest.testmod(fp8_cost).failed == 0
 
 
 def test_bytes_per_element_follow_te_kernels_per_recipe_and_gpu() -> None:
