@@ -52,11 +52,13 @@ senders: TE casts a sequence-parallel input (and a row-parallel linear's output 
 rank's 1/p shard before the all-gather, row-wise only, gathers the FP8 bytes and transposes the
 gathered FP8 tensor (TE 1.13 ``_Linear.forward`` casts without the transpose under sequence
 parallelism; ``grad_output_preprocess``: "cast, transpose for efficient gather"; ``fp8_transpose``
-read 1 B, write 1 B); MXFP8 quantises both copies of the shard before the gather (v2.5
-``layernorm_linear.py``: "wgrad GEMM requires input with column-wise usage"). So an all-gathered
+read 1 B, write 1 B); MXFP8 quantises both copies of the shard before the gather, and the backward
+gathers the column-wise one (v2.5 ``layernorm_linear.py``: "wgrad GEMM requires input with column-wise
+usage"). So an all-gathered
 operand of n elements over p ranks costs n (2 + 1 [+ 2 amax]) / p + 2 n on Hopper, n (2 + 1 [+ 2]) / p
 on Blackwell, n (4 + 1/16) / p under MXFP8 (``arrivals``, ``quantise_bytes``); a block received whole
 (a send, a broadcast: the grid algorithms and the ring of ``--tp-comm-overlap``) only its transpose.
+A weight operand pays nothing per op: its owner's cast once per step (``weight_cast_s``) covers it.
 For 1-D Megatron, with or without sequence parallelism, this is TE's accounting (each X and dY once);
 the grid algorithms (SUMMA, Cannon, 3-D), which TE does not run, follow the same rule, and the SUMMA
 input gradient quantises its own dY block at each of its q steps (pessimistic: a port would once).
