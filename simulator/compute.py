@@ -106,7 +106,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from simulator.errors import InputError
-from simulator.fp8_cost import RECIPES, arrivals, gemm_quantise_bytes
+from simulator.fp8_cost import RECIPES, gemm_quantise_bytes, sources
 from simulator.gemm_shape import shape_factor
 from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
@@ -259,7 +259,7 @@ class ComputeModel:
             m, k, n = schedule.gemm_shape(rank, op)
             if self.config.fp8_gemms:  # the FP8 GEMM and the passes that quantise its operands
                 quantise = gemm_quantise_bytes(schedule, rank, op, device, self.config.fp8_recipe,
-                                               self._arrivals(schedule, rank))
+                                               self._sources(schedule, rank))
                 return self.gemm_time_s(device, FP8, m, k, n, after_comm) + self.memory_time_s(device, quantise)
             return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n, after_comm)
         if isinstance(op, Local):
@@ -269,12 +269,12 @@ class ComputeModel:
             return self.memory_time_s(device, schedule.memory_bytes(rank, op))
         return 0.0
 
-    def _arrivals(self, schedule: Schedule, rank: int) -> dict[str, float]:
-        """``simulator.fp8_cost.arrivals`` of ``rank``, once per schedule (kept with it: ids are reused)."""
-        key = ("arrivals", id(schedule), rank)
+    def _sources(self, schedule: Schedule, rank: int) -> dict:
+        """``simulator.fp8_cost.sources`` of ``rank``, once per schedule (kept with it: ids are reused)."""
+        key = ("sources", id(schedule), rank)
         hit = self._cache.get(key)
         if hit is None or hit[0] is not schedule:
-            hit = self._cache[key] = (schedule, arrivals(schedule, rank))
+            hit = self._cache[key] = (schedule, sources(schedule, rank))
         return hit[1]
 
     def work_time_s(self, device: dict, dtype: str, work: Work, after_comm: bool = False) -> float:

@@ -56,19 +56,24 @@ read 1 B, write 1 B); MXFP8 quantises both copies of the shard before the gather
 gathers the column-wise one (v2.5 ``layernorm_linear.py``: "wgrad GEMM requires input with column-wise
 usage"). So an all-gathered
 operand of n elements over p ranks costs n (2 + 1 [+ 2 amax]) / p + 2 n on Hopper, n (2 + 1 [+ 2]) / p
-on Blackwell, n (4 + 1/16) / p under MXFP8 (``arrivals``, ``quantise_bytes``); a block received whole
+on Blackwell, n (4 + 1/16) / p under MXFP8 (``sources``, ``quantise_bytes``); a block received whole
 (a send, a broadcast: the grid algorithms and the ring of ``--tp-comm-overlap``) only its transpose.
 A weight operand pays nothing per op: its owner's cast once per step (``weight_cast_s``) covers it.
+
+QKV's and FC1's input comes from the norm (TE's ``LayerNormLinear``), whose kernel writes the FP8 copy
+itself under delayed scaling and MXFP8, in place of its bf16 output: TE 1.13 ``_apply_normalization``
+with FP8 output; v2.5 ``csrc/extensions/normalization.cpp`` ("Always used fused kernel for FP8 delayed
+scaling"; MXFP8 fused, current scaling unfused: the norm in bf16, then the amax and the cast as above),
+and on Hopper the transpose after it (v2.5 ``common/normalization/layernorm/ln_api.cpp``: "Compute FP8
+transpose if required", ``nvte_transpose``; under sequence parallelism ``fp8_transpose`` of the gathered
+FP8). So a norm-fed operand costs n (1 - 2) + 2 n = n bytes under delayed scaling on Hopper (the FP8 write
+1 B in place of bf16's 2, then the transpose), -n on Blackwell (a smaller write than the bf16 plan's),
+n (2 (1 + 1/32) - 2) under MXFP8, with the -1 (or MXFP8's) on the rank's own 1/p when gathered.
 For 1-D Megatron, with or without sequence parallelism, this is TE's accounting (each X and dY once);
 the grid algorithms (SUMMA, Cannon, 3-D), which TE does not run, follow the same rule, and the SUMMA
 input gradient quantises its own dY block at each of its q steps (pessimistic: a port would once).
 
-Not counted (each makes fp8 here slower than TE, except the last two):
-- the norm's fused FP8 output: under delayed scaling (and MXFP8) TE's LayerNorm / RMSNorm kernel
-  writes the FP8 copy of QKV's and FC1's input itself (TE 1.13 ``_apply_normalization`` with FP8
-  output; v2.5 ``csrc/extensions/normalization.cpp``: fused for delayed scaling, unfused for current
-  scaling), a 1-byte write where the bf16 plan writes 2, leaving only the transpose (2 B per element)
-  for the backward; tpsim charges the whole quantisation.
+Not counted (the first makes fp8 here slower than TE, the second faster):
 - FP8 communication: the all-gathers above move FP8 (half the bf16 bytes) in TE; tpsim's communication
   stays the bfloat16 plan's.
 - the amax reduction: delayed scaling all-reduces every tensor's amax once per forward (a few kB), current
@@ -80,12 +85,13 @@ Not counted (each makes fp8 here slower than TE, except the last two):
 from __future__ import annotations
 
 from simulator.errors import InputError
-from simulator.ir.ops import AllGather, Broadcast, Gemm, Recv
+from simulator.ir.ops import AllGather, Broadcast, Gemm, Local, Recv
 from simulator.ir.schedule import Schedule
 
 __all__ = ["RECIPES", "ANY_LAYOUT_FP8_DEVICES", "BF16_READ_BYTES", "FP8_COPY_BYTES", "AMAX_READ_BYTES",
-           "MXFP8_SCALE_BYTES", "default_recipe", "check_recipe", "copies", "bytes_per_element", "gemm_role",
-           "arrivals", "quantise_bytes", "gemm_quantise_bytes", "linear_weight_elements", "weight_cast_s"]
+           "MXFP8_SCALE_BYTES", "BF16_WRITE_BYTES", "NORM_FUNCTIONS", "default_recipe", "check_recipe", "copies",
+           "bytes_per_element", "gemm_role", "sources", "quantise_bytes", "gemm_quantise_bytes",
+           "linear_weight_elements", "weight_cast_s"]
 
 RECIPES = ("delayed", "current", "mxfp8")
 """Transformer Engine's FP8 recipes tpsim times: ``DelayedScaling``, ``Float8CurrentScaling``,
@@ -103,6 +109,10 @@ AMAX_READ_BYTES = 2
 """Current scaling's amax pass reads the bf16 tensor once more before the cast (``nvte_compute_amax``)."""
 MXFP8_SCALE_BYTES = 1 / 32
 """MXFP8 writes one E8M0 scale byte per 32-element block of each copy (OCP MX specification v1.0)."""
+BF16_WRITE_BYTES = 2
+"""The bf16 output a norm kernel no longer writes when it writes the FP8 copies itself."""
+NORM_FUNCTIONS = frozenset({"layernorm", "rmsnorm"})
+"""The norm kernels (``simulator.workloads.functions``) that feed QKV and FC1: TE's LayerNormLinear."""
 
 
 def default_recipe(device: dict) -> str:
@@ -147,45 +157,58 @@ def gemm_role(op: Gemm) -> str:
     return "wgrad" if op.trans_a else "dgrad" if op.trans_b else "fprop"
 
 
-def arrivals(schedule: Schedule, rank: int) -> dict[str, float]:
-    """``rank``'s buffers that arrive by communication, each with the share of its elements the rank sent
-    itself: 1/p for an all-gather over p ranks, 0 for a receive or a broadcast from another rank. A buffer
-    also written otherwise (computed, reduced) is left out: it is quantised where it is used."""
-    shares: dict[str, float | None] = {}
+def sources(schedule: Schedule, rank: int) -> dict[str, tuple[float | None, bool]]:
+    """Where ``rank``'s buffers come from, for those whose quantisation costs otherwise (module doc): each
+    maps to ``(share, norm)``. ``share``: the part of a buffer that arrives by communication the rank
+    sent itself, 1/p for an all-gather over p ranks, 0 for a receive or a broadcast from another rank;
+    None: computed here. ``norm``: written by a norm kernel (``NORM_FUNCTIONS``), or all-gathered from
+    such a buffer. A buffer written in two ways is left out: quantised whole where it is used."""
+    found: dict[str, tuple[float | None, bool] | None] = {}
+
+    def note(name: str, source: tuple[float | None, bool] | None) -> None:
+        found[name] = source if found.get(name, source) == source else None
+
     for op in schedule.programs[rank]:
         if isinstance(op, AllGather):
-            name, share = op.out, 1 / len(schedule.groups[op.group])
+            note(op.out, (1 / len(schedule.groups[op.group]), found.get(op.inp) == (None, True)))
         elif isinstance(op, Recv) or (isinstance(op, Broadcast) and schedule.groups[op.group][op.root] != rank):
-            name, share = op.buf, 0.0
+            note(op.buf, (0.0, False))
+        elif isinstance(op, Local) and op.fn in NORM_FUNCTIONS:
+            note(op.out, (None, True))
         else:
-            shares.update((name, None) for name in op.writes())
-            continue
-        shares[name] = share if shares.get(name, share) == share else None
-    return {name: share for name, share in shares.items() if share is not None}
+            found.update((name, None) for name in op.writes())
+    return {name: source for name, source in found.items() if source is not None}
 
 
-def quantise_bytes(elements: int, device: dict, recipe: str | None = None, share: float | None = None) -> float:
-    """Bytes to quantise an operand of ``elements`` for both uses: whole (``share`` None), or arrived by
-    communication with ``share`` of it quantised by this rank before sending (module doc)."""
+def quantise_bytes(elements: int, device: dict, recipe: str | None = None, share: float | None = None,
+                   norm: bool = False) -> float:
+    """Bytes to quantise an operand of ``elements`` for both uses (module doc): computed here (``share``
+    None) or arrived by communication with ``share`` of it quantised by this rank before sending; ``norm``:
+    written by a norm kernel, which writes the FP8 copies itself under delayed scaling and MXFP8."""
+    recipe = check_recipe(device, recipe)
+    own = 1.0 if share is None else share
+    tn_transpose = 2 * FP8_COPY_BYTES if recipe != "mxfp8" and copies(device, recipe) == 2 else 0
+    if norm and recipe != "current":  # the norm writes FP8 in place of its bf16 output, then the transpose
+        written = (1 if recipe == "delayed" else 2) * (FP8_COPY_BYTES + (MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0))
+        return elements * (own * (written - BF16_WRITE_BYTES) + tn_transpose)
     if share is None:
         return elements * bytes_per_element(device, recipe)
-    recipe = check_recipe(device, recipe)
     if recipe == "mxfp8":  # both block-scaled copies made before the gather; nothing to transpose after
         return elements * share * bytes_per_element(device, recipe)
     cast = BF16_READ_BYTES + FP8_COPY_BYTES + (AMAX_READ_BYTES if recipe == "current" else 0)
-    transpose = 2 * FP8_COPY_BYTES if copies(device, recipe) == 2 else 0  # fp8_transpose: read 1, write 1
-    return elements * (share * cast + transpose)
+    return elements * (share * cast + tn_transpose)  # the transpose: fp8_transpose, read 1, write 1
 
 
 def gemm_quantise_bytes(schedule: Schedule, rank: int, op: Gemm, device: dict, recipe: str | None = None,
-                        arrived: dict[str, float] | None = None) -> float:
+                        found: dict[str, tuple[float | None, bool]] | None = None) -> float:
     """Bytes of the quantisation passes ``rank``'s FP8 ``op`` makes: its activation (forward) or output
     gradient (input gradient) operand, once for both uses; none for a weight gradient (module doc).
-    ``arrived``: ``arrivals(schedule, rank)``, computed here when not given."""
+    ``found``: ``sources(schedule, rank)``, computed here when not given."""
     if gemm_role(op) == "wgrad":
         return 0.0
-    arrived = arrivals(schedule, rank) if arrived is None else arrived
-    return quantise_bytes(schedule.spec(rank, op.a).numel, device, recipe, arrived.get(op.a))
+    found = sources(schedule, rank) if found is None else found
+    share, norm = found.get(op.a, (None, False))
+    return quantise_bytes(schedule.spec(rank, op.a).numel, device, recipe, share, norm)
 
 
 def linear_weight_elements(workload, layer_el) -> int:

@@ -13,7 +13,7 @@ from simulator.algorithms.registry import build_schedule
 from simulator.compute import FP8, ComputeConfig, ComputeModel, achievable_memory_bandwidth
 from simulator.errors import InputError
 from simulator.fp8 import fp8_topology
-from simulator.fp8_cost import bytes_per_element, default_recipe, gemm_quantise_bytes, gemm_role
+from simulator.fp8_cost import bytes_per_element, default_recipe, gemm_quantise_bytes, gemm_role, quantise_bytes
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import Gemm
 from simulator.training.arrangement import TrainingArrangement
@@ -37,6 +37,10 @@ def test_bytes_per_element_follow_te_kernels_per_recipe_and_gpu() -> None:
     assert bytes_per_element(B200, "delayed") == 3 and bytes_per_element(B200, "current") == 5
     assert bytes_per_element(B200, "mxfp8") == 2 + 2 * (1 + 1 / 32)
     assert (default_recipe(H100), default_recipe(B200)) == ("delayed", "mxfp8")
+    # Fed by the norm kernel, which writes the FP8 copies itself (in place of its 2-byte bf16 output) under
+    # delayed scaling and MXFP8; Hopper then transposes (read 1, write 1). Current scaling runs it unfused.
+    assert [quantise_bytes(1, H100, r, norm=True) for r in ("delayed", "current")] == [1, 6]
+    assert [quantise_bytes(1, B200, r, norm=True) for r in ("delayed", "current", "mxfp8")] == [-1, 5, 1 / 16]
     with pytest.raises(InputError, match="H100-SXM5-80GB has no MXFP8 tensor cores"):
         bytes_per_element(H100, "mxfp8")
     with pytest.raises(InputError, match="fp8_recipe must be one of delayed, current, mxfp8"):
@@ -74,22 +78,26 @@ def test_an_fp8_linear_is_its_fp8_gemms_plus_the_casts_of_x_and_dy(recipe: str) 
     assert plain.op_time_s(schedule, 0, fprop, H100) == plain.gemm_time_s(H100, "bfloat16", m, k, n)
 
 
-def test_1d_megatron_casts_each_input_and_output_gradient_once_per_micro_batch() -> None:
+@pytest.mark.parametrize("recipe, norm_fed", [("delayed", 1), ("current", 6)])
+def test_1d_megatron_casts_each_input_and_output_gradient_once_per_micro_batch(recipe: str, norm_fed: int) -> None:
     p, wl = 2, Workload.transformer(2, 64, 128, 4)
     M = wl.m
     casts = 0
     for passes in ("fwd", "bwd"):
         s = build_schedule("1d", wl, passes, "bfloat16", gpus=p)
-        casts += sum(gemm_quantise_bytes(s, 0, op, H100) for op in s.programs[0] if isinstance(op, Gemm))
-    # Column-parallel (QKV, FC1): X whole, dY split by columns; row-parallel (proj, FC2): X split, dY whole.
-    expected = sum(M * (lin.k + lin.n // p) if lin.index % 2 == 0 else M * (lin.k // p + lin.n)
-                   for lin in wl.linears())
-    assert casts == 4 * expected
+        casts += sum(gemm_quantise_bytes(s, 0, op, H100, recipe) for op in s.programs[0] if isinstance(op, Gemm))
+    whole = bytes_per_element(H100, recipe)
+    # Column-parallel (QKV, FC1): X whole, from the norm (delayed scaling: the norm writes FP8, 1 B in place
+    # of 2, then the transpose, 2 B; current scaling: unfused, 6 B), dY split by columns; row-parallel
+    # (proj, FC2): X split, dY whole.
+    expected = sum(M * lin.k * norm_fed + M * lin.n // p * whole if lin.index % 2 == 0
+                   else M * (lin.k // p + lin.n) * whole for lin in wl.linears())
+    assert casts == expected
 
 
-@pytest.mark.parametrize("recipe, cast, transpose", [("delayed", 3, 2), ("current", 5, 2)])
+@pytest.mark.parametrize("recipe, cast, transpose, norm_own", [("delayed", 3, 2, -1), ("current", 5, 2, 5)])
 def test_sequence_parallel_operands_are_cast_on_the_shard_before_the_gather_and_transposed_after(
-        recipe: str, cast: int, transpose: int) -> None:
+        recipe: str, cast: int, transpose: int, norm_own: int) -> None:
     p, wl = 4, Workload.transformer(4, 64, 128, 4)
     M = wl.m
     casts = {}
@@ -100,15 +108,19 @@ def test_sequence_parallel_operands_are_cast_on_the_shard_before_the_gather_and_
             casts[overlap] += sum(gemm_quantise_bytes(s, 1, op, H100, recipe)
                                   for op in s.programs[1] if isinstance(op, Gemm))
     whole = bytes_per_element(H100, recipe)
-    gathered = cast / p + transpose  # TE: the 1/p shard cast row-wise, FP8 gathered, the FP8 transposed
-    # Column-parallel: X gathered, dY [M, n/p] whole; row-parallel: X [M, k/p] whole, dY gathered.
-    expected = sum(M * lin.k * gathered + M * lin.n // p * whole if lin.index % 2 == 0
-                   else M * lin.k // p * whole + M * lin.n * gathered for lin in wl.linears())
+    # TE: the 1/p shard cast row-wise (by the norm kernel itself under delayed scaling: -1 B against the
+    # bf16 write), FP8 gathered, the gathered FP8 transposed.
+    x_gathered, dy_gathered = norm_own / p + transpose, cast / p + transpose
+    # Column-parallel: X gathered from the norm, dY [M, n/p] whole; row-parallel: X [M, k/p] whole, dY gathered.
+    expected = sum(M * lin.k * x_gathered + M * lin.n // p * whole if lin.index % 2 == 0
+                   else M * lin.k // p * whole + M * lin.n * dy_gathered for lin in wl.linears())
     assert casts[False] == pytest.approx(expected, rel=1e-12)
-    # The ring quantises the rank's own chunk whole, both copies in one pass, where the gather casts it and
-    # transposes it after: 1 byte per element of that chunk apart (the received chunks: the transpose alone).
+    # The ring quantises the rank's own chunk where it is (fused into the norm under delayed scaling: the
+    # same bytes as the gather; current scaling: both copies in one pass, 1 B per element less than the
+    # cast and the transpose after it); the received chunks pay the transpose alone.
     own = sum(M // p * lin.k for lin in wl.linears() if lin.index % 2 == 0)
-    assert casts[True] == pytest.approx(expected + own * (whole - cast - transpose), rel=1e-12)
+    ring_own = {"delayed": norm_own + transpose, "current": whole}[recipe]
+    assert casts[True] == pytest.approx(expected + own * (ring_own - norm_own - transpose), rel=1e-12)
 
 
 def _step(G, dtype_graph, recipe=None):
