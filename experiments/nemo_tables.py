@@ -26,8 +26,8 @@ overlap, the gradients' reduction dtype) come from the recipes committed beside 
 The FP8 recipes: NeMo 24.07's FP8 is Transformer Engine's delayed scaling (the only recipe of TE then);
 "FP8-CS" is current (per-tensor, per-step) scaling (``bf16_with_fp8_current_scaling_mixed``, the perf
 scripts' ``fp8_cs``); "FP8" in the 26.04.01 table is run by the perf scripts as ``fp8_cs``; "MXFP8" is
-block scaling (32-element blocks, Blackwell). tpsim has one FP8 recipe (the linears' GEMMs at the FP8
-rate, nothing else changed), so every one of them runs as ``--dtype fp8``.
+block scaling (32-element blocks, Blackwell). Each runs as ``--dtype fp8`` with its ``--fp8-recipe``
+(``NemoRun.fp8_recipe``: ``delayed``, ``current``, ``mxfp8``), whose casts ``simulator.fp8_cost`` times.
 
 Example::
 
@@ -105,6 +105,14 @@ class NemoRun:
         return f"{'NeMo' if self.container == '24.07' else 'Megatron-Bridge'} {self.container}"
 
     @property
+    def fp8_recipe(self) -> str:
+        """Transformer Engine's scaling recipe the row ran (module doc): ``mxfp8`` for MXFP8, ``delayed`` for
+        24.07's FP8, ``current`` for FP8-CS and 26.04.01's FP8 (run as ``fp8_cs``)."""
+        if self.precision == "MXFP8":
+            return "mxfp8"
+        return "delayed" if self.container == "24.07" else "current"
+
+    @property
     def name(self) -> str:
         """A short label: container, system, model, GPUs, precision."""
         return f"{self.container} {self.system} {self.model} {self.gpus} GPUs {self.precision}"
@@ -178,7 +186,7 @@ BRIDGE_260401 = (
     _mb2604("DGX-GB200", "FP8", 256, 2, 1, 1, 1, 4224, 1892, "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2",
             fsdp=True, offload_layers=40, gradient_accumulation_fusion=False, note=_OFFLOAD),
     _mb2604("DGX-GB200", "MXFP8", 256, 1, 2, 4, 5, 3712, 1664, "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
-            tp_comm_overlap=True, note="MXFP8 (32-element block scaling) timed as tpsim's one FP8 recipe"),
+            tp_comm_overlap=True, note="MXFP8: 32-element block scaling"),
     _mb2604("DGX-H100", "FP8", 256, 1, 4, 8, 5, 1664, 731, "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2",
             tp_comm_overlap=True),
 )

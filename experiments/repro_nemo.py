@@ -8,14 +8,16 @@ the model (tpsim's Llama presets, ``gpt3-175b`` with NeMo's dropout 0, NeMo's GP
 files in ``experiments/models``), sequence, GPUs, global and micro-batch, TP (``1d-sp`` when TP > 1: the
 recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or ZeRO-3 (Megatron FSDP),
 ``--tp-comm-overlap`` where the recipe overlaps, ``--grad-reduce-in-bf16`` where it reduces in bf16,
-``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8``, FlashAttention, no recompute.
+``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
+(``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), FlashAttention, no
+recompute.
 The cluster is the system's preset: ``dgx-h100``, ``dgx-b200``, ``gb200-nvl72`` (DGX-GB200: NVL72 racks).
 
 The figure compared is tokens per second per GPU. tpsim's memory verdict is reported, not enforced: a row
 tpsim thinks does not fit is timed all the same (the run did fit). What tpsim does not express is named in
 the row: CPU activation offloading (GB200 FSDP rows: timed without recompute), recompute of 5 of 32 layers
 (the H100 Llama 3 8B row: none, with ``full`` and the pro rata figure between them beside it), CUDA graphs,
-FP8 current or block scaling (one FP8 recipe), cuDNN's attention kernel (tpsim times FlashAttention-2's
+cuDNN's attention kernel (tpsim times FlashAttention-2's
 published H100 rate, scaled to Blackwell by the dense peaks).
 
 For every row the explanation gives tpsim's step split, memory, and the attention core's share of tpsim's
@@ -91,6 +93,8 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
             "--batch", str(run.micro_batch), "--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp),
             "--algos", "1d-sp" if run.tp > 1 else "1d", "--zero", "3" if run.fsdp else "1",
             "--recompute", recompute, "--dtype", dtype, "--attention", "flash", "--simulate-top", "1"]
+    if dtype == "fp8":
+        argv += ["--fp8-recipe", run.fp8_recipe]
     if run.vp > 1:
         argv += ["--virtual-stages", str(run.vp)]
     if run.tp > 1 and (run.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap):

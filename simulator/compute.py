@@ -106,6 +106,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from simulator.errors import InputError
+from simulator.fp8_cost import RECIPES, gemm_quantise_bytes, sources
 from simulator.gemm_shape import shape_factor
 from simulator.ir.ops import Gemm, Local, Op, Slice
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
@@ -151,7 +152,10 @@ class ComputeConfig:
     """Time the linears' gemms (``gemm`` ops) at the device's dense ``float8`` rate with 1-byte operands:
     Transformer Engine's hybrid FP8 recipe (E4M3 forward, E5M2 gradients), under which everything else
     (the attention core, the elementwise ops, communication, master weights) stays at the schedule's
-    dtype. The casts to FP8 and their scaling factors are not timed."""
+    dtype. Each such gemm also pays its operands' quantisation passes (``simulator.fp8_cost``)."""
+    fp8_recipe: str | None = None
+    """Transformer Engine's scaling recipe under ``fp8_gemms``: ``delayed``, ``current`` or ``mxfp8``
+    (``simulator.fp8_cost.RECIPES``); None: TE's default for the device (MXFP8 on Blackwell, else delayed)."""
 
     def __post_init__(self) -> None:
         for name in ("gemm_efficiency", "memory_efficiency"):
@@ -163,6 +167,9 @@ class ComputeConfig:
         after = self.gemm_efficiency_after_comm
         if after is not None and not (isinstance(after, (int, float)) and 0 < after <= 1):
             raise InputError(f"compute model: gemm_efficiency_after_comm must be in (0, 1] or unset, got {after!r}")
+        if self.fp8_recipe is not None and self.fp8_recipe not in RECIPES:
+            raise InputError(f"compute model: fp8_recipe must be one of {', '.join(RECIPES)} or unset, "
+                             f"got {self.fp8_recipe!r}")
         if not (isinstance(self.half_efficiency_dim, (int, float)) and self.half_efficiency_dim >= 0):
             raise InputError(f"compute model: half_efficiency_dim must be >= 0, got {self.half_efficiency_dim!r}")
 
@@ -250,14 +257,25 @@ class ComputeModel:
         the rank's previous op communicated or waited (module doc)."""
         if isinstance(op, Gemm):
             m, k, n = schedule.gemm_shape(rank, op)
-            dtype = FP8 if self.config.fp8_gemms else schedule.spec(rank, op.out).dtype
-            return self.gemm_time_s(device, dtype, m, k, n, after_comm)
+            if self.config.fp8_gemms:  # the FP8 GEMM and the passes that quantise its operands
+                quantise = gemm_quantise_bytes(schedule, rank, op, device, self.config.fp8_recipe,
+                                               self._sources(schedule, rank))
+                return self.gemm_time_s(device, FP8, m, k, n, after_comm) + self.memory_time_s(device, quantise)
+            return self.gemm_time_s(device, schedule.spec(rank, op.out).dtype, m, k, n, after_comm)
         if isinstance(op, Local):
             dtype = schedule.spec(rank, op.out).dtype
             return self.work_time_s(device, dtype, schedule.local_work(rank, op), after_comm)
         if isinstance(op, Slice):
             return self.memory_time_s(device, schedule.memory_bytes(rank, op))
         return 0.0
+
+    def _sources(self, schedule: Schedule, rank: int) -> dict:
+        """``simulator.fp8_cost.sources`` of ``rank``, once per schedule (kept with it: ids are reused)."""
+        key = ("sources", id(schedule), rank)
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not schedule:
+            hit = self._cache[key] = (schedule, sources(schedule, rank))
+        return hit[1]
 
     def work_time_s(self, device: dict, dtype: str, work: Work, after_comm: bool = False) -> float:
         """Seconds for a local function's ``work``: its products as gemms plus its memory passes; a

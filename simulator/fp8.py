@@ -5,8 +5,10 @@ Micikevicius et al. 2022, "FP8 Formats for Deep Learning", arXiv 2209.05433) the
 run on FP8 tensor cores, E4M3 in the forward and E5M2 for the gradients, while the master weights, the
 optimizer state, the activations between layers, the attention core and the communication stay as in
 bf16 training. So a plan in fp8 is the bfloat16 plan with the linears' ``gemm`` ops timed at the
-device's dense FP8 rate (``ComputeConfig.fp8_gemms``); memory and communication are the bfloat16
-plan's, and MFU is measured against the FP8 peak. Only GPUs with FP8 tensor cores (Hopper, Blackwell:
+device's dense FP8 rate (``ComputeConfig.fp8_gemms``) plus the passes that quantise their operands
+(``simulator.fp8_cost``, under the scaling recipe ``ComputeConfig.fp8_recipe``: delayed, current or
+MXFP8), and each step quantising the layers' weights once; memory and communication are the
+bfloat16 plan's, and MFU is measured against the FP8 peak. Only GPUs with FP8 tensor cores (Hopper, Blackwell:
 the presets carry ``float8`` rates from NVIDIA's datasheets, ``topologies.devices``) take it; an A100
 is refused with one line.
 """
@@ -17,18 +19,24 @@ import networkx as nx
 
 from simulator.compute import FP8
 from simulator.errors import InputError
+from simulator.fp8_cost import check_recipe
 
 __all__ = ["fp8_topology"]
 
 
-def fp8_topology(G: nx.Graph) -> nx.Graph:
-    """A copy of ``G`` whose compute model times the linears' GEMMs at FP8 (module doc); InputError
-    naming the first GPU without an FP8 rate."""
+def fp8_topology(G: nx.Graph, recipe: str | None = None) -> nx.Graph:
+    """A copy of ``G`` whose compute model times the linears' GEMMs at FP8 and their casts under ``recipe``
+    (None: Transformer Engine's default for the GPUs; module doc); InputError naming the first GPU without
+    an FP8 rate, or without the recipe."""
     for _, data in G.nodes(data=True):
         device = data.get("device") if data.get("kind") == "gpu" else None
         if device is not None and FP8 not in device.get("peak_tflops", {}):
             raise InputError(f"--dtype fp8: {device.get('name', '?')} has no FP8 tensor cores (FP8 needs Hopper or "
                              f"Blackwell: H100, H200, B200, GB200); use --dtype bfloat16")
+        if device is not None:
+            check_recipe(device, recipe)
     copy = G.copy()
     copy.graph["sim"] = {**(G.graph.get("sim") or {}), "fp8_gemms": True}
+    if recipe is not None:
+        copy.graph["sim"]["fp8_recipe"] = recipe
     return copy

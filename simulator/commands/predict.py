@@ -44,6 +44,7 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
 from simulator.errors import InputError
 from simulator.files import replacing
 from simulator.fp8 import fp8_topology
+from simulator.fp8_cost import RECIPES
 from simulator.guard import add_force_argument, guard, watch_topologies
 from simulator.guard.costs import predict_estimate
 from simulator.limits import check_ranks
@@ -68,7 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", type=int, metavar="P",
                    help="number of GPUs to arrange (default: every GPU of --topology)")
     add_topology_arguments(p)
-    add_workload_arguments(p.add_argument_group("workload"))
+    w = p.add_argument_group("workload")
+    add_workload_arguments(w)
+    w.add_argument("--fp8-recipe", choices=RECIPES,
+                   help="with --dtype fp8: Transformer Engine's scaling recipe, whose casts are timed "
+                        "(default TE's: mxfp8 on Blackwell, else delayed; current: per-tensor current scaling)")
     s = p.add_argument_group("search")
     s.add_argument("--algos", metavar="A,B", help=f"only these algorithms (default all: {','.join(ALGORITHMS)}; "
                                                    f"or the names the plan prints: {','.join(ALIASES)})")
@@ -136,7 +141,9 @@ def on_topology(args: argparse.Namespace, G):
     """``G`` as ``args`` runs on it (``--dtype fp8``'s recipe), with ``args.gpus`` defaulted to its GPUs and
     checked against them and the placement."""
     if args.fp8:
-        G = fp8_topology(G)
+        G = fp8_topology(G, args.fp8_recipe)
+    elif args.fp8_recipe is not None:
+        raise InputError(f"--fp8-recipe {args.fp8_recipe} needs --dtype fp8")
     if args.gpus is None:
         default_gpus(args, G)
         check_ranks(args.gpus, f"--gpus {args.gpus} (every GPU of {args.topology})")

@@ -46,8 +46,9 @@ import math
 
 import networkx as nx
 
-from simulator.compute import ComputeConfig
+from simulator.compute import ComputeConfig, achievable_memory_bandwidth
 from simulator.errors import NotApplicable
+from simulator.fp8_cost import weight_cast_s
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.pipeline.closed_forms import ideal_step_s
 from simulator.pipeline.order import Action, pipeline_order
@@ -309,10 +310,14 @@ def pipeline_step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, o
     opt = sum(terms.values())
     terms["embedding_loss"] = m * bt.embedding_loss_s
     terms["embedding_sync"] = embedding  # in pp_comm_s too
-    step = makespan + dp + embedding + opt
+    cast = weight_cast_s(block, bt.layer_el, L // pp, device, config.fp8_recipe, achievable_memory_bandwidth(
+        device, config.memory_efficiency)) if config.fp8_gemms else 0.0
+    if cast:  # FP8: each step quantises a stage's layers' weights once (simulator.fp8_cost)
+        terms["fp8_weight_cast"] = cast
+    step = makespan + dp + embedding + opt + cast
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
-    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, busy[critical].compute_s + opt,
+    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, busy[critical].compute_s + opt + cast,
                     busy[critical].comm_s, dp, opt, options.global_batch * block.seq / step,
                     model_util, flops, bt.passes, hardware_util, tflops, bubble_s=bubble,
                     pp_comm_s=sends + embedding, imbalance_s=busy[critical].time_s - min(b.time_s for b in busy),

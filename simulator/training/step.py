@@ -1,6 +1,7 @@
 """The time of one training step of a whole model on a tensor x data arrangement.
 
     step = m x (L x (fwd + bwd of one block) + fwd + bwd of the LM head) + exposed DP reduction + optimizer
+           (+ under --dtype fp8, the layers' weights quantised once: ``simulator.fp8_cost.weight_cast_s``)
 
 with m = G / (B x D) micro-batches (``simulator.training.batching``). One block's forward and backward
 are simulated (``simulator.timing.simulation.simulate``) on the first tensor-parallel group's GPUs
@@ -43,6 +44,7 @@ import networkx as nx
 from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.compute import ComputeConfig, achievable_memory_bandwidth
 from simulator.errors import InputError
+from simulator.fp8_cost import weight_cast_s
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory.setup import TrainingSetup
 from simulator.timing.critical_path import analyze
@@ -203,9 +205,11 @@ def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: 
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
-def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None) -> PassTime:
+def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None, bf16: bool = False) -> PassTime:
     run = analyze if bound else simulate
-    plan = plan_on_graph(schedule, G, gpus)
+    # bf16: GEMMs outside Transformer Engine (the LM head) stay in the schedule's dtype under --dtype fp8.
+    compute = replace(ComputeConfig.from_sim(G.graph.get("sim")), fp8_gemms=False) if bf16 else None
+    plan = plan_on_graph(schedule, G, gpus, compute)
     r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router, plan=plan)
     if part is not None:  # one layer part of the critical rank (recompute's share)
         p = r.parts.get(part)
@@ -278,8 +282,11 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)
-    t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms) if head else zero
-    t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms) if head else zero
+    # Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine module: bf16
+    # GEMMs under FP8 too (megatron/core/models/gpt/gpt_model.py at d98e8a6; TE's only with the opt-in
+    # fp8_output_proj under MXFP8).
+    t["head_fwd"] = _time(head_f, G, gpus, bound, router, algorithms, bf16=True) if head else zero
+    t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms, bf16=True) if head else zero
     t["embed_fwd"] = t["embed_bwd"] = zero
     extra = 0.0
     if head is not None:  # the loss's and the embedding's passes and collectives around the logit GEMM
@@ -372,6 +379,10 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency)
     opt = sum(terms.values())
     terms["embedding_loss"] = m * bt.embedding_loss_s
+    cast = weight_cast_s(block, layer_el, L, device, config.fp8_recipe, achievable_memory_bandwidth(
+        device, config.memory_efficiency)) if config.fp8_gemms else 0.0
+    if cast:  # FP8: each step quantises the layers' weights once (simulator.fp8_cost)
+        terms["fp8_weight_cast"] = cast
     # The data-parallel collectives that ran under the compute held NCCL's channels on SMs the GEMMs then
     # lacked, as the tensor-parallel ones beside the dW GEMM do (``simulator.timing.sm_sharing``).
     sharing = SmSharing.on_graph(G, [groups[0][0]])
@@ -382,11 +393,11 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
                   + fraction.get("all_gather", 0.0) * hidden.get("zero_gather", 0.0))
     if shared:
         terms["dp_overlap_sms"] = shared
-    step = m * micro.time_s + dp + opt + shared
+    step = m * micro.time_s + dp + opt + shared + cast
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
-    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step, m * micro.compute_s + opt + shared,
-                    m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
+    return StepTime(a, block.batch, m, "bound" if bound else "simulated", step,
+                    m * micro.compute_s + opt + shared + cast, m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
                     hidden=hidden, zero_gather_s=gathered)
 
