@@ -19,9 +19,9 @@ import networkx as nx
 
 from simulator.compute import FP8
 from simulator.errors import InputError
-from simulator.fp8_cost import check_recipe
+from simulator.fp8_cost import check_recipe, default_recipe
 
-__all__ = ["fp8_topology"]
+__all__ = ["fp8_topology", "fp8_label", "recipe_of"]
 
 
 def fp8_topology(G: nx.Graph, recipe: str | None = None) -> nx.Graph:
@@ -40,3 +40,19 @@ def fp8_topology(G: nx.Graph, recipe: str | None = None) -> nx.Graph:
     if recipe is not None:
         copy.graph["sim"]["fp8_recipe"] = recipe
     return copy
+
+
+RECIPE_NAMES = {"delayed": "hybrid, delayed scaling", "current": "hybrid, current scaling", "mxfp8": "MXFP8"}
+"""How a plan's title names each recipe (with the FP8 formats of its default: E4M3 forward and E5M2
+gradients, "hybrid", for the per-tensor recipes; E4M3 throughout for MXFP8)."""
+
+
+def recipe_of(G: nx.Graph, device: dict) -> str:
+    """The recipe a plan on ``G`` runs under ``--dtype fp8``: the one ``fp8_topology`` set, else Transformer
+    Engine's default for ``device``."""
+    return (G.graph.get("sim") or {}).get("fp8_recipe") or default_recipe(device)
+
+
+def fp8_label(G: nx.Graph, device: dict) -> str:
+    """The dtype as a plan's title prints it under ``--dtype fp8`` (``recipe_of``)."""
+    return f"fp8 ({RECIPE_NAMES[recipe_of(G, device)]}: the linears in FP8)"

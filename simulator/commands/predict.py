@@ -43,7 +43,7 @@ from simulator.commands.sim_args import (add_topology_arguments, check_placement
                                          parse_overrides)
 from simulator.errors import InputError
 from simulator.files import replacing
-from simulator.fp8 import fp8_topology
+from simulator.fp8 import fp8_label, fp8_topology
 from simulator.fp8_cost import RECIPES
 from simulator.guard import add_force_argument, guard, watch_topologies
 from simulator.guard.costs import predict_estimate
@@ -53,7 +53,7 @@ from simulator.predict_plot import plot_predictions
 from simulator.progress import Progress
 from simulator.sweep.executor import MAX_WORKERS
 from simulator.workloads.workload import Workload
-from topologies import PLACEMENTS, load_topology
+from topologies import PLACEMENTS, gpu_nodes, load_topology
 
 CSV_FIELDS = ("rank", "algorithm", "grid", "placement", "overlap", "status", "time_s", "compute_s", "comm_s",
               "wait_s", "analytic_s", "solo_s", "memory_bytes", "collectives", "reason", "duplicate_of")
@@ -209,7 +209,7 @@ def _no_training_flags(args) -> None:
 def _title(args, G, workload) -> str:
     sizes = ", ".join(f"{k}={v}" for k, v in workload.to_dict().items() if k != "name")
     passes = {"both": "fwd+bwd", "fwd": "fwd", "bwd": "bwd"}[args.passes]
-    dtype = "fp8 (hybrid: the linears in FP8)" if args.fp8 else args.dtype
+    dtype = fp8_label(G, G.nodes[gpu_nodes(G)[0]]["device"]) if args.fp8 else args.dtype
     return (f"{workload.name} ({sizes}) {passes} {dtype} on {args.gpus} GPU{'' if args.gpus == 1 else 's'} of "
             f"{G.graph.get('name', args.topology)}")
 

@@ -36,6 +36,7 @@ from simulator.commands.sim_args import format_time
 from simulator.commands.training_args import add_model_state_arguments
 from simulator.errors import InputError
 from simulator.files import replacing
+from simulator.fp8 import fp8_label, recipe_of
 from simulator.guard import guard
 from simulator.guard.training import search_estimate
 from simulator.memory import usable_device_bytes
@@ -48,7 +49,7 @@ from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
-from simulator.training.launch import launch_lines
+from simulator.training.launch import launch_lines, precision_flags
 from simulator.training.main_grads import megatron_flags
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
@@ -200,7 +201,8 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         json.dump(records, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    for line in table_lines(rows, title, options, usable):
+    precision = precision_flags(options.dtype, recipe_of(G, device) if args.fp8 else None)
+    for line in table_lines(rows, title, options, usable, precision):
         print(line)
     note = selective_note(workload.attention, args.recompute)
     if note:
@@ -238,7 +240,7 @@ def _title(args, G, workload, options, device, usable) -> str:
                     f"{'recompute searched' if args.recompute is None else f'recompute {args.recompute}'}")
     return (f"{name} x {options.layers} layers, vocab {options.vocab:,}, global batch {options.global_batch}, {opt}, "
             f"{settings}, {workload.attention} attention, "
-            f"{'fp8 (hybrid: the linears in FP8)' if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
+            f"{fp8_label(G, device) if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 
 
@@ -268,7 +270,8 @@ def comm_line(label: str, s) -> str:
     return f"  communication of {label} per step, exposed + hidden: " + (", ".join(parts) or "none")
 
 
-def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> list[str]:
+def table_lines(rows, title: str, options: StepOptions, usable: int | None,
+                precision: tuple[str, ...] = ()) -> list[str]:
     """The ranked table: fitting rows, the rows that do not fit, the skipped ones; then the launch line."""
     fit = [r for r in rows if not r.skipped and r.fits is not False]
     over = [r for r in rows if not r.skipped and r.fits is False]
@@ -314,7 +317,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None) -> l
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, o.zero, o.recompute,
                                                          options.layers, reduction, options.async_dgrad,
-                                                         options.tp_comm_overlap, options.backward_prefetch)]
+                                                         options.tp_comm_overlap, options.backward_prefetch,
+                                                         precision)]
     return lines
 
 

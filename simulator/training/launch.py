@@ -4,7 +4,8 @@
   Megatron-LM arguments (``megatron/training/arguments.py``): ``--tensor-model-parallel-size T``,
   ``--sequence-parallel``, ``--pipeline-model-parallel-size P``, ``--num-layers-per-virtual-pipeline-stage
   L / (P v)`` (interleaved 1F1B; Megatron-LM runs 1F1B otherwise), ``--micro-batch-size B``,
-  ``--global-batch-size G``; Megatron-LM derives the data-parallel size as world size / (T x P). It has no
+  ``--global-batch-size G``, the precision the plan was timed in (``precision_flags``: ``--bf16``, ``--fp16``,
+  FP8's ``--fp8-format`` / ``--fp8-recipe``); Megatron-LM derives the data-parallel size as world size / (T x P). It has no
   GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
   ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. A plan timed without
@@ -38,7 +39,21 @@ from __future__ import annotations
 
 from simulator.training.arrangement import TrainingArrangement
 
-__all__ = ["launch_lines"]
+__all__ = ["launch_lines", "precision_flags"]
+
+_FP8_FLAGS = {"delayed": "--fp8-format hybrid", "current": "--fp8-format hybrid --fp8-recipe tensorwise",
+              "mxfp8": "--fp8-format e4m3 --fp8-recipe mxfp8"}
+"""tpsim's FP8 recipe -> Megatron-LM's flags (``--fp8-format``, and ``--fp8-recipe`` where not its default
+``delayed``; ``megatron/training/arguments.py``), with the formats Megatron-Bridge's mixed-precision recipes
+pair them with (``bf16_with_fp8_delayed_scaling_mixed``, ``..._current_scaling_mixed``: hybrid;
+``bf16_with_mxfp8_mixed``: e4m3; ``src/megatron/bridge/training/mixed_precision.py``)."""
+
+
+def precision_flags(dtype: str, fp8_recipe: str | None = None) -> tuple[str, ...]:
+    """Megatron-LM's precision arguments for a plan in ``dtype`` (``--bf16``, ``--fp16``; fp32 is its
+    default), and Transformer Engine FP8 on top of bf16 under ``fp8_recipe`` (``--dtype fp8``)."""
+    flags = {"bfloat16": ("--bf16",), "float16": ("--fp16",)}.get(dtype, ())
+    return flags + ((_FP8_FLAGS[fp8_recipe],) if fp8_recipe else ())
 
 _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 """tpsim algorithm -> Colossal-AI tensor-parallel mode."""
@@ -46,7 +61,8 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
               layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
-              tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE") -> list[str]:
+              tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE",
+              precision: tuple[str, ...] = ()) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -58,7 +74,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
         args.append(f"--pipeline-model-parallel-size {a.pp}")
         if a.schedule == "interleaved" and layers:
             args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (a.pp * a.virtual_stages)}")
-    args += [f"--micro-batch-size {micro_batch}", f"--global-batch-size {global_batch}"]
+    args += [f"--micro-batch-size {micro_batch}", f"--global-batch-size {global_batch}", *precision]
     if recompute == "selective":
         args.append("--recompute-granularity selective")
     elif recompute == "full":
@@ -95,14 +111,14 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
                  recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = (),
                  async_dgrad: bool = True, tp_comm_overlap: bool = False,
-                 backward_prefetch: str = "BACKWARD_PRE") -> list[str]:
+                 backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = ()) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
     arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
-    ``backward_prefetch`` as ``StepOptions``'."""
+    ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's (``precision_flags``)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
-                         tp_comm_overlap, backward_prefetch)
+                         tp_comm_overlap, backward_prefetch, precision)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

@@ -132,6 +132,33 @@ def test_launch_lines_name_each_frameworks_configuration():
         TrainingArrangement(Arrangement("cannon25d", (4, 4, 2)), 2), 4, 256)[0]
 
 
+def test_megatrons_launch_line_carries_the_precision_the_plan_was_timed_in(capsys):
+    from simulator.cli import main
+    from simulator.training.launch import precision_flags
+
+    assert precision_flags("bfloat16") == ("--bf16",)
+    assert precision_flags("float16") == ("--fp16",)
+    assert precision_flags("float32") == ()
+    assert precision_flags("bfloat16", "delayed") == ("--bf16", "--fp8-format hybrid")
+    assert precision_flags("bfloat16", "current") == ("--bf16", "--fp8-format hybrid --fp8-recipe tensorwise")
+    assert precision_flags("bfloat16", "mxfp8") == ("--bf16", "--fp8-format e4m3 --fp8-recipe mxfp8")
+    base = ["predict", "--gpus", "8", "--workload", "transformer", "--seq", "1024", "--hidden", "1024",
+            "--heads", "16", "--layers", "4", "--global-batch", "8", "--tp-sizes", "8", "--algos", "1d",
+            "--simulate-top", "1"]
+    for topology, extra, title, flags in (
+            ("dgx-h100", ["--dtype", "fp8"], "fp8 (hybrid, delayed scaling: the linears in FP8)",
+             "--global-batch-size 8 --bf16 --fp8-format hybrid"),
+            ("dgx-h100", ["--dtype", "fp8", "--fp8-recipe", "current"], "fp8 (hybrid, current scaling:",
+             "--bf16 --fp8-format hybrid --fp8-recipe tensorwise"),
+            ("dgx-b200", ["--dtype", "fp8"], "fp8 (MXFP8: the linears in FP8)",
+             "--bf16 --fp8-format e4m3 --fp8-recipe mxfp8"),
+            ("dgx-a100", ["--dtype", "float16"], "float16", "--global-batch-size 8 --fp16")):
+        assert main(base + ["--topology", topology] + extra) == 0
+        out = capsys.readouterr().out
+        assert title in out.splitlines()[0]
+        assert flags in next(line for line in out.splitlines() if "Megatron-LM:" in line)
+
+
 def test_every_transformer_gets_an_lm_head_of_gpt2s_vocabulary_unless_told(capsys):
     from simulator.cli import main
 
