@@ -31,7 +31,7 @@ from experiments.outputs import OUT, default_folder
 from simulator.files import replacing, save_figure
 from simulator.cli import main as tpsim
 
-__all__ = ["Comparison", "tpsim_json", "write_csv", "write_png", "script_arguments", "within", "report",
+__all__ = ["Comparison", "tpsim_json", "pinned_row", "write_csv", "write_png", "script_arguments", "within", "report",
            "error_summary"]
 
 WITHIN = 0.15  # the issue's bar: a claim is reproduced when predicted / published is within 15%
@@ -84,6 +84,15 @@ def tpsim_json(args: list[str]):
     if status != 0:
         raise SystemExit(f"tpsim {' '.join(argv)} exited with status {status}")
     return json.loads(out.getvalue())
+
+
+def pinned_row(args: list[str]) -> dict:
+    """The one row ``tpsim predict ARGS`` prints for a command pinned to one arrangement (``--json``), fitting
+    in memory or not; exit if it prints none."""
+    rows = [r for r in tpsim_json(args) if r["status"] == "ok"]
+    if not rows:
+        raise SystemExit(f"tpsim {' '.join(args)}: no row")
+    return rows[0]
 
 
 def write_csv(rows: list[Comparison], path: str) -> None:

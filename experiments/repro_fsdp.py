@@ -53,7 +53,7 @@ import tempfile
 from experiments.fsdp_share_plot import write_share_png
 from experiments.fsdp_tables import MOSAICML, NOT_EXPRESSED, TORCHTITAN, FsdpRun
 from experiments.gemm_cap import capped_file
-from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
+from experiments.published import Comparison, error_summary, pinned_row, report, script_arguments, tpsim_json
 from simulator.workloads.models import resolve_model
 from topologies import gpu_nodes
 from topologies.presets import build_preset
@@ -114,12 +114,8 @@ def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "")
             "--simulate-top", "1"]
 
 
-def predicted_row(args: list[str]) -> dict:
-    """The one row ``predict`` prints for a pinned command (``--json``), fitting in memory or not."""
-    rows = [r for r in tpsim_json(args) if r["status"] == "ok"]
-    if not rows:
-        raise SystemExit(f"tpsim {' '.join(args)}: no row")
-    return rows[0]
+predicted_row = pinned_row
+"""The one row ``predict`` prints for a pinned command (``experiments.published.pinned_row``)."""
 
 
 def _per_gpu(row: dict, run: FsdpRun) -> float:

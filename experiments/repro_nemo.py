@@ -47,7 +47,7 @@ import tempfile
 
 from experiments.gemm_cap import capped_file
 from experiments.nemo_tables import NOT_EXPRESSED, ROWS, NemoRun
-from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
+from experiments.published import Comparison, error_summary, pinned_row, report, script_arguments
 from simulator.compute import FP8, ComputeModel
 from simulator.workloads.attention_cost import flash_time_s
 from simulator.workloads.models import resolve_model
@@ -106,12 +106,8 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
     return argv
 
 
-def predicted_row(argv: list[str]) -> dict:
-    """The one row ``predict`` prints for a pinned command (``--json``), fitting in memory or not."""
-    rows = [r for r in tpsim_json(argv) if r["status"] == "ok"]
-    if not rows:
-        raise SystemExit(f"tpsim {' '.join(argv)}: no row")
-    return rows[0]
+predicted_row = pinned_row
+"""The one row ``predict`` prints for a pinned command (``experiments.published.pinned_row``)."""
 
 
 def _per_gpu(row: dict, run: NemoRun) -> float:
