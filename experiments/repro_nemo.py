@@ -10,16 +10,14 @@ recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or
 ``--tp-comm-overlap`` where the recipe overlaps, ``--grad-reduce-in-bf16`` where it reduces in bf16,
 ``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
 (``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), the attention kernel
-the run ran (``attention``: cuDNN's fused attention on the Megatron-Bridge H100 rows, FlashAttention-2
-elsewhere), no recompute.
+the run ran (``attention``: cuDNN's fused attention on the Megatron-Bridge rows, FlashAttention-2 on
+NeMo 24.07's), no recompute.
 The cluster is the system's preset: ``dgx-h100``, ``dgx-b200``, ``gb200-nvl72`` (DGX-GB200: NVL72 racks).
 
 The figure compared is tokens per second per GPU. tpsim's memory verdict is reported, not enforced: a row
 tpsim thinks does not fit is timed all the same (the run did fit). What tpsim does not express is named in
 the row: CPU activation offloading (GB200 FSDP rows: timed without recompute), recompute of 5 of 32 layers
-(the H100 Llama 3 8B row: none, with ``full`` and the pro rata figure between them beside it), CUDA graphs,
-cuDNN's attention kernel on Blackwell (no published figure transcribed: those rows time FlashAttention-2's
-published H100 rate, scaled by the dense peaks).
+(the H100 Llama 3 8B row: none, with ``full`` and the pro rata figure between them beside it), CUDA graphs.
 
 For every row the explanation gives tpsim's step split, memory, and the attention core's share of tpsim's
 compute. A full run varies every row's suspected causes (not only those over 5% off): the same command in
@@ -89,15 +87,15 @@ def topology(run: NemoRun) -> str:
 
 
 def attention(run: NemoRun) -> str:
-    """The ``--attention`` kernel ``run`` ran: ``cudnn`` on the Megatron-Bridge rows on a GPU with a published
-    cuDNN rate (the H100), else ``flash``.
+    """The ``--attention`` kernel ``run`` ran: ``cudnn`` on the Megatron-Bridge rows (where cuDNN's rate is
+    published: H100, B200, GB200), ``flash`` on NeMo 24.07's.
 
     Transformer Engine's ``DotProductAttention`` drops FlashAttention for cuDNN's fused attention on compute
     capability 9.0 and later unless told otherwise ("Disabling FlashAttention to give FusedAttention
     preference on Hopper+", ``topologies.cudnn_rates``). Megatron-Bridge's recipes and perf scripts at
     1804c076f and 17a381f95 leave it alone (no ``NVTE_FUSED_ATTN``, ``attention_backend`` left at auto for
-    Llama; TE 2.9 and 2.15 pinned by ``uv.lock``), so those rows ran cuDNN's kernel, on Blackwell too; the
-    Blackwell rows keep ``flash`` only because no cuDNN figure for them is transcribed. NeMo 24.07's runs
+    Llama; TE 2.9 and 2.15 pinned by ``uv.lock``), so those rows ran cuDNN's kernel, on Blackwell too
+    (TE 2.x prefers it on every capability >= 9.0). NeMo 24.07's runs
     did not: NeMo-Framework-Launcher's ``launcher_scripts/conf/config.yaml`` at tag 24.07 sets
     ``NVTE_FUSED_ATTN: 0`` ("Disable cudnn FA until we've tested it more") for every training job, and NeMo's
     own ``scripts/llm/llama3_pretraining.py`` at 9c5c5e9709 does the same, so TE ran FlashAttention-2.

@@ -47,7 +47,8 @@ throughput (``topologies.triton_rates``: the A100 only, head dimensions 64 and 1
 none is published (another GPU or head dimension, a dtype other than fp16 / bf16) it raises
 ``InputError`` naming what is published, rather than borrow another kernel's rate. A cudnn call
 (``Work.flash_kernel`` = ``cudnn``) is timed pass by pass, each from its own published causal figure
-(``topologies.cudnn_rates``: the H100 and H200, head dimension 128), and refused the same way elsewhere.
+(``topologies.cudnn_rates``: H100, H200, B200 and GB200, head dimension 128), and refused the same way
+elsewhere.
 """
 
 from __future__ import annotations
@@ -138,8 +139,9 @@ def triton_rate(device: dict, dtype: str, head_dim: int, seq: int) -> float:
 def cudnn_rate(device: dict, dtype: str, head_dim: int, seq: int, mode: str) -> float:
     """cuDNN's fused attention causal TFLOP/s for one pass (``forward`` or ``backward``) on ``device``.
 
-    Raises ``InputError`` naming what is published where nothing is: another device (Blackwell
-    included), another head dimension, or a dtype other than fp16 / bf16.
+    Raises ``InputError`` naming what is published where nothing is: another device (the A100
+    included: TE prefers cuDNN on Hopper and later only), another head dimension, or a dtype other than
+    fp16 / bf16.
     """
     from topologies.cudnn_rates import cudnn_devices, cudnn_head_dims, cudnn_tflops  # as flash_tflops
 

@@ -23,7 +23,7 @@ from topologies.devices import DEVICES
 H100 = DEVICES["H100-SXM5-80GB"].as_dict()
 H200 = DEVICES["H200-SXM-141GB"].as_dict()
 A100 = DEVICES["A100-SXM4-80GB"].as_dict()
-B200 = DEVICES["B200-180GB"].as_dict()
+V100 = DEVICES["V100-SXM2-32GB"].as_dict()
 
 # The cuDNN bar labels of the FlashAttention-3 paper's forward figure, causal panels (b), (d), (f), as read
 # off Dao-AILab/flash-attention assets/flash3_fp16_fwd.png: 512, 1k, 2k, 4k, 8k, 16k.
@@ -32,11 +32,22 @@ FORWARD = {64: (225, 288, 334, 363, 379, 388), 128: (315, 410, 484, 518, 529, 53
 # cudnn-frontend benchmark/benchmark_results.csv (b740542), "cudnn BF16 (TFlops/s bwd)", causal, d 128:
 # 4k, 8k, 16k (4 x 16 heads x 4096 ... 1 x 16 x 16384), rounded to one decimal.
 BACKWARD = {4096: 443.6, 8192: 463.5, 16384: 497.7}
+# cudnn-frontend's Blackwell CSVs (B200 at 0b1577c, pyt_cudnn, 1 decimal; GB200 at b372d39, cudnn_fe): causal,
+# 1 x 128 query heads x d 128, (forward, backward) at 512, 1k, 2k, 4k, 8k, 16k.
+BLACKWELL = {"B200-180GB": ((84.0, 254.5, 478.9, 855.7, 1171.3, 1332.4), (134.2, 308.5, 371.5, 701.3, 942.5, 1074.8)),
+             "GB200-186GB": ((408, 733, 1069, 1386, 1584, 1668), (329, 527, 655, 1054, 1211, 1304))}
 
 
 @pytest.mark.parametrize("head_dim", sorted(FORWARD))
 def test_every_forward_length_reads_its_bar_label(head_dim):
-    assert CUDNN_TFLOPS["forward", True, head_dim] == FORWARD[head_dim]
+    assert CUDNN_TFLOPS["GH100", "forward", True, head_dim] == FORWARD[head_dim]
+
+
+@pytest.mark.parametrize("device", sorted(BLACKWELL))
+def test_blackwell_reads_its_own_csv_for_each_pass(device):
+    for mode, row in zip(("forward", "backward"), BLACKWELL[device]):
+        for seq, value in zip(FA2_SEQ_LENS, row):
+            assert cudnn_tflops(device, 128, seq, mode) == value
 
 
 @pytest.mark.parametrize("device", ["H100-SXM5-80GB", "H200-SXM-141GB"])
@@ -55,8 +66,8 @@ def test_head_dim_128_reads_both_figures_on_either_hopper(device):
 def test_only_head_dims_with_both_passes_have_a_rate():
     assert cudnn_head_dims("H100-SXM5-80GB") == (128,)
     assert cudnn_tflops("H100-SXM5-80GB", 64, 4096, "forward") is None  # a forward bar, no backward figure
-    assert cudnn_tflops("B200-180GB", 128, 4096, "forward") is None
-    assert cudnn_head_dims("A100-SXM4-80GB") == ()
+    assert cudnn_tflops("A100-SXM4-80GB", 128, 4096, "forward") is None
+    assert cudnn_head_dims("A100-SXM4-80GB") == () and cudnn_head_dims("B200-180GB") == (128,)
 
 
 @pytest.mark.parametrize("seq", [2048, 4096, 8192])
@@ -86,9 +97,10 @@ def test_cudnn_is_faster_than_flash_on_an_h100_with_the_same_work(seq):
 
 
 @pytest.mark.parametrize("device, dtype, head_dim, message", [
-    (B200, "bfloat16", 128, r"--attention cudnn on device B200-180GB: cuDNN's fused attention throughput is "
-                            r"published for H100-SXM5-80GB, H200-SXM-141GB only, head dimension 128, fp16 or bf16"),
-    (A100, "bfloat16", 128, r"--attention cudnn on device A100-SXM4-80GB: .* H200-SXM-141GB only"),
+    (A100, "bfloat16", 128, r"--attention cudnn on device A100-SXM4-80GB: cuDNN's fused attention throughput is "
+                            r"published for H100-SXM5-80GB, H200-SXM-141GB, B200-180GB, GB200-186GB only, head "
+                            r"dimension 128, fp16 or bf16"),
+    (V100, "float16", 128, r"--attention cudnn on device V100-SXM2-32GB: .* GB200-186GB only"),
     (H100, "bfloat16", 64, r"--attention cudnn on head dimension 64 on H100-SXM5-80GB: .* head dimension 128"),
     (H200, "float32", 128, r"--attention cudnn with dtype float32: .* fp16 or bf16; use --attention flash or unfused"),
 ])
@@ -102,16 +114,16 @@ def test_no_published_figure_is_refused_not_borrowed(device, dtype, head_dim, me
             flash=True, kernel="cudnn"))
 
 
-def test_the_cli_refuses_a_b200_in_one_line_with_status_2_as_the_docs_show(capsys):
+def test_the_cli_refuses_an_a100_in_one_line_with_status_2_as_the_docs_show(capsys):
     from simulator.cli import main
-    status = main(["simulate", "--algo", "1d", "--gpus", "8", "--topology", "dgx-b200", "--model", "llama3-8b",
+    status = main(["simulate", "--algo", "1d", "--gpus", "8", "--topology", "dgx-a100", "--model", "llama3-8b",
                    "--layers", "1", "--batch", "1", "--pass", "fwd", "--attention", "cudnn"])
     err = capsys.readouterr().err.strip()
     assert status == 2 and "\n" not in err and "Traceback" not in err
     # as docs/compute.md shows it
-    assert err == ("tpsim simulate: error: --attention cudnn on device B200-180GB: cuDNN's fused attention "
-                   "throughput is published for H100-SXM5-80GB, H200-SXM-141GB only, head dimension 128, fp16 or "
-                   "bf16; use --attention flash or unfused")
+    assert err == ("tpsim simulate: error: --attention cudnn on device A100-SXM4-40GB: cuDNN's fused attention "
+                   "throughput is published for H100-SXM5-80GB, H200-SXM-141GB, B200-180GB, GB200-186GB only, head "
+                   "dimension 128, fp16 or bf16; use --attention flash or unfused")
 
 
 @pytest.mark.parametrize("passes", ["fwd", "bwd", "both"])
