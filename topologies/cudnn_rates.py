@@ -7,8 +7,8 @@ call: "Disabling FlashAttention to give FusedAttention preference on Hopper+ for
 (NVIDIA/TransformerEngine ``transformer_engine/pytorch/attention.py`` at v1.7 and v1.8, between which
 lies NeMo 24.07's 1.8.0.dev0, there for sm90 only; ``transformer_engine/pytorch/attention/
 dot_product_attention/utils.py`` at v2.9, commit 70f536662ae10a62a54f4ed1ba92e3314c5cfd69, the version
-Megatron-Bridge's ``uv.lock`` pins at its 25.11 commit 1804c076f, for every capability >= 9.0; still
-there at v2.15, 26.04.01's).
+Megatron-Bridge's ``uv.lock`` pins at its 25.11 commit 1804c076f, for every capability >= 9.0 as since
+v2.0; still there at v2.15, 26.04.01's).
 
 Each pass is timed from its own published figure (better than the pair rate FlashAttention-2's rows
 give), causal, every source counting FLOPs as ``attention_rates.flash_flops`` does (``4 s^2 d`` per
