@@ -10,8 +10,8 @@ recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or
 ``--tp-comm-overlap`` where the recipe overlaps, ``--grad-reduce-in-bf16`` where it reduces in bf16,
 ``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
 (``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), the attention kernel
-the run ran (``attention``: cuDNN's fused attention on the Megatron-Bridge rows, FlashAttention-2 on
-NeMo 24.07's), no recompute.
+the run ran (``NemoRun.attention``: cuDNN's fused attention on the Megatron-Bridge rows, FlashAttention-2
+on NeMo 24.07's), no recompute.
 The cluster is the system's preset: ``dgx-h100``, ``dgx-b200``, ``gb200-nvl72`` (DGX-GB200: NVL72 racks).
 
 The figure compared is tokens per second per GPU. tpsim's memory verdict is reported, not enforced: a row
@@ -52,11 +52,9 @@ from simulator.workloads.attention_cost import flash_time_s
 from simulator.workloads.models import resolve_model
 from topologies import gpu_nodes
 from topologies.compute_rates import COMPUTE_RATES
-from topologies.cudnn_rates import cudnn_devices
 from topologies.presets import build_preset
 
-__all__ = ["Result", "model_args", "topology", "attention", "command", "predicted_row", "attention_share",
-           "sustained_cap",
+__all__ = ["Result", "model_args", "topology", "command", "predicted_row", "attention_share", "sustained_cap",
            "implied_cap",
            "results", "comparisons", "quick_runs", "summary", "cli"]
 
@@ -86,25 +84,6 @@ def topology(run: NemoRun) -> str:
     return f"{preset}:{-(-run.gpus // per_server)}"
 
 
-def attention(run: NemoRun) -> str:
-    """The ``--attention`` kernel ``run`` ran: ``cudnn`` on the Megatron-Bridge rows (where cuDNN's rate is
-    published: H100, B200, GB200), ``flash`` on NeMo 24.07's.
-
-    Transformer Engine's ``DotProductAttention`` drops FlashAttention for cuDNN's fused attention on compute
-    capability 9.0 and later unless told otherwise ("Disabling FlashAttention to give FusedAttention
-    preference on Hopper+", ``topologies.cudnn_rates``). Megatron-Bridge's recipes and perf scripts at
-    1804c076f and 17a381f95 leave it alone (no ``NVTE_FUSED_ATTN``, ``attention_backend`` left at auto for
-    Llama; TE 2.9 and 2.15 pinned by ``uv.lock``), so those rows ran cuDNN's kernel, on Blackwell too
-    (TE 2.x prefers it on every capability >= 9.0). NeMo 24.07's runs
-    did not: NeMo-Framework-Launcher's ``launcher_scripts/conf/config.yaml`` at tag 24.07 sets
-    ``NVTE_FUSED_ATTN: 0`` ("Disable cudnn FA until we've tested it more") for every training job, and NeMo's
-    own ``scripts/llm/llama3_pretraining.py`` at 9c5c5e9709 does the same, so TE ran FlashAttention-2.
-    """
-    if run.container == "24.07":
-        return "flash"
-    return "cudnn" if _device(run.system)["name"] in cudnn_devices() else "flash"
-
-
 def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", tp_comm_overlap: bool | None = None,
             recompute: str = "none") -> list[str]:
     """The ``tpsim predict`` arguments of ``run``; the keywords are the variations (module doc)."""
@@ -112,7 +91,7 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
             "--topology", topology_spec or topology(run), "--global-batch", str(run.global_batch),
             "--batch", str(run.micro_batch), "--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp),
             "--algos", "1d-sp" if run.tp > 1 else "1d", "--zero", "3" if run.fsdp else "1",
-            "--recompute", recompute, "--dtype", dtype, "--attention", attention(run), "--simulate-top", "1"]
+            "--recompute", recompute, "--dtype", dtype, "--attention", run.attention, "--simulate-top", "1"]
     if dtype == "fp8":
         argv += ["--fp8-recipe", run.fp8_recipe]
     if run.vp > 1:
@@ -145,13 +124,13 @@ def _device(system: str) -> dict:
 
 
 def attention_share(run: NemoRun, row: dict) -> float:
-    """The attention core's forward + backward time (at the rate of the row's kernel, ``attention``, as tpsim
-    times it) on one GPU over the step, over tpsim's compute time of the step: how much of the prediction
-    rests on that rate."""
+    """The attention core's forward + backward time (at the rate of the row's kernel, ``NemoRun.attention``,
+    as tpsim times it) on one GPU over the step, over tpsim's compute time of the step: how much of the
+    prediction rests on that rate."""
     model = resolve_model(model_args(run)[1])
     head_dim = model.hidden // model.heads
     count = run.micro_batch * model.heads // run.tp
-    one = sum(flash_time_s(_device(run.system), "bfloat16", (mode, count, run.seq, head_dim), attention(run))
+    one = sum(flash_time_s(_device(run.system), "bfloat16", (mode, count, run.seq, head_dim), run.attention)
               for mode in ("forward", "backward"))
     return one * model.layers / run.pp * row["micro_batches"] / row["compute_s"]
 
@@ -214,7 +193,7 @@ def _result(run: NemoRun, vary_folder: str | None) -> Result:
     row = predicted_row(argv)
     ratio = _per_gpu(row, run) / run.tokens_per_s_per_gpu
     share = attention_share(run, row)
-    kernel = {"cudnn": "cuDNN's fused attention", "flash": "FlashAttention-2"}[attention(run)]
+    kernel = {"cudnn": "cuDNN's fused attention", "flash": "FlashAttention-2"}[run.attention]
     notes = [_split(row), f"attention core ({kernel}) {share:.0%} of tpsim's compute"]
     if run.recompute_layers:
         full, none = _tokens(run, recompute="full"), _per_gpu(row, run)

@@ -1,4 +1,4 @@
-"""What the attention core costs under each kernel: FlashAttention-2, the Triton one, cuDNN's, or Megatron-LM's unfused one.
+"""What the attention core costs under each kernel: FlashAttention-2, Triton's, cuDNN's or Megatron-LM's unfused one.
 
 The values are the same either way (``kernels.attention``); the kernels differ in what they keep for the
 backward and so in what the backward computes, and the time model (this module) and the memory model

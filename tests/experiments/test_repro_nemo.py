@@ -76,7 +76,7 @@ def test_commands_pin_what_the_recipes_set():
 def test_each_row_runs_the_attention_kernel_its_software_ran():
     # Transformer Engine prefers cuDNN's fused attention on Hopper+; NeMo 24.07's launcher switched it off
     # (NVTE_FUSED_ATTN: 0); Megatron-Bridge's perf scripts leave it on, on Hopper and Blackwell alike.
-    kernels = {(r.container, r.system): repro_nemo.attention(r) for r in ROWS}
+    kernels = {(r.container, r.system): r.attention for r in ROWS}
     assert kernels == {("24.07", "DGX-H100"): "flash", ("25.11", "DGX-H100"): "cudnn",
                        ("26.04.01", "DGX-H100"): "cudnn", ("25.11", "DGX-B200"): "cudnn",
                        ("25.11", "DGX-GB200"): "cudnn", ("26.04.01", "DGX-GB200"): "cudnn"}
