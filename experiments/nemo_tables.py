@@ -113,6 +113,22 @@ class NemoRun:
         return "delayed" if self.container == "24.07" else "current"
 
     @property
+    def attention(self) -> str:
+        """The ``--attention`` kernel the row ran: ``cudnn`` on Megatron-Bridge's rows, ``flash`` on NeMo 24.07's.
+
+        Transformer Engine's ``DotProductAttention`` drops FlashAttention for cuDNN's fused attention on
+        compute capability 9.0 and later unless told otherwise ("Disabling FlashAttention to give
+        FusedAttention preference on Hopper+", ``topologies.cudnn_rates``; TE 2.x on Blackwell too).
+        Megatron-Bridge's recipes and perf scripts at 1804c076f and 17a381f95 leave it alone (no
+        ``NVTE_FUSED_ATTN``, ``attention_backend`` left at auto for Llama; TE 2.9 and 2.15 pinned by
+        ``uv.lock``), so those rows ran cuDNN's kernel. NeMo 24.07's runs did not: NeMo-Framework-Launcher's
+        ``launcher_scripts/conf/config.yaml`` at tag 24.07 sets ``NVTE_FUSED_ATTN: 0`` ("Disable cudnn FA
+        until we've tested it more") for every training job, as NeMo's ``scripts/llm/llama3_pretraining.py``
+        at 9c5c5e9709 does, so TE ran FlashAttention-2.
+        """
+        return "flash" if self.container == "24.07" else "cudnn"
+
+    @property
     def name(self) -> str:
         """A short label: container, system, model, GPUs, precision."""
         return f"{self.container} {self.system} {self.model} {self.gpus} GPUs {self.precision}"

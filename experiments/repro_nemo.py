@@ -9,16 +9,15 @@ files in ``experiments/models``), sequence, GPUs, global and micro-batch, TP (``
 recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or ZeRO-3 (Megatron FSDP),
 ``--tp-comm-overlap`` where the recipe overlaps, ``--grad-reduce-in-bf16`` where it reduces in bf16,
 ``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
-(``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), FlashAttention, no
-recompute.
+(``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), the attention kernel
+the run ran (``NemoRun.attention``: cuDNN's fused attention on the Megatron-Bridge rows, FlashAttention-2
+on NeMo 24.07's), no recompute.
 The cluster is the system's preset: ``dgx-h100``, ``dgx-b200``, ``gb200-nvl72`` (DGX-GB200: NVL72 racks).
 
 The figure compared is tokens per second per GPU. tpsim's memory verdict is reported, not enforced: a row
 tpsim thinks does not fit is timed all the same (the run did fit). What tpsim does not express is named in
 the row: CPU activation offloading (GB200 FSDP rows: timed without recompute), recompute of 5 of 32 layers
-(the H100 Llama 3 8B row: none, with ``full`` and the pro rata figure between them beside it), CUDA graphs,
-cuDNN's attention kernel (tpsim times FlashAttention-2's
-published H100 rate, scaled to Blackwell by the dense peaks).
+(the H100 Llama 3 8B row: none, with ``full`` and the pro rata figure between them beside it), CUDA graphs.
 
 For every row the explanation gives tpsim's step split, memory, and the attention core's share of tpsim's
 compute. A full run varies every row's suspected causes (not only those over 5% off): the same command in
@@ -92,7 +91,7 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
             "--topology", topology_spec or topology(run), "--global-batch", str(run.global_batch),
             "--batch", str(run.micro_batch), "--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp),
             "--algos", "1d-sp" if run.tp > 1 else "1d", "--zero", "3" if run.fsdp else "1",
-            "--recompute", recompute, "--dtype", dtype, "--attention", "flash", "--simulate-top", "1"]
+            "--recompute", recompute, "--dtype", dtype, "--attention", run.attention, "--simulate-top", "1"]
     if dtype == "fp8":
         argv += ["--fp8-recipe", run.fp8_recipe]
     if run.vp > 1:
@@ -121,12 +120,13 @@ def _device(system: str) -> dict:
 
 
 def attention_share(run: NemoRun, row: dict) -> float:
-    """The attention core's forward + backward time (FlashAttention-2's rate, as tpsim times it) on one GPU
-    over the step, over tpsim's compute time of the step: how much of the prediction rests on that rate."""
+    """The attention core's forward + backward time (at the rate of the row's kernel, ``NemoRun.attention``,
+    as tpsim times it) on one GPU over the step, over tpsim's compute time of the step: how much of the
+    prediction rests on that rate."""
     model = resolve_model(model_args(run)[1])
     head_dim = model.hidden // model.heads
     count = run.micro_batch * model.heads // run.tp
-    one = sum(flash_time_s(_device(run.system), "bfloat16", (mode, count, run.seq, head_dim))
+    one = sum(flash_time_s(_device(run.system), "bfloat16", (mode, count, run.seq, head_dim), run.attention)
               for mode in ("forward", "backward"))
     return one * model.layers / run.pp * row["micro_batches"] / row["compute_s"]
 
@@ -189,7 +189,8 @@ def _result(run: NemoRun, vary_folder: str | None) -> Result:
     row = predicted_row(argv)
     ratio = _per_gpu(row, run) / run.tokens_per_s_per_gpu
     share = attention_share(run, row)
-    notes = [_split(row), f"attention core {share:.0%} of tpsim's compute"]
+    kernel = {"cudnn": "cuDNN's fused attention", "flash": "FlashAttention-2"}[run.attention]
+    notes = [_split(row), f"attention core ({kernel}) {share:.0%} of tpsim's compute"]
     if run.recompute_layers:
         full, none = _tokens(run, recompute="full"), _per_gpu(row, run)
         # block recompute costs each recomputed layer the same: its share of the way from none to full

@@ -87,7 +87,9 @@ forward + backward throughput per device, head dimension and sequence length, on
 half of the products (``simulator.workloads.attention_cost.flash_time_s``; the figures and their sources
 are in ``topologies.attention_rates``). The Triton FlashAttention ops (``triton_attention``, ``--attention
 triton``) are timed the same way from that kernel's published rate (``topologies.triton_rates``),
-and refused with ``InputError`` on a GPU, head dimension or dtype it has none for. Their FLOPs in
+and refused with ``InputError`` on a GPU, head dimension or dtype it has none for; cuDNN's fused
+attention ops (``cudnn_attention``, ``--attention cudnn``) likewise, each pass from its own published
+figure (``topologies.cudnn_rates``). Their FLOPs in
 ``Schedule.flops`` stay the whole s x s, as Megatron-LM counts model FLOPs.
 
 Example (an A100 80GB: 258 TFLOP/s sustained on 8192 x 8192 x 8192; a thinner GEMM reaches less)::

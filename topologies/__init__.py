@@ -16,6 +16,7 @@ module              what it holds
 ``compute_rates``   each GPU's published achievable matmul rate, memory bandwidth and SM count, sourced
 ``attention_rates`` FlashAttention-2's published causal throughput per GPU, head dimension and sequence
 ``triton_rates``    the Triton FlashAttention kernel's published throughput (A100 only), by head dim and seq
+``cudnn_rates``     cuDNN's fused attention published throughput per pass (H100 / H200), by head dim and seq
 ``links``           link specs, put on a graph as directed edges
 ``servers``         the inside of one machine (NVSwitch, NVLink mesh, PCIe tree, CPU sockets, NICs)
 ``cluster``         servers joined by a leaf/spine fat tree

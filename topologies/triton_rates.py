@@ -16,7 +16,10 @@ Triton tutorial; no figure of that exact kernel is published, so this is the nea
 it (``experiments/README.md``, "Which attention kernel llm-foundry's benchmark rows ran").
 
 Only the A100 is published: the H100 figure (``flash2_h100_fwd_bwd_benchmark.png``, the paper's Figure 7)
-draws PyTorch, FlashAttention and FlashAttention-2 bars and no Triton ones. The A100 40GB SXM4 takes the
+draws PyTorch, FlashAttention and FlashAttention-2 bars and no Triton ones. The FlashAttention-3 paper's
+H100 forward figure (``assets/flash3_fp16_fwd.png``, commit 7ef24848cf2f855077cef88fe122775b727dcd74) has
+"Triton" bars (OpenAI's Triton tutorial kernel of 2024, not llm-foundry's), but its backward figure is
+not in the repository, so no H100 forward + backward or backward rate of it is transcribed. The A100 40GB SXM4 takes the
 A100 80GB SXM4 row as it is (``SAME_CHIP``). Only head dimensions 64 and 128 are measured; nothing is
 interpolated between them or extrapolated beyond them.
 

@@ -117,8 +117,9 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
     group.add_argument("--attention", choices=KERNELS, help="transformer: the attention kernel, flash "
                        "(FlashAttention-2, default: nothing of [b, a, s, s] kept, the probabilities recomputed in "
                        "the backward), triton (FlashAttention in Triton, llm-foundry's default: the same memory, "
-                       "timed at its published A100 rate) or unfused (Megatron-LM's pre-2023 kernel: probabilities "
-                       "and dropout mask kept)")
+                       "timed at its published A100 rate), cudnn (cuDNN's fused attention, Transformer Engine's "
+                       "choice on Hopper and Blackwell: the same memory, each pass timed at its published rate) or "
+                       "unfused (Megatron-LM's pre-2023 kernel: probabilities and dropout mask kept)")
     group.add_argument("--model", metavar="NAME|FILE", help="transformer sizes and architecture of a published model "
                                                             "(`tpsim model list`) or of a model file (.yaml, .json)")
     group.add_argument("--layers", type=int, metavar="L", help="transformer: identical blocks in the model (default "

@@ -20,7 +20,7 @@ arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
   for the sequences and heads of the rank's QKV block (Korthikanti's 5as^2b), without attention dropout
   only the softmax output, and ``selective`` drops them (the time model then adds the attention core's
   forward to the backward). FlashAttention-2 (``flash``, the default; ``triton``, the same algorithm
-  in Triton, keeps the same) keeps none of that, only the
+  in Triton, and ``cudnn``, cuDNN's fused attention, keep the same) keeps none of that, only the
   softmax's log-sum-exp per row, 4 B x [b, a, s] (linear in s), under ``none`` and ``selective``
   alike: its backward recomputes the probabilities (the time model charges that recomputation in every
   mode), so selective recomputation changes nothing for it. ``full`` keeps only the layer's input X.

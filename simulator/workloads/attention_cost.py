@@ -1,4 +1,4 @@
-"""What the attention core costs under each kernel: FlashAttention-2, the Triton one, or Megatron-LM's unfused one.
+"""What the attention core costs under each kernel: FlashAttention-2, Triton's, cuDNN's or Megatron-LM's unfused one.
 
 The values are the same either way (``kernels.attention``); the kernels differ in what they keep for the
 backward and so in what the backward computes, and the time model (this module) and the memory model
@@ -11,6 +11,9 @@ backward and so in what the backward computes, and the time model (this module) 
 - ``triton`` (``triton_attention``, FlashAttention written in Triton: MosaicML llm-foundry's default
   ``attn_impl``): the same algorithm, so the same products, passes and memory as ``flash`` in every
   row below; only its time differs (next paragraph).
+- ``cudnn`` (``cudnn_attention``, cuDNN's fused attention: what Transformer Engine, and so Megatron-Core,
+  NeMo and Megatron-Bridge, runs on Hopper): a FlashAttention-style kernel, so again the same products,
+  passes and memory as ``flash``; only its time differs.
 - ``unfused`` (``attention``, Megatron-LM's kernel before FlashAttention, Korthikanti et al. 2022
   section 4.1): S, the softmax output P and the dropout output P' are written to memory; P, P' and the
   dropout mask are kept for the backward, which reads them instead of recomputing.
@@ -42,7 +45,10 @@ table's products and passes like the unfused kernel. A triton call carries ``Wor
 ``Work.flash_kernel`` = ``triton`` and is timed the same way from the Triton kernel's published causal
 throughput (``topologies.triton_rates``: the A100 only, head dimensions 64 and 128); where
 none is published (another GPU or head dimension, a dtype other than fp16 / bf16) it raises
-``InputError`` naming what is published, rather than borrow another kernel's rate.
+``InputError`` naming what is published, rather than borrow another kernel's rate. A cudnn call
+(``Work.flash_kernel`` = ``cudnn``) is timed pass by pass, each from its own published causal figure
+(``topologies.cudnn_rates``: H100, H200, B200 and GB200, head dimension 128), and refused the same way
+elsewhere.
 """
 
 from __future__ import annotations
@@ -53,15 +59,15 @@ from simulator.errors import InputError
 from simulator.workloads.work import Work
 
 __all__ = ["FLASH_DTYPES", "FUSED_FUNCTIONS", "KERNELS", "attention_work", "flash_time_s", "flash_tflops",
-           "selective_note", "triton_rate"]
+           "selective_note", "triton_rate", "cudnn_rate"]
 
 FLASH_DTYPES = ("bfloat16", "float16")
 """The dtypes FlashAttention-2 computes in; a schedule of another dtype keeps the product model."""
 
-KERNELS = ("flash", "triton", "unfused")
+KERNELS = ("flash", "triton", "cudnn", "unfused")
 """The attention kernels ``--attention`` chooses from; ``flash`` is the default."""
 
-FUSED_FUNCTIONS = {"flash": "flash_attention", "triton": "triton_attention"}
+FUSED_FUNCTIONS = {"flash": "flash_attention", "triton": "triton_attention", "cudnn": "cudnn_attention"}
 """The kernels that keep nothing of [s, s] (the backward recomputes the probabilities), and the ``local``
 function of each; its backward is the name plus ``_backward``."""
 
@@ -69,7 +75,7 @@ function of each; its backward is the name plus ``_backward``."""
 def attention_work(shapes: list[tuple[int, ...]], out: tuple[int, ...], params: dict, backward: bool = False,
                    flash: bool = False, kernel: str = "flash") -> Work:
     """The products, passes and FLOPs of one attention op (module table); ``kernel`` names the fused kernel
-    whose published rate times a ``flash`` call (``flash`` or ``triton``)."""
+    whose published rate times a ``flash`` call (``flash``, ``triton`` or ``cudnn``)."""
     s, d = params["seq"], params["head_dim"]
     count = (shapes[-1][0] // s) * params["heads"]
     scores = count * s * s
@@ -130,9 +136,31 @@ def triton_rate(device: dict, dtype: str, head_dim: int, seq: int) -> float:
     return rate
 
 
+def cudnn_rate(device: dict, dtype: str, head_dim: int, seq: int, mode: str) -> float:
+    """cuDNN's fused attention causal TFLOP/s for one pass (``forward`` or ``backward``) on ``device``.
+
+    Raises ``InputError`` naming what is published where nothing is: another device (the A100
+    included: TE prefers cuDNN on Hopper and later only), another head dimension, or a dtype other than
+    fp16 / bf16.
+    """
+    from topologies.cudnn_rates import cudnn_devices, cudnn_head_dims, cudnn_tflops  # as flash_tflops
+
+    name = device.get("name", "")
+    dims = cudnn_head_dims(cudnn_devices()[0])
+    where = (f"cuDNN's fused attention throughput is published for {', '.join(cudnn_devices())} only, "
+             f"head dimension{'s' if len(dims) > 1 else ''} {' and '.join(str(d) for d in dims)}, fp16 or bf16")
+    if dtype not in FLASH_DTYPES:
+        raise InputError(f"--attention cudnn with dtype {dtype}: {where}; use --attention flash or unfused")
+    rate = cudnn_tflops(name, head_dim, seq, mode)
+    if rate is None:
+        got = f"head dimension {head_dim} on {name}" if cudnn_head_dims(name) else f"device {name or '(unnamed)'}"
+        raise InputError(f"--attention cudnn on {got}: {where}; use --attention flash or unfused")
+    return rate
+
+
 def flash_time_s(device: dict, dtype: str, call: tuple[str, int, int, int], kernel: str = "flash") -> float | None:
-    """Seconds of one FlashAttention-2 (``kernel`` ``triton``: Triton FlashAttention) call ``(mode, count,
-    seq, head_dim)`` (``Work.flash``), or None.
+    """Seconds of one FlashAttention-2 (``kernel`` ``triton``: Triton FlashAttention; ``cudnn``: cuDNN's
+    fused attention) call ``(mode, count, seq, head_dim)`` (``Work.flash``), or None.
 
     Its FLOPs as the paper counts them (``topologies.attention_rates.flash_flops``: ``4 s^2 d`` per
     sequence and head forward, 2.5 times that backward, halved for the causal mask) over the published
@@ -140,13 +168,16 @@ def flash_time_s(device: dict, dtype: str, call: tuple[str, int, int, int], kern
     the pair, not each pass, so the forward + backward time is the published one and the split between
     the two passes follows the FLOPs (the paper's separate figures show the forward somewhat faster
     per FLOP than the backward). None where ``flash_tflops`` is None; the triton kernel's rate is
-    ``triton_rate``, which raises ``InputError`` where none is published.
+    ``triton_rate``, which raises ``InputError`` where none is published. The cudnn kernel has a figure
+    per pass: each pass takes its own (``cudnn_rate``, which raises likewise).
     """
     from topologies.attention_rates import flash_flops  # function-level: as flash_tflops
 
     mode, count, seq, head_dim = call
     if kernel == "triton":
         rate = triton_rate(device, dtype, head_dim, seq)
+    elif kernel == "cudnn":
+        rate = cudnn_rate(device, dtype, head_dim, seq, mode)
     else:
         rate = flash_tflops(device, dtype, head_dim, seq)
     if rate is None:

@@ -309,5 +309,17 @@ FUNCTIONS: dict[str, LocalFunction] = {
         params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True,
                                                         kernel="triton")),
+    "cudnn_attention": LocalFunction(
+        1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
+           "cuDNN's fused attention: nothing of [s, s] kept", numpy=attention.attention,
+        torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True, kernel="cudnn")),
+    "cudnn_attention_backward": LocalFunction(
+        2, "out = dQKV from the context gradient in0 and the QKV block in1, cuDNN's fused attention: the "
+           "probabilities recomputed", numpy=attention.attention_backward,
+        torch=attention.TORCH["attention_gqa_backward"],
+        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
+        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True,
+                                                        kernel="cudnn")),
 }
 """Every function a ``local`` op may name, by name."""

@@ -22,5 +22,5 @@ class Work:
     model times from the kernel's published throughput (``simulator.workloads.attention_cost``) where
     the device and dtype have one, else from ``gemms`` and ``elements``."""
     flash_kernel: str = "flash"
-    """Whose published rate times a ``flash`` call: ``flash`` (FlashAttention-2) or ``triton`` (FlashAttention in
-    Triton, ``topologies.triton_rates``)."""
+    """Whose published rate times a ``flash`` call: ``flash`` (FlashAttention-2), ``triton`` (FlashAttention in
+    Triton, ``topologies.triton_rates``) or ``cudnn`` (cuDNN's fused attention, ``topologies.cudnn_rates``)."""

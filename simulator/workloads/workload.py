@@ -29,7 +29,8 @@ makes QKV [M, (a + 2 kv) d], each key/value group's query heads, key and value s
 attention grouped; ``position="rotary"`` rotates the query and key heads, QKR = rope(QKV), and the
 attention reads QKR; ``activation="swiglu"`` makes W1 [h, 2f] with gate and up columns interleaved and
 Z = silu(gate) * up [M, f]; ``bias=False`` drops every bias; ``attention`` picks the kernel
-(``flash``, ``triton`` or ``unfused``, ``attention_cost``). At their GPT values the layer list is the one above.
+(``flash``, ``triton``, ``cudnn`` or ``unfused``, ``attention_cost``). At their GPT values the layer list is the
+one above.
 
 Everything else is derived from the layer list: tensor shapes, the inputs and outputs of each pass,
 the backward (``gemm``: dA = dC B^T, dB = A^T dC; ``mlp``: dZ = dY W2^T, dW2 = Z^T dY,
@@ -127,7 +128,8 @@ class Workload:
     bias: bool = True
     """Whether the linears have biases (GPT-2/3 and Megatron-LM's GPT do; Llama's do not)."""
     attention: str = "flash"
-    """The attention kernel: ``flash`` (FlashAttention-2), ``triton`` (FlashAttention in Triton) or ``unfused``
+    """The attention kernel: ``flash`` (FlashAttention-2), ``triton`` (FlashAttention in Triton), ``cudnn``
+    (cuDNN's fused attention, Transformer Engine's choice on Hopper) or ``unfused``
     (``simulator.workloads.attention_cost``)."""
 
     def __post_init__(self) -> None:

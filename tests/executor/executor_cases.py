@@ -186,6 +186,7 @@ def _llama_steps(g: int) -> tuple:
            "heads_total": 2, "group": 2}
     flash = {**gqa, "stream": 3}
     triton = {**gqa, "stream": 4}  # the functions take p; a triton workload refuses dropout before it gets here
+    cudnn = {**gqa, "stream": 5}
     return (("L_ss", (2, 1), "row_sumsq", ("L_in",), {}),
             ("L_gamma", (1, 8), "col_sum", ("L_in",), {}),
             ("L_x", (2, 8), "rmsnorm", ("L_in", "L_ss", "L_gamma"), RMS),
@@ -198,7 +199,10 @@ def _llama_steps(g: int) -> tuple:
             ("L_tdqkv", (2, 8), "triton_attention_backward", ("L_tctx", "L_rot"), triton),
             ("L_dsum", (2, 8), "add", ("L_dqkv", "L_fdqkv"), {}),
             ("L_dall", (2, 8), "add", ("L_dsum", "L_tdqkv"), {}),
-            ("L_drot", (2, 8), "rotary_backward", ("L_dall",), ROPE),
+            ("L_cctx", (2, 4), "cudnn_attention", ("L_rot",), cudnn),
+            ("L_cdqkv", (2, 8), "cudnn_attention_backward", ("L_cctx", "L_rot"), cudnn),
+            ("L_dcud", (2, 8), "add", ("L_dall", "L_cdqkv"), {}),
+            ("L_drot", (2, 8), "rotary_backward", ("L_dcud",), ROPE),
             ("L_z", (2, 4), "swiglu", ("L_drot",), {}),
             ("L_dh", (2, 8), "swiglu_backward", ("L_z", "L_drot"), {}),
             ("L_gs", (2, 1), "rmsnorm_backward_sum", ("L_dh", "L_in", "L_ss", "L_gamma"), RMS),

@@ -44,9 +44,10 @@ def test_the_compute_model_times_every_compute_op(mixed):
     model = ComputeModel()
     for rank, program in enumerate(mixed.programs):
         for op in program:
-            if isinstance(op, Local) and op.fn.startswith("triton_attention"):
-                # No published rate of the Triton kernel in float32 (this schedule's dtype): refused, not guessed.
-                with pytest.raises(InputError, match="--attention triton with dtype float32"):
+            if isinstance(op, Local) and op.fn.startswith(("triton_attention", "cudnn_attention")):
+                # No published rate of either kernel in float32 (this schedule's dtype): refused, not guessed.
+                kernel = op.fn.split("_")[0]
+                with pytest.raises(InputError, match=f"--attention {kernel} with dtype float32"):
                     model.op_time_s(mixed, rank, op, device)
                 continue
             seconds = model.op_time_s(mixed, rank, op, device)

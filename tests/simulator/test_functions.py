@@ -46,6 +46,7 @@ def _case(name: str) -> tuple[list[np.ndarray], dict]:
         "attention_gqa": ([gqa_qkv], gqa), "attention_gqa_backward": ([gqa_ctx, gqa_qkv], gqa),
         "flash_attention": ([gqa_qkv], gqa), "flash_attention_backward": ([gqa_ctx, gqa_qkv], gqa),
         "triton_attention": ([gqa_qkv], gqa), "triton_attention_backward": ([gqa_ctx, gqa_qkv], gqa),
+        "cudnn_attention": ([gqa_qkv], gqa), "cudnn_attention_backward": ([gqa_ctx, gqa_qkv], gqa),
     }
     return cases.get(name, (_inputs(FUNCTIONS[name].arity), {}))
 

@@ -35,7 +35,8 @@ class Attention:
     """Query heads per key/value head: 1 for multi-head attention, heads for multi-query (``kv_heads`` = 1)."""
     kernel: str = "unfused"
     """``flash`` (FlashAttention-2: nothing of [s, s] kept, the backward recomputes the probabilities),
-    ``triton`` (FlashAttention in Triton: the same, timed at its own rate) or ``unfused`` (the probabilities
+    ``triton`` (FlashAttention in Triton: the same, timed at its own rate), ``cudnn`` (cuDNN's fused attention:
+    the same, timed at its own rates per pass) or ``unfused`` (the probabilities
     and the dropout mask kept); ``simulator.workloads.attention_cost``."""
 
     @property
@@ -58,7 +59,8 @@ class Attention:
 
     @property
     def fn(self) -> str:
-        """The ``local`` function: ``flash_attention`` or ``triton_attention``; unfused, ``attention`` or, with
+        """The ``local`` function: ``flash_attention``, ``triton_attention`` or ``cudnn_attention``; unfused,
+        ``attention`` or, with
         groups, ``attention_gqa``."""
         if self.kernel in FUSED_FUNCTIONS:
             return FUSED_FUNCTIONS[self.kernel]
