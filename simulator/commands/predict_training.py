@@ -50,6 +50,7 @@ from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
 from simulator.training.launch import launch_lines, precision_flags
+from simulator.training.rate_note import gemm_rate_note
 from simulator.training.main_grads import megatron_flags
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
@@ -204,9 +205,9 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     precision = precision_flags(options.dtype, recipe_of(G, device) if args.fp8 else None)
     for line in table_lines(rows, title, options, usable, precision):
         print(line)
-    note = selective_note(workload.attention, args.recompute)
-    if note:
-        print(f"  note: {note}")
+    for note in (selective_note(workload.attention, args.recompute), gemm_rate_note(G, device)):
+        if note:
+            print(f"  note: {note}")
     for label, path in (("csv", args.csv), ("png", args.png), ("trace", args.trace)):
         if path:
             print(f"{label}: {path}")

@@ -21,9 +21,10 @@ module              what it holds
 ``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
 ``memory_fit``      memory per GPU of an arrangement (``simulator.memory``) and the usable device memory
 ``launch``          the winner's launch line: Megatron-LM arguments or Colossal-AI's tensor config
+``rate_note``       the note under a plan whose GPU's GEMM rate is a best case or an assumption
 ``settings``        the ZeRO stage and recompute mode each row searches, lightest that fit first
 ==================  ================================================================================
 """
 
 __all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
-           "optimizer_step", "placement", "search", "step", "utilisation"]
+           "optimizer_step", "placement", "rate_note", "search", "step", "utilisation"]
