@@ -221,7 +221,8 @@ def cli(argv: list[str] | None = None) -> None:
     args = script_arguments(__doc__.splitlines()[0], NAME, argv,
                             extra=[("--search", "also plan each model up to 1,024 GPUs with every dimension free")])
     rows = comparisons(args.quick, args.search)
-    report(rows, args, "Megatron-LM on A100 80 GB (Narayanan 2021, Korthikanti 2022): published vs tpsim")
+    report(rows, args, "Megatron-LM and Megatron-DeepSpeed on A100 80 GB (Narayanan 2021, Korthikanti 2022, "
+                       "MT-NLG 530B, BLOOM 176B): published vs tpsim")
     print(summary(rows))
     if not args.quick:
         caps = (0.7, 0.75)
