@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from experiments.pipeline_tables import BLOOM_176B, KORTHIKANTI_TABLE5, NARAYANA
 from experiments.published import Comparison
 from simulator.workloads.model_file import load_model_file
 from simulator.workloads.models import preset
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _narayanan_tflops(run, vocab: int) -> float:
@@ -70,13 +73,13 @@ def test_the_megatron_deepspeed_rows_agree_with_their_sources_own_counts():
 
 
 def test_the_model_files_count_the_published_parameters():
-    bloom = load_model_file(BLOOM_176B[0].model)
+    bloom = load_model_file(str(ROOT / BLOOM_176B[0].model))
     # BLOOM's 176,247,271,424 weights have no position table but an embedding LayerNorm (2h); the stand-in
     # learned positions add seq x h.
     assert bloom.parameter_count() == 176_247_271_424 + 2048 * 14336 - 2 * 14336
     assert bloom.vocab == 250880 and bloom.layers == 70
     # OPT-175B is GPT-3 175B's shape with 15 more embedding rows (50,272 against 50,257).
-    opt = load_model_file("experiments/models/opt-175b.yaml")
+    opt = load_model_file(str(ROOT / "experiments" / "models" / "opt-175b.yaml"))
     assert opt.parameter_count() == preset("gpt3-175b").parameter_count() + (50272 - 50257) * 12288
 
 
