@@ -136,10 +136,15 @@ def _table5(run: PipelineRun) -> Comparison:
                       explanation=_split(row), commands=("tpsim " + " ".join(command(run)),))
 
 
+def _paper(run: PipelineRun) -> str:
+    """The authors and year that open ``run.source``, e.g. ``Smith et al. 2022``."""
+    return run.source.split(",")[0]
+
+
 def _deepspeed(run: PipelineRun) -> Comparison:
     row = predicted_row(run)
     micro = f"micro-batch {run.micro_batch}" if run.micro_batch else f"micro-batch searched: {row['micro_batch']}"
-    return Comparison(paper=run.source.split(",")[0], claim=f"{run.name} s per iteration",
+    return Comparison(paper=_paper(run), claim=f"{run.name} s per iteration",
                       configuration=f"tp {run.tp} x pp {run.pp} x dp {run.dp}, {run.gpus} GPUs, batch "
                                     f"{run.global_batch}, {micro}, 1F1B, ZeRO-{run.zero}",
                       published=run.step_s, predicted=row["step_time_s"], unit="s", source=run.source,
@@ -208,7 +213,7 @@ def summary(rows: list[Comparison]) -> str:
     same over the Megatron-LM tables and over the Megatron-DeepSpeed runs apart, when both are there."""
     figures = [r for r in rows if "predict's plan" not in r.claim]
     lines = [error_summary(figures).replace(", largest", f" over {len(figures)} published figures, largest", 1)]
-    deepspeed = [r for r in figures if r.paper in ("Smith et al. 2022", "Le Scao et al. 2022")]
+    deepspeed = [r for r in figures if r.paper in {_paper(run) for run in DEEPSPEED_RUNS}]
     megatron = [r for r in figures if r not in deepspeed]
     if deepspeed and megatron:
         for label, part in (("Megatron-LM tables", megatron), ("Megatron-DeepSpeed runs", deepspeed)):
