@@ -21,7 +21,8 @@ engine: 1F1B without interleaving, the gradients reduced after the last micro-ba
 - Le Scao et al. 2022, "BLOOM" (arXiv 2211.05100), trained as BigScience's ``train/tr11-176B-ml`` in
   github:bigscience-workshop/bigscience: ``tr11-176B-ml.slurm`` at dc8d99ff (TP 4, PP 12, micro-batch 2,
   global batch 2048, bf16, ``--checkpoint-activations``, DeepSpeed's BF16_Optimizer: ZeRO-1 of its own) on
-  48 servers of 8 A100 80 GB (384 GPUs, DP 8), and ``README.md`` at 39ed8110 ("Important checkpoints": the
+  48 servers of Jean Zay with 8 A100 80 GB and 4 Omni-Path links each (384 GPUs, DP 8), and ``README.md`` at
+  39ed8110 (its hardware list, and "Important checkpoints": the
   log line at the end of the first epoch, iteration 85376 at global batch 2048: 104.70 s per iteration,
   149.77 TFLOPs, Narayanan's count as Megatron-DeepSpeed logs it: with l 70, h 14336, V 250,880 it gives
   149.76). Both runs are held to their seconds per iteration, the figure that needs no FLOP count.
@@ -76,6 +77,8 @@ class PipelineRun:
     """A model file (``experiments/models``) for a shape the GPT flags cannot say; None: a GPT of these sizes."""
     pipelined_layers: int | None = None
     """Layers tpsim pipelines when the run's do not divide by ``pp`` (BLOOM: see ``BLOOM_176B``)."""
+    topology: str | None = None
+    """The cluster as ``--topology`` takes it, where the servers are not DGX A100s; None: ``dgx-a100-80gb``."""
 
     @property
     def dp(self) -> int:
@@ -127,9 +130,11 @@ _B = ("Le Scao et al. 2022, arXiv 2211.05100; bigscience-workshop/bigscience tra
 BLOOM_176B = (
     PipelineRun("BLOOM 176B", 176.2, 112, 14336, 70, 4, 12, 384, 2048, tflops_per_gpu=149.77, step_s=104.70,
                 micro_batch=2, schedule="1f1b", zero=1, model="experiments/models/bloom-176b.yaml",
-                pipelined_layers=60, source=_B),
+                pipelined_layers=60, topology="server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", source=_B),
 )
-"""BLOOM's steady state at global batch 2048. Its 70 layers do not divide by 12 stages: BigScience counted
+"""BLOOM's steady state at global batch 2048, on Jean Zay's servers: 8 A100 80 GB on NVLink, 4 Omni-Path
+links of 100 Gb/s each (the README's hardware list), as DGX A100 80 GB servers with 4 NICs of 100 Gb/s
+(tpsim runs them at EDR's effective 12 GB/s; Omni-Path's own NCCL rate is not in the presets). Its 70 layers do not divide by 12 stages: BigScience counted
 each tied embedding as a layer when cutting (``--pp-partition-method 'type:transformer|embedding'``), so
 stage 0 held the embedding and 5 blocks, stages 1-10 six blocks each, stage 11 five blocks and the output
 layer. tpsim cuts only equal stages, each end also holding the embedding or the output layer; 60 layers

@@ -80,7 +80,7 @@ def _model_flags(run: PipelineRun) -> list[str]:
     else:
         shape = ["--workload", "transformer", "--hidden", str(run.hidden), "--heads", str(run.heads), "--seq", str(SEQ),
                  "--layers", str(run.layers), "--vocab", str(VOCAB), "--dropout", str(DROPOUT)]
-    return shape + ["--attention", ATTENTION, "--topology", f"{PRESET}:{run.gpus // GPUS_PER_SERVER}",
+    return shape + ["--attention", ATTENTION, "--topology", run.topology or f"{PRESET}:{run.gpus // GPUS_PER_SERVER}",
                     "--gpus", str(run.gpus), "--global-batch", str(run.global_batch)]
 
 
