@@ -74,8 +74,8 @@ def presets_capped(cap: float):
     def capped(spec: str) -> nx.DiGraph:
         return capped_graph(spec, cap)
 
-    def capped_cluster(doc: dict) -> nx.DiGraph:
-        G = _compact_cluster(doc)
+    def capped_cluster(doc: dict, *args, **kwargs) -> nx.DiGraph:
+        G = _compact_cluster(doc, *args, **kwargs)
         G.graph["sim"] = {**G.graph.get("sim", {}), "gemm_efficiency": cap}
         return G
 
