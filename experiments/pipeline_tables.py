@@ -119,8 +119,8 @@ selective recompute; the configurations are Table 3's."""
 
 _S = "Smith et al. 2022, arXiv 2201.11990, section 2.4"
 SMITH_2022 = tuple(
-    PipelineRun(f"MT-NLG 530B, {servers} servers", 529.6, 128, 20480, 105, 8, 35, servers * 8, 1920, tflops_per_gpu=tflops,
-                step_s=step, schedule="1f1b", source=_S)
+    PipelineRun(f"MT-NLG 530B, {servers} servers", 529.6, 128, 20480, 105, 8, 35, servers * 8, 1920,
+                tflops_per_gpu=tflops, step_s=step, schedule="1f1b", source=_S)
     for servers, step, tflops in ((280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113))
 )
 """MT-NLG's three measured scales (data parallel 8, 10, 12); the micro-batch is not published (searched)."""
@@ -132,12 +132,13 @@ BLOOM_176B = (
                 micro_batch=2, schedule="1f1b", zero=1, model="experiments/models/bloom-176b.yaml",
                 pipelined_layers=60, topology="server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", source=_B),
 )
-"""BLOOM's steady state at global batch 2048, on Jean Zay's servers: 8 A100 80 GB on NVLink, 4 Omni-Path
-links of 100 Gb/s each (the README's hardware list), as DGX A100 80 GB servers with 4 NICs of 100 Gb/s
-(tpsim runs them at EDR's effective 12 GB/s; Omni-Path's own NCCL rate is not in the presets). Its 70 layers do not divide by 12 stages: BigScience counted
-each tied embedding as a layer when cutting (``--pp-partition-method 'type:transformer|embedding'``), so
-stage 0 held the embedding and 5 blocks, stages 1-10 six blocks each, stage 11 five blocks and the output
-layer. tpsim cuts only equal stages, each end also holding the embedding or the output layer; 60 layers
-(5 a stage) give both end stages exactly BLOOM's, and the last of them, with its 250,880-word output layer
-(about one block more), paces the 1F1B steady state in both; the ten middle stages are one block short,
-which shortens only the fill and drain (72 layers, the other near cut, gives every stage a block too many)."""
+"""BLOOM's steady state at global batch 2048, on Jean Zay's servers: 8 A100 80 GB on NVLink, 4 Omni-Path links of
+100 Gb/s each (the README's hardware list), as DGX A100 80 GB servers with 4 NICs of 100 Gb/s (tpsim runs them
+at EDR's effective 12 GB/s; Omni-Path's own NCCL rate is not in the presets). Its 70 layers do not divide by
+12 stages: BigScience counted each tied embedding as a layer when cutting (``--pp-partition-method
+'type:transformer|embedding'``), so stage 0 held the embedding and 5 blocks, stages 1-10 six blocks each,
+stage 11 five blocks and the output layer. tpsim cuts only equal stages, each end also holding the embedding
+or the output layer; 60 layers (5 a stage) give both end stages exactly BLOOM's, and the last of them, with
+its 250,880-word output layer (about one block more), paces the 1F1B steady state in both; the ten middle
+stages are one block short, which shortens only the fill and drain (72 layers, the other near cut, gives every
+stage a block too many)."""

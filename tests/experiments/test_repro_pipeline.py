@@ -87,7 +87,8 @@ def test_a_megatron_deepspeed_row_runs_pinned_as_its_source_says():
     (bloom,) = BLOOM_176B
     assert repro_pipeline.command(bloom) == [
         "predict", "--model", "experiments/models/bloom-176b.yaml", "--layers", "60", "--attention", "unfused",
-        "--topology", "server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", "--gpus", "384", "--global-batch", "2048", "--recompute", "full",
+        "--topology", "server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", "--gpus", "384",
+        "--global-batch", "2048", "--recompute", "full",
         "--zero", "1", "--no-overlap-grad-reduce", "--no-gradient-accumulation-fusion",
         "--no-async-tensor-model-parallel-allreduce", "--tp-sizes", "4", "--pp-sizes", "12", "--algos", "1d",
         "--simulate-top", "1", "--schedule", "1f1b", "--batch", "2"]
