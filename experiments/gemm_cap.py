@@ -24,9 +24,10 @@ from topologies import save_topology
 
 __all__ = ["capped_graph", "capped_preset", "capped_file", "presets_capped"]
 
-# The presets' own builder, bound when this module is first imported: ``presets_capped`` puts a capped
-# builder in its place, which builds through this one.
+# The presets' own builders, bound when this module is first imported: ``presets_capped`` puts capped
+# builders in their place, which build through these.
 _build_preset = topologies.presets.build_preset
+_compact_cluster = topologies.loader.compact_cluster
 
 
 def capped_graph(spec: str, cap: float) -> nx.DiGraph:
@@ -59,20 +60,28 @@ def capped_file(spec: str, cap: float, folder: str) -> str:
 
 @contextlib.contextmanager
 def presets_capped(cap: float):
-    """Inside the block, every preset graph the process builds carries ``sim.gemm_efficiency = cap``.
+    """Inside the block, every preset graph the process builds carries ``sim.gemm_efficiency = cap``, and so
+    does every cluster described from a server preset (``server=dgx-a100-80gb,servers=48,nics=4``).
 
     Replaced: ``topologies.presets.build_preset`` and ``topologies.loader.build_preset``, through which the
-    loader resolves the preset specs the reproductions name their clusters by. A module that bound
+    loader resolves the preset specs the reproductions name their clusters by, and
+    ``topologies.loader.compact_cluster``, through which it builds a description. A module that bound
     ``build_preset`` by name before the block keeps the presets' own; one first imported inside it keeps
     the capped builder after (``gemm_cap_sweep`` imports the reproductions inside it for that reason).
     """
-    saved = topologies.presets.build_preset, topologies.loader.build_preset
+    saved = topologies.presets.build_preset, topologies.loader.build_preset, topologies.loader.compact_cluster
 
     def capped(spec: str) -> nx.DiGraph:
         return capped_graph(spec, cap)
 
+    def capped_cluster(doc: dict, *args, **kwargs) -> nx.DiGraph:
+        G = _compact_cluster(doc, *args, **kwargs)
+        G.graph["sim"] = {**G.graph.get("sim", {}), "gemm_efficiency": cap}
+        return G
+
     topologies.presets.build_preset = topologies.loader.build_preset = capped
+    topologies.loader.compact_cluster = capped_cluster
     try:
         yield
     finally:
-        topologies.presets.build_preset, topologies.loader.build_preset = saved
+        topologies.presets.build_preset, topologies.loader.build_preset, topologies.loader.compact_cluster = saved

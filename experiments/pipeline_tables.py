@@ -1,6 +1,6 @@
-"""Published whole-step figures of pipelined GPT training on A100 80 GB servers (Selene: DGX A100, 8 x HDR each).
+"""Published whole-step figures of pipelined GPT training on A100 80 GB servers (DGX A100 or alike, 8 x HDR each).
 
-Two tables, as printed in the papers (sequence 2048, vocabulary 51,200, mixed precision):
+Two tables from Megatron-LM's team, as printed in the papers (sequence 2048, vocabulary 51,200, mixed precision):
 
 - Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM"
   (arXiv 2104.04473), Table 1: weak scaling from 1.7B to 1T parameters; tensor parallel 1-8, pipeline
@@ -10,7 +10,24 @@ Two tables, as printed in the papers (sequence 2048, vocabulary 51,200, mixed pr
   (arXiv 2205.05198), Table 3 (configurations) and Table 5 (seconds per iteration): full recompute vs
   sequence parallelism + selective recompute ("present work").
 
-Each row keeps what the paper gives; nothing here is derived from tpsim. The data-parallel degree is
+And two runs of other teams on Megatron-DeepSpeed (Megatron-LM's tensor parallelism, DeepSpeed's pipeline
+engine: 1F1B without interleaving, the gradients reduced after the last micro-batch):
+
+- Smith et al. 2022, "Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B" (arXiv 2201.11990),
+  section 2.4 (system performance, in the text): MT-NLG 530B (the shape of Table 1's 529.6B row) at tensor 8 x
+  pipeline 35 on 280, 350 and 420 DGX A100 servers of Selene, batch 1920, sequence 2048: 60.1, 50.2 and
+  44.4 s per iteration, 126, 121 and 113 teraFLOP/s per GPU (Narayanan's count: 96 B s l h^2 (1 + s/6h +
+  V/16lh) over 2240 GPUs and 60.1 s gives 125.7, so full recompute and vocabulary 51,200 as Table 1).
+- Le Scao et al. 2022, "BLOOM" (arXiv 2211.05100), trained as BigScience's ``train/tr11-176B-ml`` in
+  github:bigscience-workshop/bigscience: ``tr11-176B-ml.slurm`` at dc8d99ff (TP 4, PP 12, micro-batch 2,
+  global batch 2048, bf16, ``--checkpoint-activations``, DeepSpeed's BF16_Optimizer: ZeRO-1 of its own) on
+  48 servers of Jean Zay with 8 A100 80 GB and 4 Omni-Path links each (384 GPUs, DP 8), and ``README.md`` at
+  39ed8110 (its hardware list, and "Important checkpoints": the
+  log line at the end of the first epoch, iteration 85376 at global batch 2048: 104.70 s per iteration,
+  149.77 TFLOPs, Narayanan's count as Megatron-DeepSpeed logs it: with l 70, h 14336, V 250,880 it gives
+  149.76). Both runs are held to their seconds per iteration, the figure that needs no FLOP count.
+
+Each row keeps what its source gives; nothing here is derived from tpsim. The data-parallel degree is
 GPUs / (tp x pp).
 
 Example::
@@ -25,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PipelineRun", "NARAYANAN_TABLE1", "KORTHIKANTI_TABLE5", "SEQ", "VOCAB"]
+__all__ = ["PipelineRun", "NARAYANAN_TABLE1", "KORTHIKANTI_TABLE5", "SMITH_2022", "BLOOM_176B", "SEQ", "VOCAB"]
 
 SEQ = 2048
 VOCAB = 51200
@@ -52,6 +69,16 @@ class PipelineRun:
     recompute: str = "full"
     sequence_parallel: bool = False
     source: str = ""
+    schedule: str | None = None
+    """The pipeline schedule the run used (``1f1b``), where known; None: searched (1F1B or interleaved)."""
+    zero: int = 0
+    """ZeRO stage of the run (BLOOM's BF16_Optimizer shards the optimizer states: 1)."""
+    model: str | None = None
+    """A model file (``experiments/models``) for a shape the GPT flags cannot say; None: a GPT of these sizes."""
+    pipelined_layers: int | None = None
+    """Layers tpsim pipelines when the run's do not divide by ``pp`` (BLOOM: see ``BLOOM_176B``)."""
+    topology: str | None = None
+    """The cluster as ``--topology`` takes it, where the servers are not DGX A100s; None: ``dgx-a100-80gb``."""
 
     @property
     def dp(self) -> int:
@@ -89,3 +116,29 @@ KORTHIKANTI_TABLE5 = tuple(
 )
 """The four models' iteration times, each with full recompute and with the paper's sequence parallelism plus
 selective recompute; the configurations are Table 3's."""
+
+_S = "Smith et al. 2022, arXiv 2201.11990, section 2.4"
+SMITH_2022 = tuple(
+    PipelineRun(f"MT-NLG 530B, {servers} servers", 529.6, 128, 20480, 105, 8, 35, servers * 8, 1920,
+                tflops_per_gpu=tflops, step_s=step, schedule="1f1b", source=_S)
+    for servers, step, tflops in ((280, 60.1, 126), (350, 50.2, 121), (420, 44.4, 113))
+)
+"""MT-NLG's three measured scales (data parallel 8, 10, 12); the micro-batch is not published (searched)."""
+
+_B = ("Le Scao et al. 2022, arXiv 2211.05100; bigscience-workshop/bigscience train/tr11-176B-ml/tr11-176B-ml.slurm "
+      "at dc8d99ff and README.md at 39ed8110 (iteration 85376)")
+BLOOM_176B = (
+    PipelineRun("BLOOM 176B", 176.2, 112, 14336, 70, 4, 12, 384, 2048, tflops_per_gpu=149.77, step_s=104.70,
+                micro_batch=2, schedule="1f1b", zero=1, model="experiments/models/bloom-176b.yaml",
+                pipelined_layers=60, topology="server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", source=_B),
+)
+"""BLOOM's steady state at global batch 2048, on Jean Zay's servers: 8 A100 80 GB on NVLink, 4 Omni-Path links of
+100 Gb/s each (the README's hardware list), as DGX A100 80 GB servers with 4 NICs of 100 Gb/s (tpsim runs them
+at EDR's effective 12 GB/s; Omni-Path's own NCCL rate is not in the presets). Its 70 layers do not divide by
+12 stages: BigScience counted each tied embedding as a layer when cutting (``--pp-partition-method
+'type:transformer|embedding'``), so stage 0 held the embedding and 5 blocks, stages 1-10 six blocks each,
+stage 11 five blocks and the output layer. tpsim cuts only equal stages, each end also holding the embedding
+or the output layer; 60 layers (5 a stage) give both end stages exactly BLOOM's, and the last of them, with
+its 250,880-word output layer (about one block more), paces the 1F1B steady state in both; the ten middle
+stages are one block short, which shortens only the fill and drain (72 layers, the other near cut, gives every
+stage a block too many)."""

@@ -1,5 +1,5 @@
 """Pipelined GPT training on A100 80 GB servers, published vs predicted: Narayanan et al. 2021 Table 1,
-Korthikanti et al. 2022 Table 5, and what ``tpsim predict`` itself chooses on those GPUs.
+Korthikanti et al. 2022 Table 5, MT-NLG 530B and BLOOM 176B, and what ``tpsim predict`` itself chooses.
 
 What it shows: how close tpsim's whole training step (tensor x pipeline x data parallelism,
 ``simulator.pipeline.stage_step``) comes to the published Megatron-LM runs it can express, with each
@@ -19,6 +19,12 @@ vocabulary 51,200.
   same formula, 96 B s l h^2 (1 + s/6h + V/16lh) over the step time and the GPUs).
 - Table 5 rows: seconds per iteration, full recomputation (1-D tensor parallelism) and sequence
   parallelism with selective recomputation (1d-sp), micro-batch as Table 3 gives it.
+- MT-NLG 530B (Smith et al. 2022, three scales) and BLOOM 176B (BigScience's run): seconds per iteration on
+  Megatron-DeepSpeed, pinned as ``experiments.pipeline_tables`` says: DeepSpeed's pipeline engine (1F1B, no
+  interleaving, ``--schedule 1f1b``; the gradients reduced after the last micro-batch), full activation
+  checkpointing, bf16 with fp32 gradients, and (both forks predating them) neither gradient accumulation
+  fusion nor the asynchronous dX all-reduce; BLOOM with its micro-batch 2, ZeRO-1 (its BF16_Optimizer) and
+  its model file. ``variations`` reruns them with the suspected causes varied.
 - ``--search`` (off by default: minutes): for each Table 1 model up to 1,024 GPUs, the plan ``predict``
   picks with every dimension free, against the published configuration.
 - ``sensitivity``: the suspected cause of the rows' common optimism varied. Table 1's rows without pipelines
@@ -35,17 +41,20 @@ writes to a temporary folder unless ``--csv`` / ``--png`` are given.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from experiments.block_time import topology
 from experiments.gemm_cap import capped_preset
-from experiments.pipeline_tables import KORTHIKANTI_TABLE5, NARAYANAN_TABLE1, SEQ, VOCAB, PipelineRun
+from experiments.gemm_cap import presets_capped
+from experiments.pipeline_tables import (BLOOM_176B, KORTHIKANTI_TABLE5, NARAYANAN_TABLE1, SEQ, SMITH_2022, VOCAB,
+                                         PipelineRun)
 from experiments.published import Comparison, error_summary, report, script_arguments, tpsim_json
 from simulator.algorithms.arrangement import Arrangement
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.step import StepOptions, step_time
 from simulator.workloads.workload import Workload
 
-__all__ = ["command", "predicted_row", "comparisons", "sensitivity", "summary", "cli"]
+__all__ = ["command", "predicted_row", "comparisons", "sensitivity", "variations", "summary", "cli"]
 
 NAME = "repro_pipeline"
 PRESET = "dgx-a100-80gb"
@@ -56,11 +65,23 @@ SEARCH_LIMIT_GPUS = 1024
 """``--search`` plans models on at most this many GPUs (the free search of 3,072 takes many minutes)."""
 
 
+DEEPSPEED_RUNS = SMITH_2022 + BLOOM_176B
+"""The Megatron-DeepSpeed runs: their forks took Megatron-LM's code of early 2021 (microsoft/Megatron-DeepSpeed
+merged NVIDIA's later commits only in July 2023), so no gradient accumulation fusion, no asynchronous dX."""
+
+_BEFORE_SEPTEMBER_2021 = {r.source for r in NARAYANAN_TABLE1 + DEEPSPEED_RUNS}
+"""Sources whose runs had neither gradient accumulation fusion nor the asynchronous dX all-reduce (by source,
+so that a variation of a row keeps its software)."""
+
+
 def _model_flags(run: PipelineRun) -> list[str]:
-    return ["--workload", "transformer", "--hidden", str(run.hidden), "--heads", str(run.heads), "--seq", str(SEQ),
-            "--layers", str(run.layers), "--vocab", str(VOCAB), "--dropout", str(DROPOUT), "--attention", ATTENTION,
-            "--topology", f"{PRESET}:{run.gpus // GPUS_PER_SERVER}", "--gpus", str(run.gpus),
-            "--global-batch", str(run.global_batch)]
+    if run.model is not None:  # the model file carries sizes, vocabulary, dropout and architecture
+        shape = ["--model", run.model] + (["--layers", str(run.pipelined_layers)] if run.pipelined_layers else [])
+    else:
+        shape = ["--workload", "transformer", "--hidden", str(run.hidden), "--heads", str(run.heads), "--seq", str(SEQ),
+                 "--layers", str(run.layers), "--vocab", str(VOCAB), "--dropout", str(DROPOUT)]
+    return shape + ["--attention", ATTENTION, "--topology", run.topology or f"{PRESET}:{run.gpus // GPUS_PER_SERVER}",
+                    "--gpus", str(run.gpus), "--global-batch", str(run.global_batch)]
 
 
 def command(run: PipelineRun, pinned: bool = True) -> list[str]:
@@ -68,15 +89,17 @@ def command(run: PipelineRun, pinned: bool = True) -> list[str]:
     only its model, GPUs, batch and recomputation, every parallel dimension left to the search."""
     # No distributed optimizer then, and the gradients reduced after the backward (Megatron-LM's
     # allreduce_gradients of 2021-22; --overlap-grad-reduce came in 2023).
-    argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", "0", "--no-overlap-grad-reduce"]
-    if run in NARAYANAN_TABLE1:  # Megatron-LM of April 2021: gradient accumulation fusion came in February 2022,
-        # the asynchronous dX all-reduce beside the dW GEMM in September 2021 (commit 16c90445, made the
-        # default by 3f652469, both 2021-09-02): the paper's runs all-reduced dX before the dW GEMM.
+    argv = ["predict", *_model_flags(run), "--recompute", run.recompute, "--zero", str(run.zero),
+            "--no-overlap-grad-reduce"]
+    if run.source in _BEFORE_SEPTEMBER_2021:  # Megatron-LM of April 2021 (and the Megatron-DeepSpeed forks):
+        # gradient accumulation fusion came in February 2022, the asynchronous dX all-reduce beside the dW GEMM
+        # in September 2021 (commit 16c90445, made the default by 3f652469, both 2021-09-02): these runs
+        # all-reduced dX before the dW GEMM.
         argv += ["--no-gradient-accumulation-fusion", "--no-async-tensor-model-parallel-allreduce"]
     if not pinned:
         return argv
     argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",
-             "--simulate-top", "1"]
+             "--simulate-top", "1"] + (["--schedule", run.schedule] if run.schedule else [])
     return argv + (["--batch", str(run.micro_batch)] if run.micro_batch is not None else [])
 
 
@@ -113,6 +136,21 @@ def _table5(run: PipelineRun) -> Comparison:
                       explanation=_split(row), commands=("tpsim " + " ".join(command(run)),))
 
 
+def _paper(run: PipelineRun) -> str:
+    """The authors and year that open ``run.source``, e.g. ``Smith et al. 2022``."""
+    return run.source.split(",")[0]
+
+
+def _deepspeed(run: PipelineRun) -> Comparison:
+    row = predicted_row(run)
+    micro = f"micro-batch {run.micro_batch}" if run.micro_batch else f"micro-batch searched: {row['micro_batch']}"
+    return Comparison(paper=_paper(run), claim=f"{run.name} s per iteration",
+                      configuration=f"tp {run.tp} x pp {run.pp} x dp {run.dp}, {run.gpus} GPUs, batch "
+                                    f"{run.global_batch}, {micro}, 1F1B, ZeRO-{run.zero}",
+                      published=run.step_s, predicted=row["step_time_s"], unit="s", source=run.source,
+                      explanation=_split(row), commands=("tpsim " + " ".join(command(run)),))
+
+
 def _search(run: PipelineRun) -> Comparison:
     published, chosen = predicted_row(run), predicted_row(run, pinned=False)
     return Comparison(paper="Narayanan et al. 2021", claim=f"{run.name}: predict's plan over the published one",
@@ -127,6 +165,8 @@ def comparisons(quick: bool = False, search: bool = False) -> list[Comparison]:
     table1 = [r for r in NARAYANAN_TABLE1 if not quick or r.pp == 1]
     table5 = [r for r in KORTHIKANTI_TABLE5 if not quick or r.pp == 1]
     rows = [_table1(r) for r in table1] + [_table5(r) for r in table5]
+    if not quick:
+        rows += [_deepspeed(r) for r in DEEPSPEED_RUNS]
     if search and not quick:
         rows += [_search(r) for r in NARAYANAN_TABLE1 if r.gpus <= SEARCH_LIMIT_GPUS]
     return rows
@@ -151,10 +191,34 @@ def sensitivity(caps: tuple[float, ...] = (0.7, 0.75)) -> list[tuple[str, float,
     return out
 
 
+def variations(cap: float = 0.75) -> list[tuple[str, str, float, float]]:
+    """(row, variation, published s, tpsim s) for each Megatron-DeepSpeed row: as pinned, with every GEMM capped
+    at ``cap`` of peak (the Megatron-LM tables' common optimism), and the row's own doubt varied (MT-NLG's
+    unpublished micro-batch at 2, BLOOM's stages cut at 72 layers instead of 60)."""
+    out = []
+    for run in DEEPSPEED_RUNS:
+        out.append((run.name, "as pinned", run.step_s, predicted_row(run)["step_time_s"]))
+        with presets_capped(cap):
+            out.append((run.name, f"GEMM cap {cap:g}", run.step_s, predicted_row(run)["step_time_s"]))
+        if run.model is None:
+            other, label = replace(run, micro_batch=2), "micro-batch 2"
+        else:
+            other, label = replace(run, pipelined_layers=72), "72 layers (6 a stage)"
+        out.append((run.name, label, run.step_s, predicted_row(other)["step_time_s"]))
+    return out
+
+
 def summary(rows: list[Comparison]) -> str:
-    """Geomean of |error| and the largest error over the published-figure rows (not the search rows)."""
+    """Geomean of |error| and the largest error over the published-figure rows (not the search rows), then the
+    same over the Megatron-LM tables and over the Megatron-DeepSpeed runs apart, when both are there."""
     figures = [r for r in rows if "predict's plan" not in r.claim]
-    return error_summary(figures).replace(", largest", f" over {len(figures)} published figures, largest", 1)
+    lines = [error_summary(figures).replace(", largest", f" over {len(figures)} published figures, largest", 1)]
+    deepspeed = [r for r in figures if r.paper in {_paper(run) for run in DEEPSPEED_RUNS}]
+    megatron = [r for r in figures if r not in deepspeed]
+    if deepspeed and megatron:
+        for label, part in (("Megatron-LM tables", megatron), ("Megatron-DeepSpeed runs", deepspeed)):
+            lines.append(f"  {label}: " + error_summary(part).replace(", largest", f" over {len(part)}, largest", 1))
+    return "\n".join(lines)
 
 
 def cli(argv: list[str] | None = None) -> None:
@@ -162,7 +226,8 @@ def cli(argv: list[str] | None = None) -> None:
     args = script_arguments(__doc__.splitlines()[0], NAME, argv,
                             extra=[("--search", "also plan each model up to 1,024 GPUs with every dimension free")])
     rows = comparisons(args.quick, args.search)
-    report(rows, args, "Megatron-LM on A100 80 GB (Narayanan 2021, Korthikanti 2022): published vs tpsim")
+    report(rows, args, "Megatron-LM and Megatron-DeepSpeed on A100 80 GB (Narayanan 2021, Korthikanti 2022, "
+                       "MT-NLG 530B, BLOOM 176B): published vs tpsim")
     print(summary(rows))
     if not args.quick:
         caps = (0.7, 0.75)
@@ -173,6 +238,11 @@ def cli(argv: list[str] | None = None) -> None:
         for name, published, rates in sensitivity(caps):
             print(f"| {name} | {published:.0f} | " + " | ".join(f"{r:.1f} ({r / published - 1:+.0%})" for r in rates)
                   + " |")
+        print("\nvariations: the Megatron-DeepSpeed runs, seconds per iteration")
+        print("| run | variation | published | tpsim |")
+        print("|---|---|---|---|")
+        for name, label, published, predicted in variations():
+            print(f"| {name} | {label} | {published:.1f} | {predicted:.1f} ({predicted / published - 1:+.0%}) |")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,15 @@ def test_presets_capped_caps_every_preset_spec_inside_the_block_and_restores_aft
     assert "gemm_efficiency" not in _sim(load_topology(SPEC))
 
 
+def test_presets_capped_caps_a_cluster_described_from_a_server_preset_too():
+    described = "server=dgx-a100-80gb,servers=2,nics=4,nic_Gbps=100"
+    own = topologies.loader.compact_cluster
+    with presets_capped(0.7):
+        assert _sim(load_topology(described))["gemm_efficiency"] == 0.7
+    assert topologies.loader.compact_cluster is own
+    assert "gemm_efficiency" not in _sim(load_topology(described))
+
+
 def test_presets_capped_restores_after_an_error():
     own = topologies.presets.build_preset
     with pytest.raises(RuntimeError, match="inside"):
