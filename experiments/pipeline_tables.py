@@ -79,6 +79,11 @@ class PipelineRun:
     """Layers tpsim pipelines when the run's do not divide by ``pp`` (BLOOM: see ``BLOOM_176B``)."""
     topology: str | None = None
     """The cluster as ``--topology`` takes it, where the servers are not DGX A100s; None: ``dgx-a100-80gb``."""
+    bf16_optimizer: bool = False
+    """DeepSpeed's BF16_Optimizer accumulated the gradients (``--deepspeed-bf16-optimizer``): BLOOM's ds_config
+    (``"bf16": {"enabled": true}``, ZeRO 0) on DeepSpeed 5ea1c60f8, whose ``update_hp_grads`` casts every
+    micro-batch's gradients to fp32 before adding them. Not MT-NLG: bf16 reached DeepSpeed (pipeline engine
+    included) only in v0.6.2, April 2022."""
 
     @property
     def dp(self) -> int:
@@ -130,7 +135,8 @@ _B = ("Le Scao et al. 2022, arXiv 2211.05100; bigscience-workshop/bigscience tra
 BLOOM_176B = (
     PipelineRun("BLOOM 176B", 176.2, 112, 14336, 70, 4, 12, 384, 2048, tflops_per_gpu=149.77, step_s=104.70,
                 micro_batch=2, schedule="1f1b", zero=1, model="experiments/models/bloom-176b.yaml",
-                pipelined_layers=60, topology="server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", source=_B),
+                pipelined_layers=60, topology="server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100",
+                bf16_optimizer=True, source=_B),
 )
 """BLOOM's steady state at global batch 2048, on Jean Zay's servers: 8 A100 80 GB on NVLink, 4 Omni-Path links of
 100 Gb/s each (the README's hardware list), as DGX A100 80 GB servers with 4 NICs of 100 Gb/s (tpsim runs them

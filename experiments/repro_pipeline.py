@@ -96,6 +96,8 @@ def command(run: PipelineRun, pinned: bool = True) -> list[str]:
         # in September 2021 (commit 16c90445, made the default by 3f652469, both 2021-09-02): these runs
         # all-reduced dX before the dW GEMM.
         argv += ["--no-gradient-accumulation-fusion", "--no-async-tensor-model-parallel-allreduce"]
+    if run.bf16_optimizer:  # DeepSpeed's BF16_Optimizer: a cast to fp32 before each micro-batch's add
+        argv.append("--deepspeed-bf16-optimizer")
     if not pinned:
         return argv
     argv += ["--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp), "--algos", "1d-sp" if run.sequence_parallel else "1d",
@@ -148,7 +150,12 @@ def _deepspeed(run: PipelineRun) -> Comparison:
                       configuration=f"tp {run.tp} x pp {run.pp} x dp {run.dp}, {run.gpus} GPUs, batch "
                                     f"{run.global_batch}, {micro}, 1F1B, ZeRO-{run.zero}",
                       published=run.step_s, predicted=row["step_time_s"], unit="s", source=run.source,
-                      explanation=_split(row), commands=("tpsim " + " ".join(command(run)),))
+                      explanation=_split(row) + (_BF16_OPTIMIZER if run.bf16_optimizer else ""),
+                      commands=("tpsim " + " ".join(command(run)),))
+
+
+_BF16_OPTIMIZER = ("; gradients accumulated as DeepSpeed's BF16_Optimizer (--deepspeed-bf16-optimizer: "
+                   "update_hp_grads casts each micro-batch's to fp32 before adding, DeepSpeed 5ea1c60f8)")
 
 
 def _search(run: PipelineRun) -> Comparison:

@@ -98,6 +98,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-gradient-accumulation-fusion", dest="gradient_accumulation_fusion", action="store_false",
                    help="add each micro-batch's weight gradients into the main gradients in a memory pass, as "
                    "Megatron-LM before 2022 (default: fused into the weight-gradient GEMM)")
+    g.add_argument("--deepspeed-bf16-optimizer", action="store_true",
+                   help="accumulate as DeepSpeed's BF16_Optimizer (ds_config bf16 enabled, ZeRO 0; BLOOM 176B): "
+                   "each micro-batch's gradients cast to fp32 and added in a memory pass (bf16 only)")
     reduce = g.add_mutually_exclusive_group()
     reduce.add_argument("--grad-reduce-in-bf16", dest="grad_reduce_in_fp32", action="store_false", default=None,
                         help="keep and reduce the main gradients in bf16 (default under bf16: fp32, as Megatron-LM)")
@@ -132,6 +135,7 @@ def _options(args, workload: Workload) -> StepOptions:
                        dtype=args.dtype, overlap_grad_reduce=args.overlap_grad_reduce,
                        grad_reduce_in_fp32=args.grad_reduce_in_fp32,
                        gradient_accumulation_fusion=args.gradient_accumulation_fusion,
+                       deepspeed_bf16_optimizer=args.deepspeed_bf16_optimizer,
                        async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
                        backward_prefetch=args.backward_prefetch)
 

@@ -22,6 +22,14 @@ the GEMM writes a p-byte gradient and the DDP hook runs ``main_grad.add_(grad)``
 and written at memory bandwidth (``accumulation_bytes``; with fp16 gradients kept in ``param.grad``,
 autograd's own ``+=`` moves the same 3 x 2 bytes).
 
+DeepSpeed's BF16_Optimizer (its ``"bf16": {"enabled": true}`` at ZeRO stage 0, as BigScience's BLOOM 176B ran
+it with the pipeline engine; tpsim's ``--deepspeed-bf16-optimizer``) accumulates after every micro-batch's
+backward in ``update_hp_grads`` (``deepspeed/runtime/bf16_optimizer.py``, github:microsoft/DeepSpeed 5ea1c60f8,
+the commit BLOOM's tr11 chronicles name, and v0.6.2-v0.7.x): ``hp_grad.add_(lp.grad.to(fp32))``. The cast
+writes an fp32 copy of the bf16 gradient before the add reads it: p + g bytes for the cast, 3 g for the add,
+p + 4 g in all (18 a weight under bf16, against the hook's 10), with or without Megatron-LM's fusion, which the
+DeepSpeed engine does not use.
+
 These settings concern Megatron-LM's ZeRO-0 and ZeRO-1 (its distributed optimizer); ZeRO-2 and 3 (DeepSpeed,
 FSDP) keep reducing gradients in the parameters' dtype, after every micro-batch, overlapped.
 
@@ -33,6 +41,8 @@ Example::
     ('--overlap-grad-reduce', '--grad-reduce-in-bf16')
     >>> accumulation_bytes(1e6, 2, 4, fusion=False), accumulation_bytes(1e6, 2, 4, fusion=True)
     (10000000.0, 0.0)
+    >>> accumulation_bytes(1e6, 2, 4, fusion=True, cast_copy=True)
+    18000000.0
 """
 
 from __future__ import annotations
@@ -60,10 +70,14 @@ def reduction_bucket_bytes(bucket_bytes: float, zero: int, overlap_grad_reduce: 
     return math.inf if not overlap_grad_reduce and zero <= 1 else bucket_bytes
 
 
-def accumulation_bytes(weights: float, param_bytes: int, grad_bytes: int, fusion: bool) -> float:
+def accumulation_bytes(weights: float, param_bytes: int, grad_bytes: int, fusion: bool,
+                       cast_copy: bool = False) -> float:
     """Bytes one micro-batch's backward moves adding ``weights`` weight gradients into the main gradients:
     none with gradient accumulation fusion, else the hook's read of the gradient and read and write of the
-    main gradient (module docstring)."""
+    main gradient; ``cast_copy`` (DeepSpeed's BF16_Optimizer) adds the cast's fp32 copy, written and read
+    again, whatever ``fusion`` says (module docstring)."""
+    if cast_copy:
+        return float(weights * (param_bytes + 4 * grad_bytes))
     return 0.0 if fusion else float(weights * (param_bytes + 2 * grad_bytes))
 
 

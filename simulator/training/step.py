@@ -97,6 +97,9 @@ class StepOptions:
     gradient_accumulation_fusion: bool = True
     """Megatron-LM's default: the weight-gradient GEMMs accumulate into the main gradients; False: each
     micro-batch's backward adds them in a memory pass (``main_grads.accumulation_bytes``)."""
+    deepspeed_bf16_optimizer: bool = False
+    """DeepSpeed's BF16_Optimizer accumulates instead: a cast to fp32, then the add, after every micro-batch's
+    backward (``main_grads``; bf16, ZeRO 0 or 1 only). Off: Megatron-LM's accumulation."""
     async_dgrad: bool = True
     """1d / 1d-sp: Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (its default;
     ``simulator.algorithms.megatron_1d``)."""
@@ -113,6 +116,9 @@ class StepOptions:
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
         check_backward_prefetch(self.backward_prefetch)
+        if self.deepspeed_bf16_optimizer and (self.dtype != "bfloat16" or self.zero > 1):
+            raise InputError(f"DeepSpeed's BF16_Optimizer runs bf16 at ZeRO 0 or 1, got dtype {self.dtype} and "
+                             f"ZeRO {self.zero}; use --dtype bfloat16 and --zero 0 or 1, or drop the option")
 
 
 @dataclass(frozen=True)
@@ -253,7 +259,8 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
     g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
     key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g,
-           options.gradient_accumulation_fusion, options.async_dgrad, options.tp_comm_overlap)
+           options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer, options.async_dgrad,
+           options.tp_comm_overlap)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -297,7 +304,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
         extra = x.total_s
     layer_el = tuple(tuple(weight_elements(fwd_s, block, r)) for r in range(a.tp))
     added = accumulation_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g,
-                               options.gradient_accumulation_fusion)
+                               options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer)
     if added:  # each backward's hook adds the layer's weight gradients into the main gradients
         rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"],
                                            ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency)

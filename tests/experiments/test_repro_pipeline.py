@@ -90,9 +90,10 @@ def test_a_megatron_deepspeed_row_runs_pinned_as_its_source_says():
         "--topology", "server=dgx-a100-80gb,servers=48,nics=4,nic_Gbps=100", "--gpus", "384",
         "--global-batch", "2048", "--recompute", "full",
         "--zero", "1", "--no-overlap-grad-reduce", "--no-gradient-accumulation-fusion",
-        "--no-async-tensor-model-parallel-allreduce", "--tp-sizes", "4", "--pp-sizes", "12", "--algos", "1d",
-        "--simulate-top", "1", "--schedule", "1f1b", "--batch", "2"]
+        "--no-async-tensor-model-parallel-allreduce", "--deepspeed-bf16-optimizer", "--tp-sizes", "4",
+        "--pp-sizes", "12", "--algos", "1d", "--simulate-top", "1", "--schedule", "1f1b", "--batch", "2"]
     assert "--schedule 1f1b" in " ".join(repro_pipeline.command(SMITH_2022[0]))
+    assert "--deepspeed-bf16-optimizer" not in repro_pipeline.command(SMITH_2022[0])  # before DeepSpeed had bf16
     row = repro_pipeline.predicted_row(bloom)
     assert (row["tp"], row["pp"], row["dp"], row["micro_batch"], row["schedule"]) == (4, 12, 8, 2, "1f1b")
     # tpsim is optimistic on DeepSpeed's pipeline (experiments/README says by how much and what it suggests)

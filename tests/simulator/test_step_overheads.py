@@ -8,6 +8,7 @@ import pytest
 
 from simulator.algorithms.arrangement import Arrangement
 from simulator.compute import achievable_memory_bandwidth
+from simulator.errors import InputError
 from simulator.pipeline.stage_step import stage_passes
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.embedding_loss import cross_entropy_bytes, embedding_bytes
@@ -107,6 +108,28 @@ def test_options_off_give_the_previous_values_and_on_cost_time():
     assert bf16.dp_comm_s < after.dp_comm_s
     assert bf16.dp_comm_s == pytest.approx(
         simulate_waves(G, groups, [[Bucket(2.0 * e, 0.0)] for e in elements], "all_reduce"))
+
+
+def test_deepspeeds_bf16_optimizer_adds_the_cast_copy_to_every_backward(capsys):
+    # BF16_Optimizer.update_hp_grads: hp_grad.add_(lp.grad.to(fp32)): cast 2 + 4 bytes, add 4 + 4 + 4.
+    assert accumulation_bytes(100, 2, 4, fusion=True, cast_copy=True) == 1800
+    assert accumulation_bytes(100, 2, 4, fusion=False, cast_copy=True) == 1800  # DeepSpeed has no fusion
+    G = load_topology("dgx-a100:2")
+    base = StepOptions(global_batch=32, layers=3, vocab=1000)
+    fused = block_times(G, DP, BLOCK, base)
+    ds = block_times(G, DP, BLOCK, dataclasses.replace(base, deepspeed_bf16_optimizer=True))
+    rate = achievable_memory_bandwidth(G.nodes[next(n for n in G if G.nodes[n].get("device"))]["device"])
+    weights = max(sum(e) for e in fused.layer_el)
+    assert ds.passes["block_bwd"].time_s == pytest.approx(fused.passes["block_bwd"].time_s + 18 * weights / rate)
+    assert ds.passes["block_fwd"] == fused.passes["block_fwd"]
+    unfused = block_times(G, DP, BLOCK, dataclasses.replace(base, gradient_accumulation_fusion=False))
+    assert ds.passes["block_bwd"].time_s > unfused.passes["block_bwd"].time_s  # 18 bytes a weight against 10
+    with pytest.raises(InputError, match="BF16_Optimizer runs bf16"):
+        StepOptions(global_batch=32, layers=3, dtype="float16", deepspeed_bf16_optimizer=True)
+    status, out, err = run(capsys, "predict", "--gpus", "8", "--topology", "dgx-a100", "--workload", "transformer",
+                           "--seq", "256", "--hidden", "512", "--heads", "8", "--layers", "4", "--global-batch",
+                           "32", "--dtype", "float16", "--deepspeed-bf16-optimizer")
+    assert status == 2 and "use --dtype bfloat16" in err and "Traceback" not in err
 
 
 def test_a_pipeline_puts_the_embedding_on_its_first_stage_and_the_loss_on_its_last():
