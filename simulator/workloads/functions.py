@@ -194,6 +194,25 @@ _ATTENTION_PARAMS = ("p", "stream", "seq", "heads", "head_dim", "batch0", "head0
 _GQA_PARAMS = _ATTENTION_PARAMS + ("group",)
 _ROTARY_PARAMS = ("seq", "group", "head_dim")
 
+def _fused_attention(kernel: str, label: str) -> dict[str, LocalFunction]:
+    """The forward and backward functions of one fused attention ``kernel`` (``flash``, ``triton``, ``cudnn``):
+    the same values and memory (nothing of [s, s] kept, the probabilities recomputed in the backward), timed at
+    the kernel's own published rate (``attention_work``'s ``kernel``)."""
+    return {
+        f"{kernel}_attention": LocalFunction(
+            1, f"out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value "
+               f"head), {label}: nothing of [s, s] kept", numpy=attention.attention,
+            torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
+            work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True, kernel=kernel)),
+        f"{kernel}_attention_backward": LocalFunction(
+            2, f"out = dQKV from the context gradient in0 and the QKV block in1, {label}: the probabilities "
+               f"recomputed", numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"],
+            params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
+            work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True,
+                                                            kernel=kernel)),
+    }
+
+
 FUNCTIONS: dict[str, LocalFunction] = {
     "gelu": LocalFunction(
         1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))",
@@ -286,40 +305,8 @@ FUNCTIONS: dict[str, LocalFunction] = {
         numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"], params=_GQA_PARAMS,
         seeded=True, shape=llama.gqa_backward_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
-    "flash_attention": LocalFunction(
-        1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
-           "FlashAttention-2: nothing of [s, s] kept", numpy=attention.attention,
-        torch=attention.TORCH["attention_gqa"],
-        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
-        work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True)),
-    "flash_attention_backward": LocalFunction(
-        2, "out = dQKV from the context gradient in0 and the QKV block in1, FlashAttention-2: the probabilities "
-           "recomputed", numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"],
-        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
-        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True)),
-    "triton_attention": LocalFunction(
-        1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
-           "FlashAttention in Triton: nothing of [s, s] kept", numpy=attention.attention,
-        torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
-        work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True, kernel="triton")),
-    "triton_attention_backward": LocalFunction(
-        2, "out = dQKV from the context gradient in0 and the QKV block in1, FlashAttention in Triton: the "
-           "probabilities recomputed", numpy=attention.attention_backward,
-        torch=attention.TORCH["attention_gqa_backward"],
-        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
-        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True,
-                                                        kernel="triton")),
-    "cudnn_attention": LocalFunction(
-        1, "out = causal softmax(Q K^T / sqrt(d)) V of the QKV block in0 (group query heads per key/value head), "
-           "cuDNN's fused attention: nothing of [s, s] kept", numpy=attention.attention,
-        torch=attention.TORCH["attention_gqa"], params=_GQA_PARAMS, seeded=True, shape=llama.gqa_shape,
-        work=lambda shapes, out, params: attention_work(shapes, out, params, flash=True, kernel="cudnn")),
-    "cudnn_attention_backward": LocalFunction(
-        2, "out = dQKV from the context gradient in0 and the QKV block in1, cuDNN's fused attention: the "
-           "probabilities recomputed", numpy=attention.attention_backward,
-        torch=attention.TORCH["attention_gqa_backward"],
-        params=_GQA_PARAMS, seeded=True, shape=llama.gqa_backward_shape,
-        work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True, flash=True,
-                                                        kernel="cudnn")),
+    **_fused_attention("flash", "FlashAttention-2"),
+    **_fused_attention("triton", "FlashAttention in Triton"),
+    **_fused_attention("cudnn", "cuDNN's fused attention"),
 }
 """Every function a ``local`` op may name, by name."""
