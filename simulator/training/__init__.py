@@ -15,6 +15,7 @@ module              what it holds
 ``main_grads``      the main gradients' dtype, ``--overlap-grad-reduce``, and accumulation fusion
 ``flops``           Korthikanti et al.'s model FLOPs per step, and MFU
 ``utilisation``     a step's model FLOPs, MFU, HFU and TFLOP/s per GPU as Megatron-LM reports them
+``options``         ``StepOptions``: what a step trains and how (ZeRO, recompute, the overlaps), checked once
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
 ``comm_breakdown``  a step's communication per kind, exposed (critical path) + hidden (under compute)
 ``fsdp_prefetch``   ZeRO-3's all-gathers unit by unit, as FSDP prefetches them (``--backward-prefetch``)
@@ -27,4 +28,4 @@ module              what it holds
 """
 
 __all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
-           "optimizer_step", "placement", "rate_note", "search", "step", "utilisation"]
+           "optimizer_step", "options", "placement", "rate_note", "search", "step", "utilisation"]

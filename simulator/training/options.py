@@ -1,0 +1,67 @@
+"""``StepOptions``: what a training step trains (batch, depth, vocabulary) and how (ZeRO, recompute, the overlaps).
+
+One frozen record per plan, checked once on construction with the same messages memory sizing uses
+(``simulator.memory.setup.TrainingSetup``); ``simulator.training.step`` times a step from it and re-exports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.errors import InputError
+from simulator.memory.setup import TrainingSetup
+from simulator.training.fsdp_prefetch import check_backward_prefetch
+from simulator.training.gradients import DDP_BUCKET_BYTES
+
+__all__ = ["StepOptions"]
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """What a step trains: the global batch, the model's depth and vocabulary, and the training setup."""
+
+    global_batch: int
+    """Sequences per step (G)."""
+    layers: int = 1
+    """Transformer blocks (L)."""
+    vocab: int | None = None
+    """Vocabulary of the embedding / LM head; None: no embedding layer."""
+    tied: bool = True
+    """Whether the input embedding is the LM head's weight; False: a second [V, h] weight (its gradients
+    reduced and its optimizer step taken like the head's)."""
+    zero: int = 0
+    """ZeRO stage 0..3 over the data-parallel group."""
+    optimizer: str = "adam"
+    recompute: str = "none"
+    bucket_bytes: float = DDP_BUCKET_BYTES
+    dtype: str = "bfloat16"
+    overlap_grad_reduce: bool = True
+    """Megatron-LM's ``--overlap-grad-reduce``: the DP reduction runs in buckets under the last backward
+    (``simulator.training.main_grads``); False: one reduction of everything after it."""
+    grad_reduce_in_fp32: bool | None = None
+    """Main gradients (accumulated and reduced) in fp32; None: Megatron-LM's default (fp32 under bf16)."""
+    gradient_accumulation_fusion: bool = True
+    """Megatron-LM's default: the weight-gradient GEMMs accumulate into the main gradients; False: each
+    micro-batch's backward adds them in a memory pass (``main_grads.accumulation_bytes``)."""
+    deepspeed_bf16_optimizer: bool = False
+    """DeepSpeed's BF16_Optimizer accumulates instead: a cast to fp32, then the add, after every micro-batch's
+    backward (``main_grads``; bf16, ZeRO 0 or 1 only). Off: Megatron-LM's accumulation."""
+    async_dgrad: bool = True
+    """1d / 1d-sp: Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (its default;
+    ``simulator.algorithms.megatron_1d``)."""
+    tp_comm_overlap: bool = False
+    """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters (Megatron-LM's
+    ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
+    backward_prefetch: str = "BACKWARD_PRE"
+    """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""
+
+    def __post_init__(self) -> None:
+        # The same training choices size memory: one set of checks and messages for both.
+        TrainingSetup(optimizer=self.optimizer, zero=self.zero, recompute=self.recompute, layers=self.layers,
+                      vocab=self.vocab, tied=self.tied)
+        if not self.bucket_bytes > 0:
+            raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
+        check_backward_prefetch(self.backward_prefetch)
+        if self.deepspeed_bf16_optimizer and (self.dtype != "bfloat16" or self.zero > 1):
+            raise InputError(f"DeepSpeed's BF16_Optimizer runs bf16 at ZeRO 0 or 1, got dtype {self.dtype} and "
+                             f"ZeRO {self.zero}; use --dtype bfloat16 and --zero 0 or 1, or drop the option")
