@@ -35,7 +35,8 @@ CALIBRATE = "`tpsim calibrate --from-steps` fits it to a step you measured"
 
 
 def gemm_rate_note(G: nx.Graph, device: dict) -> str | None:
-    """The note for a plan on ``device`` of ``G`` (module doc), or None where the rate is sustained or the user's."""
+    """The note for a plan on ``device`` of ``G`` (module doc), or None where the rate is sustained or the user's;
+    under ``--dtype fp8`` (``G``'s ``sim.fp8_gemms``) it quotes the FP8 rate."""
     if (G.graph.get("sim") or {}).get("gemm_efficiency") is not None:
         return None
     name = device.get("name", "?")
@@ -47,5 +48,7 @@ def gemm_rate_note(G: nx.Graph, device: dict) -> str | None:
         return f"{name} has no published GEMM rate ({FALLBACK_GEMM_EFFICIENCY:.0%} of peak assumed); {CALIBRATE}"
     if rates.best_case_tflops is not None or own != rates.gemm_tflops.get("bfloat16"):
         return None  # sustained (the A100), or a figure the user set on the device
-    return (f"{name}'s GEMM rate is a best case ({own:g} TFLOP/s bf16, no sustained rate published): measured "
-            f"steps likely run slower; {CALIBRATE}")
+    fp8 = (G.graph.get("sim") or {}).get("fp8_gemms") and "float8" in rates.gemm_tflops
+    quoted = f"{rates.gemm_tflops['float8']:g} TFLOP/s fp8" if fp8 else f"{own:g} TFLOP/s bf16"
+    return (f"{name}'s GEMM rate is a best case ({quoted}, no sustained rate published): measured steps likely "
+            f"run slower; {CALIBRATE}")

@@ -20,6 +20,7 @@ def test_best_case_gpus_get_the_note_and_the_a100_does_not():
         assert note.startswith(f"{name}'s GEMM rate is a best case ({rate} TFLOP/s bf16, no sustained rate published)")
         assert "tpsim calibrate --from-steps" in note
     assert _note("dgx-a100:1") is None and _note("dgx-a100-80gb:1") is None  # sustained rates
+    assert "(1402.6 TFLOP/s fp8, no sustained rate published)" in _note("dgx-h100:1", sim={"fp8_gemms": True})
 
 
 def test_an_assumed_rate_says_so_and_the_users_own_rate_gets_no_note():
