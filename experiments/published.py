@@ -22,16 +22,16 @@ import contextlib
 import csv
 import io
 import json
-import math
 import os
 import textwrap
 from dataclasses import asdict, dataclass, field, fields
 
 from experiments.outputs import OUT, default_folder
+from simulator.calibrate.from_steps import geomean_error
 from simulator.files import replacing, save_figure
 from simulator.cli import main as tpsim
 
-__all__ = ["Comparison", "tpsim_json", "pinned_row", "write_csv", "write_png", "script_arguments", "within", "report",
+__all__ = ["Comparison", "geomean_error", "tpsim_json", "pinned_row", "write_csv", "write_png", "script_arguments", "within", "report",
            "error_summary"]
 
 WITHIN = 0.15  # the issue's bar: a claim is reproduced when predicted / published is within 15%
@@ -156,9 +156,8 @@ def script_arguments(description: str, name: str, argv: list[str] | None = None,
 
 def error_summary(rows: list[Comparison]) -> str:
     """Geomean of |error| (as a ratio) over ``rows`` and the largest error, one line."""
-    errors = [abs(math.log(r.ratio)) for r in rows]
     worst = max(rows, key=lambda r: abs(r.ratio - 1.0))
-    return (f"geomean error {math.exp(sum(errors) / len(errors)) - 1:.1%}, largest {worst.ratio - 1:+.1%} "
+    return (f"geomean error {geomean_error(r.ratio for r in rows):.1%}, largest {worst.ratio - 1:+.1%} "
             f"({worst.claim}, {worst.configuration})")
 
 

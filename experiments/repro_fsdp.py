@@ -53,7 +53,7 @@ import tempfile
 from experiments.fsdp_share_plot import write_share_png
 from experiments.fsdp_tables import MOSAICML, NOT_EXPRESSED, TORCHTITAN, FsdpRun
 from experiments.gemm_cap import capped_file
-from experiments.published import Comparison, error_summary, pinned_row, report, script_arguments, tpsim_json
+from experiments.published import Comparison, error_summary, geomean_error, pinned_row, report, script_arguments, tpsim_json
 from simulator.workloads.models import resolve_model
 from topologies import gpu_nodes
 from topologies.presets import build_preset
@@ -228,10 +228,6 @@ def comparisons(quick: bool = False) -> list[Comparison]:
     return [r.comparison for r in results(quick)]
 
 
-def _geomean_error(ratios: list[float]) -> float:
-    return math.exp(sum(abs(math.log(r)) for r in ratios) / len(ratios)) - 1
-
-
 def summary(rows: list[Result]) -> str:
     """Geomean |error| and the largest, over all rows and per (framework, GPU, checkpointing), each with the
     geomean under the GEMM cap where the rows were varied."""
@@ -239,7 +235,7 @@ def summary(rows: list[Result]) -> str:
     varied = all(r.capped_ratio is not None for r in rows)
     lines = [error_summary(comparisons_).replace(", largest", f" over {len(rows)} rows, largest", 1)]
     if varied:
-        cap = _geomean_error([r.capped_ratio for r in rows])
+        cap = geomean_error([r.capped_ratio for r in rows])
         lines[0] += f"; every GEMM capped at {GEMM_CAP:.0%} of peak: geomean error {cap:.1%}"
     groups: dict[str, list[Result]] = {}
     for r in rows:
@@ -247,9 +243,9 @@ def summary(rows: list[Result]) -> str:
     for label, group in groups.items():
         ratios = [r.comparison.ratio for r in group]
         line = (f"  {label}: {len(group)} rows, tpsim / published {min(ratios):.2f}-{max(ratios):.2f}, geomean "
-                f"error {_geomean_error(ratios):.1%}")
+                f"error {geomean_error(ratios):.1%}")
         if varied:
-            line += f"; GEMM cap {_geomean_error([r.capped_ratio for r in group]):.1%}"
+            line += f"; GEMM cap {geomean_error([r.capped_ratio for r in group]):.1%}"
         lines.append(line)
     return "\n".join(lines)
 

@@ -39,14 +39,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import os
 import sys
 import tempfile
 
 from experiments.gemm_cap import capped_file
 from experiments.nemo_tables import NOT_EXPRESSED, ROWS, NemoRun
-from experiments.published import Comparison, error_summary, pinned_row, report, script_arguments
+from experiments.published import Comparison, error_summary, geomean_error, pinned_row, report, script_arguments
 from simulator.compute import FP8, ComputeModel
 from simulator.workloads.attention_cost import flash_time_s
 from simulator.workloads.models import resolve_model
@@ -268,10 +267,6 @@ def comparisons(quick: bool = False) -> list[Comparison]:
     return [r.comparison for r in results(quick)]
 
 
-def _geomean_error(ratios: list[float]) -> float:
-    return math.exp(sum(abs(math.log(r)) for r in ratios) / len(ratios)) - 1
-
-
 def summary(rows: list[Result]) -> str:
     """Geomean |error| and the largest, over all rows, per system and per container; the GEMM caps found."""
     lines = [error_summary([r.comparison for r in rows]).replace(", largest", f" over {len(rows)} rows, largest", 1)]
@@ -282,7 +277,7 @@ def summary(rows: list[Result]) -> str:
             worst = max(group, key=lambda r: abs(r.comparison.ratio - 1))
             caps = [r.cap for r in group if r.cap is not None]
             line = (f"  {label} {name}: {len(group)} rows, tpsim / published {min(ratios):.2f}-{max(ratios):.2f}, "
-                    f"geomean error {_geomean_error(ratios):.1%}, largest {worst.comparison.ratio - 1:+.1%} "
+                    f"geomean error {geomean_error(ratios):.1%}, largest {worst.comparison.ratio - 1:+.1%} "
                     f"({worst.run.model}, {worst.run.gpus} GPUs)")
             if caps:
                 line += f"; GEMM cap meeting the rows: {min(caps):.2f}-{max(caps):.2f} of peak"
