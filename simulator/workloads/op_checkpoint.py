@@ -126,7 +126,8 @@ def op_checkpoint(workload: Workload) -> OpCheckpoint:
         if i is None or i in recomputed or kept.get(i) == 1.0:
             return  # the block's input, or already back
         layer = layers[i]
-        recomputed[i] = 1.0 - kept.get(i, 0.0)
+        # a split linear runs its unkept columns again; any other layer runs whole
+        recomputed[i] = (layer.n - kept_cols[i]) / layer.n if i in kept_cols else 1.0
         for x in layer.inputs:
             need(x)
 
