@@ -106,7 +106,9 @@ def _per_op(schedule: Schedule, rank: int, workload: Workload, buffers: dict, fi
     out = [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []
     kept = [(name, share) for name, share in policy.kept if name in buffers]
     if kept:
-        what = ", ".join(name if share == 1 else f"{share:.3g} of {name}" for name, share in kept)
+        layers = workload.layers()
+        pieces = {name: [p.name for p in policy.products if p.kept and layers[p.layer].y == name] for name, _ in kept}
+        what = ", ".join(name if share == 1 else f"{' and '.join(pieces[name])} of {name}" for name, share in kept)
         out.append(Kept("kept", f"saved by the per-op policy: {what}",
                         round(sum(buffers[name].nbytes * share for name, share in kept))))
     core = [layer for layer in workload.layers() if isinstance(layer, Attention)]

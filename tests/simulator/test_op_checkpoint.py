@@ -73,6 +73,16 @@ def test_the_8b_block_recomputes_wk_wo_and_w3_and_the_layers_between() -> None:
     assert dict(c.kept) == {"QKV": 5120 / 6144, "CTX": 1.0, "H": 0.5, "F": 1.0} and c.attention_kept
 
 
+def test_a_biased_linear_is_addmm_neither_counted_nor_kept_and_an_unlisted_kernel_is_recomputed() -> None:
+    gpt = op_checkpoint(Workload.transformer(1, 512, 256, 8))  # GPT: biases, GELU, flash
+    assert not any(p.mm or p.kept for p in gpt.products) and dict(gpt.kept) == {"CTX": 1.0}
+    # Nothing reads F in a backward (dropout redraws its mask, the residual reads nothing): fc2 is not rerun.
+    assert [part for part, _ in gpt.recomputed] == ["ln1", "qkv", "proj", "drop1", "res1", "ln2", "fc1", "gelu"]
+    bare = op_checkpoint(Workload.transformer(1, 512, 256, 8, bias=False, attention="cudnn"))
+    assert [p.name for p in bare.products if p.kept] == ["Q", "V", "H"] and not bare.attention_kept
+    assert dict(bare.recomputed)["attn"] == 1.0 and "fc2" not in dict(bare.recomputed)
+
+
 @pytest.mark.parametrize("attention", ["flash", "unfused"])
 def test_recomputed_flops_are_the_unkept_products_and_lie_between_selective_and_full(attention) -> None:
     w = llama_8b_like(attention)
