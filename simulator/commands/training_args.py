@@ -27,7 +27,7 @@ def add_model_state_arguments(group: argparse._ArgumentGroup, searched: bool = F
                             f"gradients, 3 also the parameters (default {default or 0})")
     group.add_argument("--recompute", default=None if searched else "none", metavar="|".join(RECOMPUTE),
                        help="activation recomputation: none, selective (the attention core), selective-op "
-                            "(torchtitan's per-op policy: the unkept matmuls, norms, ...), full "
+                            "(torchtitan's per-op policy: every second matmul, the norms and elementwise ops), full "
                             f"(each layer from its input) (default {default or 'none'})")
 
 
