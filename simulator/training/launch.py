@@ -12,8 +12,8 @@
   per-op selective checkpointing, so a ``selective-op`` plan says so on a line of its own and names
   torchtitan's flags for it (``--activation_checkpoint.mode selective
   --activation_checkpoint.selective_ac_option op``), as a GPipe plan names the schedule that runs it.
-  A plan timed without
-  Megatron-LM's asynchronous dX communication says so with ``--no-async-tensor-model-parallel-allreduce``
+  A plan timed without Megatron-LM's asynchronous dX communication says so with
+  ``--no-async-tensor-model-parallel-allreduce``
   (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise; with sequence
   parallelism Megatron-LM always overlaps the re-gather and the reduce-scatter, which no flag turns off, so
   the line says the plan was timed without it); ZeRO-3 timed with a
