@@ -6,7 +6,8 @@ holds the published rows and their sources). FSDP full sharding is tpsim's pure 
 ZeRO-3 (``--tp-sizes 1 --pp-sizes 1 --zero 3``); each row pins what the source prints: the model
 (MPT's yamls as model files in ``experiments/models``, torchtitan's ``llama3-8b`` preset), the sequence
 length, the GPUs, the micro-batch and the global batch (so the gradient accumulation), activation
-checkpointing as ``--recompute full`` or ``none``, the attention kernel and bfloat16. The cluster is the
+checkpointing as ``--recompute full``, ``none`` or ``selective-op`` (torchtitan's per-op policy), the
+attention kernel and bfloat16. The cluster is the
 preset of the source's GPU: ``dgx-h100`` (H100 80GB; llm-foundry does not name its H100 fabric, the
 preset has one 400 Gb/s NIC per GPU), ``dgx-a100-80gb`` and ``dgx-a100`` (A100 80 and 40 GB with 8 x
 200 Gb/s per server: the tables' "1600 Gbps node-node interconnect").
@@ -27,11 +28,11 @@ it; the summary groups the errors by that share on each kind of GPU.
 
 What tpsim does not express, named in the rows it touches: FSDP's float32 gradient reduction
 (torchtitan's default and llm-foundry's ``amp_bf16 DEFAULT`` since Composer 0.16.4; tpsim reduces in
-bfloat16), torchtitan's per-op selective checkpointing (it recomputes every second matmul of a block,
-about 37% of the block's forward GEMM FLOPs in Llama 3.1 8B; tpsim's selective recomputation is
-Korthikanti et al.'s, which under FlashAttention recomputes nothing, so the row runs ``--recompute none``
-and gives ``full`` as the other bound), and torchtitan's H100s (96 GB HBM2e at 500 W, below the H100
-SXM5 80GB of the preset). ``experiments.fsdp_tables.NOT_EXPRESSED`` lists the rows left out and why.
+bfloat16) and torchtitan's H100s (96 GB HBM2e at 500 W, below the H100 SXM5 80GB of the preset).
+torchtitan's per-op selective checkpointing (every second matmul of a block, the norms, the rotary embedding
+and the SwiGLU product recomputed; ``simulator.workloads.op_checkpoint``) runs as ``--recompute
+selective-op``; its rows also give ``--recompute full`` as the slower bound.
+``experiments.fsdp_tables.NOT_EXPRESSED`` lists the rows left out and why.
 
 Writes the CSV, the PNG of every row's bars and beside it ``*_share.png``, each row's error against its
 communication share (``experiments.fsdp_share_plot``). Deterministic. ``--quick`` (the CI smoke test)
@@ -80,7 +81,7 @@ def _model(run: FsdpRun) -> str:
 
 def _recompute(run: FsdpRun, bound: str = "") -> str:
     if run.checkpointing == "selective-op":
-        return bound or "none"  # per-op SAC lies between tpsim's none and full (module docstring)
+        return bound or "selective-op"  # torchtitan's per-op policy; ``bound``: full, the slower bound
     return run.checkpointing
 
 
@@ -106,7 +107,7 @@ def topology(run: FsdpRun) -> str:
 def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "") -> list[str]:
     """The ``tpsim predict`` arguments of ``run``: FSDP full sharding as ZeRO-3 over pure data parallelism,
     everything the source prints pinned; ``topology_spec`` replaces the preset (the GEMM-cap variation),
-    ``recompute`` the recompute mode of a per-op selective row (its other bound)."""
+    ``recompute`` another recompute mode for a per-op selective row (``full``, its slower bound)."""
     return ["predict", "--gpus", str(run.gpus), "--topology", topology_spec or topology(run), "--model", _model(run),
             "--seq", str(run.seq), "--global-batch", str(run.global_batch), "--batch", str(run.micro_batch),
             "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3" if run.sharding == "FULL_SHARD" else "2",
@@ -171,7 +172,7 @@ def _suspected(run: FsdpRun, ratio: float, share: float, capped: float | None) -
         else:
             causes.append(f"the GEMM rate in part ({capped - 1:+.1%} with a {GEMM_CAP:.0%} cap)")
     if run.framework == "torchtitan":
-        causes.append("500 W H100s and per-op selective checkpointing, which tpsim does not express")
+        causes.append("500 W H100s, which tpsim does not express")
     return f"{ratio - 1:+.1%}, suspected: " + ("; ".join(causes) or "not varied under --quick")
 
 
@@ -185,8 +186,8 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
         notes.append(f"published MFU {run.mfu_percent:.1f}% (6N + 12lsh per token)")
     if run.checkpointing == "selective-op":
         full = _per_gpu(predicted_row(command(run, recompute="full")), run)
-        notes.append(f"per-op selective checkpointing recomputes part of each block: tpsim with --recompute full "
-                     f"gives {full:,.0f} tokens/s/GPU ({full / run.tokens_per_s_per_gpu - 1:+.1%})")
+        notes.append(f"per-op selective checkpointing timed as --recompute selective-op; with --recompute full "
+                     f"tpsim gives {full:,.0f} tokens/s/GPU ({full / run.tokens_per_s_per_gpu - 1:+.1%})")
     if attention(run) != run.attention:
         notes.append(f"the run's attention kernel was attn_impl: {run.attention}, which has no published figure on "
                      f"this GPU: timed as --attention {attention(run)} (FlashAttention-2, faster)")

@@ -254,13 +254,13 @@ def _gb(nbytes: float | None) -> str:
     return "-" if nbytes is None else f"{nbytes / 1e9:,.1f} GB"
 
 
-def _row(i, r, width: int, best: float) -> str:
+def _row(i, r, width: int, best: float, rc: int = 7) -> str:
     s, m = r.best, r.memory
     mem = _gb(None if m is None else m.peak_bytes)
     states = _gb(None if m is None else m.params_bytes + m.grads_bytes + m.optimizer_bytes)
     acts = _gb(None if m is None else m.activations_bytes)
     setting = short_label(r.options.zero, r.options.recompute)
-    return (f"  {i:>3}  {r.arrangement.label:<{width}}  {setting:<7}  {s.micro_batch:>3} {s.micro_batches:>4}  "
+    return (f"  {i:>3}  {r.arrangement.label:<{width}}  {setting:<{rc}}  {s.micro_batch:>3} {s.micro_batches:>4}  "
             f"{format_time(s.step_s):>10}  {s.tokens_per_s:>9,.0f}  {100 * s.mfu:>5.1f}%  "
             f"{format_time(s.tp_comm_s):>10}  {format_time(s.bubble_s):>10}  {format_time(s.pp_comm_s):>10}  "
             f"{format_time(s.dp_comm_s):>10}  {states:>10}  {acts:>9}  {mem:>10}  "
@@ -288,19 +288,22 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None,
     else:
         width = max(len(r.arrangement.label) for r in shown)
         best = (fit or over)[0].best.step_s
-        lines.append(f"  {'#':>3}  {'arrangement':<{width}}  {'ZeRO rc':<7}  {'B':>3} {'m':>4}  {'step':>10}  "
+        rc = max(7, *(len(short_label(r.options.zero, r.options.recompute)) for r in shown))  # "Z3 sel-op"
+        lines.append(f"  {'#':>3}  {'arrangement':<{width}}  {'ZeRO rc':<{rc}}  {'B':>3} {'m':>4}  {'step':>10}  "
                      f"{'tokens/s':>9}  "
                      f"{'MFU':>6}  {'TP comm':>10}  {'bubble':>10}  {'PP comm':>10}  {'DP comm':>10}  {'states':>10}  "
                      f"{'acts':>9}  {'peak':>10}  "
                      f"{'vs best':>7}")
-        lines += [_row(i, r, width, best) for i, r in enumerate(fit, 1)]
+        lines += [_row(i, r, width, best, rc) for i, r in enumerate(fit, 1)]
         if not fit:
             lines.append("  no arrangement fits in memory (--zero 1|2|3, --recompute selective|full where pinned, "
                          "larger --tp-sizes or --pp-sizes shrink the peak)")
         if over:
             lines.append(f"  do not fit ({_gb(usable)} usable per GPU):")
-            lines += [_row(len(fit) + i, r, width, best) for i, r in enumerate(over, 1)]
-        lines.append("  ZeRO rc: ZeRO stage and recompute (-: none, sel: selective, full); "
+            lines += [_row(len(fit) + i, r, width, best, rc) for i, r in enumerate(over, 1)]
+        per_op = any(r.options.recompute == "selective-op" for r in (*fit, *over))  # the legend grows only then
+        lines.append(f"  ZeRO rc: ZeRO stage and recompute (-: none, sel: selective, "
+                     f"{'sel-op: per-op selective, ' if per_op else ''}full); "
                      "B: micro-batch, m: micro-batches per step; step = compute + TP comm + pipeline bubble + "
                      "PP comm + DP comm (exposed); states: parameters + gradients + optimizer; acts: kept "
                      "activations; peak per GPU (pipelines: the worst stage's)")

@@ -1,7 +1,7 @@
 """`tpsim simulate`: time one schedule on one topology with the flow-level simulator.
 
     tpsim simulate <schedule args> --topology NAME|FILE [--placement P] [--algo-override KIND=ALGO ...]
-                   [--optimizer adam|sgd] [--zero 0..3] [--recompute none|selective|full] [--dp D]
+                   [--optimizer adam|sgd] [--zero 0..3] [--recompute none|selective|selective-op|full] [--dp D]
                    [--trace OUT.json] [--json] [--ops] [--analytic]
 
 Human output is a short summary (for a schedule that names layer parts, a table of the critical rank's

@@ -26,7 +26,8 @@ def add_model_state_arguments(group: argparse._ArgumentGroup, searched: bool = F
                        help="ZeRO stage over the data-parallel group: 1 shards the optimizer state, 2 also the "
                             f"gradients, 3 also the parameters (default {default or 0})")
     group.add_argument("--recompute", default=None if searched else "none", metavar="|".join(RECOMPUTE),
-                       help="activation recomputation: none, selective (the attention core), full "
+                       help="activation recomputation: none, selective (the attention core), selective-op "
+                            "(torchtitan's per-op policy: every second matmul, the norms and elementwise ops), full "
                             f"(each layer from its input) (default {default or 'none'})")
 
 

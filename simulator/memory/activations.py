@@ -24,6 +24,9 @@ arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
   softmax's log-sum-exp per row, 4 B x [b, a, s] (linear in s), under ``none`` and ``selective``
   alike: its backward recomputes the probabilities (the time model charges that recomputation in every
   mode), so selective recomputation changes nothing for it. ``full`` keeps only the layer's input X.
+  ``selective-op`` (torchtitan's per-op policy, ``simulator.workloads.op_checkpoint``) keeps the input X,
+  the outputs of the matrix products it saves (their columns' share of each buffer: Llama's Q and V of
+  QKV, the gate half of H) and the attention core's (CTX and, under FlashAttention, its log-sum-exp).
 
 The LayerNorm moments S [rows, 2], which the paper neglects, are their own item (``moments``): the
 comparison with the paper's closed forms leaves them out (``PAPER_KINDS``). They are counted at the
@@ -39,6 +42,7 @@ from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.attention_cost import FUSED_FUNCTIONS
 from simulator.workloads.layers import Attention, Dropout, LayerNorm, RMSNorm
+from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
 __all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
@@ -96,6 +100,25 @@ def _attention_core(schedule: Schedule, rank: int, layer: Attention) -> Kept | N
     return Kept("attention", f"attention core ({what}) of [b, a, s, s]: {elements:,} x {per} B", elements * per)
 
 
+def _per_op(schedule: Schedule, rank: int, workload: Workload, buffers: dict, first: str) -> list[Kept]:
+    """What torchtitan's per-op policy keeps on ``rank`` (module docstring)."""
+    policy = op_checkpoint(workload)
+    out = [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []
+    kept = [(name, share) for name, share in policy.kept if name in buffers]
+    if kept:
+        layers = workload.layers()
+        pieces = {name: [p.name for p in policy.products if p.kept and layers[p.layer].y == name] for name, _ in kept}
+        what = ", ".join(name if share == 1 else f"{' and '.join(pieces[name])} of {name}" for name, share in kept)
+        out.append(Kept("kept", f"saved by the per-op policy: {what}",
+                        round(sum(buffers[name].nbytes * share for name, share in kept))))
+    core = [layer for layer in workload.layers() if isinstance(layer, Attention)]
+    if policy.attention_kept and core:
+        lse = _attention_core(schedule, rank, core[0])
+        if lse is not None:
+            out.append(lse)
+    return out
+
+
 def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None) -> list[Kept]:
     """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``
     (``workload``: the schedule's, given by a caller that sizes every rank, to build it once)."""
@@ -107,6 +130,8 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     first = layers[0].inputs[0]
     if recompute == "full":
         return [Kept("input", f"layer input {first}", buffers[first].nbytes)] if first in buffers else []
+    if recompute == "selective-op":
+        return _per_op(schedule, rank, workload, buffers, first)
     moments = {layer.stats for layer in layers if isinstance(layer, (LayerNorm, RMSNorm))}
     names = list(dict.fromkeys(name for layer in layers for name in layer.saved))
     out = []

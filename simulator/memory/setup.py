@@ -25,8 +25,9 @@ OPTIMIZERS = ("adam", "sgd")
 ZERO_STAGES = (0, 1, 2, 3)
 """ZeRO stages (Rajbhandari et al. 2019, arXiv 1910.02054, section 5): 1 shards the optimizer state over
 the data-parallel group, 2 also the gradients, 3 also the parameters."""
-RECOMPUTE = ("none", "selective", "full")
-"""Activation recomputation (Korthikanti et al. 2022, arXiv 2205.05198, sections 4-5)."""
+RECOMPUTE = ("none", "selective", "selective-op", "full")
+"""Activation recomputation (Korthikanti et al. 2022, arXiv 2205.05198, sections 4-5; ``selective-op`` is
+torchtitan's per-op selective checkpointing, ``simulator.workloads.op_checkpoint``)."""
 
 
 def _is_int(value) -> bool:
@@ -42,7 +43,8 @@ class TrainingSetup:
     zero: int = 0
     """ZeRO stage over the data-parallel group, 0 to 3."""
     recompute: str = "none"
-    """``none``, ``selective`` (the attention core) or ``full`` (each layer from its input)."""
+    """``none``, ``selective`` (the attention core), ``selective-op`` (torchtitan's per-op policy) or ``full``
+    (each layer from its input)."""
     dp: int = 1
     """Data-parallel degree: the group ZeRO shards over."""
     layers: int = 1

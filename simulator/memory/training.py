@@ -7,7 +7,8 @@ backward of the last layer, when every layer's activations are still kept:
          + layers x one block's kept activations           (``simulator.memory.activations``)
          + the embedding's and the loss's activations      (``simulator.memory.embedding``, with a vocab)
          + the largest live workspace of the block         (``simulator.memory.liveness``)
-         + under full recomputation, the one layer being recomputed (its activations less its input)
+         + under full (or per-op) recomputation, the one layer being recomputed (its activations less what
+           it kept)
 
 The workspace is the largest live sum over the whole fwd+bwd program of the block: every buffer that
 is not a weight, a weight gradient or a kept activation (received panels, gathered blocks, partial
@@ -50,7 +51,7 @@ def _activation_items(schedule: Schedule, rank: int, workload: Workload, setup: 
     layers = setup.layers
     per_layer = layer_activations(schedule, rank, setup.recompute, workload)
     items = [Item("activations", f"{k.what} (x {layers} layers)", k.nbytes * layers) for k in per_layer]
-    if setup.recompute == "full":
+    if setup.recompute in ("full", "selective-op"):
         whole = layer_activations(schedule, rank, "none", workload)
         extra = sum(k.nbytes for k in whole) - sum(k.nbytes for k in per_layer)
         items.append(Item("activations", "one layer's activations while it is recomputed", extra))

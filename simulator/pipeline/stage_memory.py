@@ -14,8 +14,8 @@ Pipeline rank p (of pp, v model chunks each of L / (pp v) layers, m micro-batche
   passes also keep the embedding's dropout mask, the last's the final LayerNorm and output layer inputs
   and the fp32 logits (``simulator.memory.embedding``: Korthikanti's section 4.3, where the first stage
   keeps p micro-batches' embedding mask);
-- the block's largest live workspace (``simulator.memory.liveness``), and under full recomputation one
-  layer's activations while it is recomputed, as without pipelines.
+- the block's largest live workspace (``simulator.memory.liveness``), and under full (or per-op) recomputation
+  one layer's activations while it is recomputed, as without pipelines.
 
 Each tensor-parallel rank is sized (ranks alike in every count are sized once); a stage's breakdown is
 that of its rank with the largest peak, and the arrangement's peak is the worst stage's. With pp = 1 this
@@ -53,7 +53,7 @@ class RankParts:
     layer_kept: tuple
     """One block's kept activations (``Kept``) under the recomputation."""
     recompute_extra: int
-    """Full recomputation: one layer's activations less its input, while it is recomputed."""
+    """Full (or per-op) recomputation: one layer's activations less what it kept, while it is recomputed."""
     first_kept: tuple
     """What the first virtual stage's pass keeps besides its layers (the embedding's dropout mask)."""
     last_kept: tuple
@@ -72,7 +72,7 @@ def rank_parts(schedule: Schedule, setup: TrainingSetup, rank: int) -> RankParts
         embedding = (found[0], tuple(found[1:-1]), found[-1])  # word, learned positions (none: rotary), final norm
     kept = tuple(layer_activations(schedule, rank, setup.recompute, workload))
     extra = 0
-    if setup.recompute == "full":
+    if setup.recompute in ("full", "selective-op"):
         whole = layer_activations(schedule, rank, "none", workload)
         extra = sum(k.nbytes for k in whole) - sum(k.nbytes for k in kept)
     head = tuple(embedding_activations(schedule, rank, setup.vocab, workload)) if setup.vocab is not None else ()

@@ -19,7 +19,10 @@ et al. 2021's formula (arXiv 2104.04473, equation 3, the one Megatron-LM logs it
 
     96 B L s h^2 (1 + s / (6h) + V / (16 h L)),
 
-and selective recomputation runs the attention core's two products again, 4 B s^2 h per layer.
+and selective recomputation runs the attention core's two products again, 4 B s^2 h per layer;
+torchtitan's per-op policy (``selective-op``) the products it does not keep, counted from the block's
+layers (``simulator.workloads.op_checkpoint``: ``OpCheckpoint.recomputed_flops``, per layer and sequence
+here).
 
 Example (GPT-3 175B, B = 1536)::
 
@@ -45,13 +48,15 @@ def model_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, 
 
 
 def hardware_flops_per_step(global_batch: int, layers: int, seq: int, hidden: int, vocab: int,
-                            recompute: str = "none", layer_weights: int | None = None) -> float:
-    """Model FLOPs plus what ``recompute`` ("none", "selective", "full") computes again (module docstring):
-    full, one more forward of the layers, 2 B s L (W + 2 s h) (24 B L s h^2 (1 + s/6h) for a GPT of f = 4h);
-    selective, the attention core's two products, 4 B s^2 h per layer."""
+                            recompute: str = "none", layer_weights: int | None = None,
+                            per_op_flops: float = 0.0) -> float:
+    """Model FLOPs plus what ``recompute`` ("none", "selective", "selective-op", "full") computes again (module
+    docstring): full, one more forward of the layers, 2 B s L (W + 2 s h) (24 B L s h^2 (1 + s/6h) for a GPT
+    of f = 4h); selective, the attention core's two products, 4 B s^2 h per layer; selective-op, B L
+    ``per_op_flops`` (the per-op policy's recomputed FLOPs of one layer and one sequence)."""
     B, L, s, h = global_batch, layers, seq, hidden
     W = 12 * h * h if layer_weights is None else layer_weights
-    extra = {"none": 0.0, "selective": 4.0 * B * L * s * s * h,
+    extra = {"none": 0.0, "selective": 4.0 * B * L * s * s * h, "selective-op": B * L * per_op_flops,
              "full": 2.0 * B * s * L * (W + 2.0 * s * h)}[recompute]
     return model_flops_per_step(B, L, s, h, vocab, layer_weights) + extra
 

@@ -8,8 +8,12 @@
   FP8's ``--fp8-format`` / ``--fp8-recipe``); Megatron-LM derives the data-parallel size as world size / (T x P). It has no
   GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
-  ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``. A plan timed without
-  Megatron-LM's asynchronous dX communication says so with ``--no-async-tensor-model-parallel-allreduce``
+  ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``; Megatron-LM has no
+  per-op selective checkpointing, so a ``selective-op`` plan says so on a line of its own and names
+  torchtitan's flags for it (``--activation_checkpoint.mode selective
+  --activation_checkpoint.selective_ac_option op``), as a GPipe plan names the schedule that runs it.
+  A plan timed without Megatron-LM's asynchronous dX communication says so with
+  ``--no-async-tensor-model-parallel-allreduce``
   (Megatron-LM's own flag; the overlap is its default, so nothing is added otherwise; with sequence
   parallelism Megatron-LM always overlaps the re-gather and the reduce-scatter, which no flag turns off, so
   the line says the plan was timed without it); ZeRO-3 timed with a
@@ -55,6 +59,9 @@ def precision_flags(dtype: str, fp8_recipe: str | None = None) -> tuple[str, ...
     flags = {"bfloat16": ("--bf16",), "float16": ("--fp16",)}.get(dtype, ())
     return flags + ((_FP8_FLAGS[fp8_recipe],) if fp8_recipe else ())
 
+_PER_OP = "selective --activation_checkpoint.selective_ac_option op"
+"""torchtitan's ``--activation_checkpoint.mode`` (and option) for ``selective-op`` (its ``JobConfig`` at 9dec370ad)."""
+
 _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 """tpsim algorithm -> Colossal-AI tensor-parallel mode."""
 
@@ -87,6 +94,10 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     named = "None" if backward_prefetch == "NONE" else f"BackwardPrefetch.{backward_prefetch}"
     prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
         if zero == 3 and backward_prefetch != "BACKWARD_PRE" else []
+    if recompute == "selective-op":
+        fsdp = a.pp == 1 and a.tp == 1 and zero == 3  # the torchtitan line below names it
+        prefetch.append("  Megatron-LM has no per-op selective checkpointing: " + (
+            "the torchtitan line runs it" if fsdp else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
     if not async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
         prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
     if a.pp == 1:
@@ -95,7 +106,8 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
                  f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
         if a.tp == 1 and zero == 3:  # fully sharded data parallelism: PyTorch's own FSDP runs it natively
             lines.append(f"  or torchtitan (FSDP2): --parallelism.data_parallel_shard_degree {a.dp} "
-                         f"--activation_checkpoint.mode {recompute} --training.local_batch_size {micro_batch} "
+                         f"--activation_checkpoint.mode {_PER_OP if recompute == 'selective-op' else recompute} "
+                         f"--training.local_batch_size {micro_batch} "
                          f"--training.global_batch_size {global_batch}")
         return lines + prefetch
     lines = ["Megatron-LM: " + " ".join(args),

@@ -15,7 +15,8 @@ heavier setting is tried only where every lighter one does not fit: the row keep
 *lightest fitting* settings, those with no fitting setting lighter in both directions (``lightest_fitting``;
 ``exhaustive_choice`` is the same rule evaluated on every setting, for the tests). Where nothing fits, the
 row shows the setting with the least memory (the last tier, the heaviest recompute) as not fitting.
-``--zero`` and ``--recompute`` pin one dimension each (a grid of one cell: the row as before).
+``--zero`` and ``--recompute`` pin one dimension each (a grid of one cell: the row as before); torchtitan's
+per-op ``selective-op`` is tried only where pinned.
 
 Example, pure data parallelism, FlashAttention, nothing pinned::
 
@@ -84,4 +85,4 @@ def exhaustive_choice(levels, tiers, fits: Callable[[Setting], bool | None],
 
 def short_label(zero: int, recompute: str) -> str:
     """The table's compact column: "Z1 sel", "Z0 -", "Z3 full"."""
-    return f"Z{zero} {dict(none='-', selective='sel', full='full')[recompute]}"
+    return f"Z{zero} {dict(none='-', selective='sel', full='full', **{'selective-op': 'sel-op'})[recompute]}"

@@ -17,6 +17,11 @@ of the block (Megatron-LM's full recomputation, its tensor-parallel communicatio
 Korthikanti et al. 2022, section 4.2) under the unfused attention kernel, and nothing under
 FlashAttention (the default), whose backward op already recomputes the probabilities and is timed so
 in every mode (``simulator.workloads.attention_cost``; the memory model frees nothing for it either).
+``selective-op`` (torchtitan's per-op policy, ``simulator.workloads.op_checkpoint``) adds the forward of
+the layer parts the policy does not keep, each part's time times the share of it recomputed (a split
+linear's unkept columns: Llama's K of QKV, the up half of the gate/up GEMM), on a tensor-parallel size of
+1 only (NotApplicable otherwise: the policy keeps reduce-scatters and recomputes all-gathers, which a
+part's communication does not separate).
 
 The data-parallel reduction (``simulator.training.dp_reduce``) overlaps the last micro-batch's backward;
 what runs past the backward's end is exposed. What runs under the compute is not free: its NCCL kernels hold SMs
@@ -43,7 +48,7 @@ import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.compute import ComputeConfig, achievable_memory_bandwidth
-from simulator.errors import InputError
+from simulator.errors import InputError, NotApplicable
 from simulator.fp8_cost import weight_cast_s
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.timing.critical_path import analyze
@@ -63,6 +68,7 @@ from simulator.training.options import StepOptions
 from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.training.utilisation import utilisation
+from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
 __all__ = ["BlockTimes", "StepOptions", "PassTime", "StepTime", "block_times", "build_block", "step_time"]
@@ -160,16 +166,21 @@ def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: 
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
-def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | None = None, bf16: bool = False) -> PassTime:
+def _time(schedule, G, gpus, bound: bool, router, algorithms, part: str | dict | None = None,
+          bf16: bool = False) -> PassTime:
+    """The pass ``schedule``; ``part``: one layer part of it, or the sum of parts x shares (a dict)."""
     run = analyze if bound else simulate
     # bf16: GEMMs outside Transformer Engine (the LM head) stay in the schedule's dtype under --dtype fp8.
     compute = replace(ComputeConfig.from_sim(G.graph.get("sim")), fp8_gemms=False) if bf16 else None
     plan = plan_on_graph(schedule, G, gpus, compute)
     r = run(schedule, G, gpus, algorithms=algorithms, timeline=False, router=router, plan=plan)
-    if part is not None:  # one layer part of the critical rank (recompute's share)
-        p = r.parts.get(part)
-        comm = 0.0 if p is None or schedule.world_size == 1 else p.comm_s + p.wait_s
-        return PassTime(0.0, 0.0, 0.0) if p is None else PassTime(p.compute_s + comm, p.compute_s, comm)
+    if part is not None:  # layer parts of the critical rank (recompute's share)
+        total = PassTime(0.0, 0.0, 0.0)
+        for name, share in (part.items() if isinstance(part, dict) else ((part, 1.0),)):
+            p = r.parts.get(name)
+            comm = 0.0 if p is None or schedule.world_size == 1 else p.comm_s + p.wait_s
+            total = total if p is None else total + PassTime(p.compute_s + comm, p.compute_s, comm) * share
+        return total
     if schedule.world_size == 1:  # Megatron-LM skips a 1-rank group's collectives (returns the input)
         return PassTime(r.compute_s, r.compute_s, 0.0)
     # Hidden: the critical rank's collectives' time less what it spent blocked on them.
@@ -214,11 +225,18 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
         return cache[key]
     dtype = options.dtype
     gpus = tp_group_gpus(G, TrainingArrangement(a.tensor, 1))  # the same GPUs for every pp and D
+    if options.recompute == "selective-op" and a.tp > 1:
+        raise NotApplicable(f"--recompute selective-op is timed on a tensor-parallel size of 1 (torchtitan's per-op "
+                            f"policy keeps reduce-scatters, recomputes all-gathers), got tp={a.tp}; use --tp-sizes 1")
     if options.recompute != "none":  # the passes without recompute, plus what it adds: one timing for every mode
         base = block_times(G, a, block, replace(options, recompute="none"), bound, router, algorithms, cache)
         t = dict(base.passes)
         if options.recompute == "full":
             t["block_bwd"] = t["block_bwd"] + t["block_fwd"]
+        elif options.recompute == "selective-op":  # the parts the per-op policy does not keep, at their share
+            again = dict(op_checkpoint(block).recomputed)
+            t["block_bwd"] = t["block_bwd"] + _time(build_block(a, block, "fwd", dtype), G, gpus, bound, router,
+                                                    algorithms, part=again)
         elif block.attention == "unfused":
             # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
             attn = _time(build_block(a, block, "fwd", dtype, tp_comm_overlap=options.tp_comm_overlap), G, gpus,

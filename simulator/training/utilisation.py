@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from simulator.compute import FP8, ComputeConfig, ComputeModel
 from simulator.training.flops import hardware_flops_per_step, mfu, model_flops_per_step
+from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
 __all__ = ["utilisation"]
@@ -23,8 +24,9 @@ def utilisation(block: Workload, options, device: dict, config: ComputeConfig, s
     flops = model_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0, weights)
     # Selective recompute under FlashAttention recomputes nothing more than flash's own backward does.
     recomputed = "none" if options.recompute == "selective" and block.attention != "unfused" else options.recompute
+    per_op = op_checkpoint(block).recomputed_flops / block.batch if recomputed == "selective-op" else 0.0
     hardware = hardware_flops_per_step(options.global_batch, L, block.seq, block.hidden, options.vocab or 0,
-                                       recomputed, weights)
+                                       recomputed, weights, per_op_flops=per_op)
     peak = ComputeModel(config).peak_flops(device, FP8 if config.fp8_gemms else options.dtype)
     return flops, mfu(flops, step_s, gpus, peak), mfu(hardware, step_s, gpus, peak), hardware / (step_s * gpus) / 1e12
 

@@ -13,6 +13,7 @@ module              what it holds
 ``work``            ``Work``: what one ``local`` call costs (products, memory passes, FLOPs)
 ``llama_rules``     the shape and cost rules of the Llama block's ``local`` functions
 ``attention_cost``  the attention core's cost under FlashAttention-2 and under the unfused kernel
+``op_checkpoint``   torchtitan's per-op selective checkpointing on a block: what it keeps and recomputes
 ``kernels/``        the transformer's kernels (LayerNorm pieces, attention, seeded dropout), numpy and torch
 ``graph``           dense forward and backward of any layer list, by token chunks (the transformer's
                     reference)
@@ -26,4 +27,4 @@ module              what it holds
 """
 
 __all__ = ["attention_cost", "blocks", "decoder", "functions", "graph", "kernels", "layers", "llama_rules", "model_file",
-           "models", "tensors", "work", "workload"]
+           "models", "op_checkpoint", "tensors", "work", "workload"]

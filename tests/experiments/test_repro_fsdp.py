@@ -82,7 +82,7 @@ def test_each_command_pins_what_its_row_publishes():
         assert (flags["--seq"], flags["--batch"], flags["--global-batch"]) == (
             str(run.seq), str(run.micro_batch), str(run.global_batch))
         assert (flags["--zero"], flags["--tp-sizes"], flags["--pp-sizes"]) == ("3", "1", "1")
-        assert flags["--recompute"] == {"full": "full", "none": "none", "selective-op": "none"}[run.checkpointing]
+        assert flags["--recompute"] == {"full": "full", "none": "none", "selective-op": "selective-op"}[run.checkpointing]
     bound = repro_fsdp.command(TORCHTITAN[0], recompute="full")  # per-op selective's other bound
     assert bound[bound.index("--recompute") + 1] == "full"
 

@@ -78,7 +78,7 @@ CASES = [
     ([*BLOCK, "--zero", "-1"], "--zero -1: ZeRO stages are 0, 1, 2, 3"),
     ([*BLOCK, "--zero", "one"], "argument --zero: invalid int value: 'one'"),
     ([*BLOCK, "--optimizer", "adamw"], "--optimizer adamw: optimizers are adam, sgd"),
-    ([*BLOCK, "--recompute", "partial"], "--recompute partial: recomputation is one of none, selective, full"),
+    ([*BLOCK, "--recompute", "partial"], "--recompute partial: recomputation is one of none, selective, selective-op, full"),
     ([*BLOCK, "--dp", "0"], "--dp 0: must be an integer >= 1"),
     ([*BLOCK, "--dp", "-3"], "--dp -3: must be an integer >= 1"),
     ([*BLOCK, "--dp", "4294967296"], "--dp 4294967296: 4,294,967,296 is over the largest tensor extent"),

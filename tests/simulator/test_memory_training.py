@@ -136,7 +136,7 @@ def test_a_schedule_without_its_backward_is_refused():
     (dict(zero=4), "--zero 4: ZeRO stages are 0, 1, 2, 3"),
     (dict(zero=True), "--zero True: ZeRO stages"),
     (dict(optimizer="lion"), "--optimizer lion: optimizers are adam, sgd"),
-    (dict(recompute="some"), "--recompute some: recomputation is one of none, selective, full"),
+    (dict(recompute="some"), "--recompute some: recomputation is one of none, selective, selective-op, full"),
     (dict(dp=0), "--dp 0: must be an integer >= 1"),
     (dict(layers=-1), "--layers -1: must be an integer >= 1"),
     (dict(vocab=0), "vocabulary size 0: must be an integer >= 1"),
