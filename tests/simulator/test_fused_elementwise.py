@@ -142,3 +142,33 @@ def test_a_fusion_flag_on_a_workload_without_one_is_refused() -> None:
     with pytest.raises(InputError, match="--no-bias-dropout-fusion is a transformer's kernel fusion; --workload mlp"):
         api.tpsim_json("simulate", algo="1d", gpus=2, workload="mlp", m=8, hidden=8, topology="dgx-a100-80gb",
                        no_bias_dropout_fusion=True)
+
+
+def test_predict_names_the_fusions_it_timed_without_on_the_launch_line(capsys):
+    from simulator.cli import main
+
+    argv = ["predict", "--gpus", "8", "--topology", "dgx-a100", "--model", "gpt3-1.3b", "--global-batch", "16",
+            "--batch", "2", "--tp-sizes", "2", "--algos", "1d", "--simulate-top", "1"]
+    assert main(argv + ["--no-bias-dropout-fusion"]) == 0
+    launch = next(line for line in capsys.readouterr().out.splitlines() if "Megatron-LM: " in line)
+    assert "--no-bias-dropout-fusion" in launch and "--no-bias-gelu-fusion" not in launch
+    assert main(argv) == 0
+    launch = next(line for line in capsys.readouterr().out.splitlines() if "Megatron-LM: " in line)
+    assert "fusion" not in launch  # Megatron-LM's default: nothing to say
+
+
+def test_a_saved_unfused_schedule_replays_unfused_and_refuses_the_flag_again(tmp_path):
+    from simulator.ir.serialize import save_schedule
+
+    workload = _block((2, 3, 2, 4, 16, 0.1), **UNFUSED)
+    path = tmp_path / "unfused.json"
+    save_schedule(build_schedule("1d", workload, "fwd", "bfloat16", gpus=2), path)
+    options = dict(topology="dgx-a100")
+    replayed = api.tpsim_json("simulate", schedule=str(path), **options)
+    built = api.tpsim_json("simulate", algo="1d", gpus=2, workload="transformer", batch=2, seq=3, hidden=8, heads=2,
+                           ffn=16, dropout=0.1, no_bias_gelu_fusion=True, no_bias_dropout_fusion=True,
+                           **{"pass": "fwd"}, **options)
+    assert replayed["makespan_s"] == built["makespan_s"] and list(replayed["parts"]) == list(built["parts"])
+    assert "drop1" in replayed["parts"]
+    with pytest.raises(InputError, match="drop --no-bias-gelu-fusion"):
+        api.tpsim_json("simulate", schedule=str(path), no_bias_gelu_fusion=True, **options)
