@@ -20,8 +20,9 @@ cannon25d       9 q/c + 1         55.5 at     112 at [4,4,2],    248 at [4,4,2],
 
 A transformer block's other layers (norms, attention core, dropout, residuals, their gradients) add
 ``TRANSFORMER_REST`` ops per rank whatever the grid (20 to 60), fewer with Megatron-LM's fused kernels
-(``fused_saving``: each bias-dropout-add is one op where the bias add, dropout and residual add were three). The estimate is within 1.3x of every count
-above for forward and backward, within 1.4x for a forward or backward pass alone
+(``fused_saving``: each bias-dropout-add is one op where the bias add, dropout and residual add were
+three). The estimate is within 1.3x of every count above for forward and backward, within 1.4x for a
+forward or backward pass alone
 (``tests/simulator/test_guard.py`` holds it to built schedules); a pipelined step (``--pp``) is
 the block's ops x layers x micro-batches (``simulator.pipeline.lower`` counts it the same way).
 """

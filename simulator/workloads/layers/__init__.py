@@ -50,5 +50,5 @@ Layer = (Linear | Elementwise | LayerNorm | RMSNorm | Attention | Rotary | SwiGL
          | BiasDropoutAdd)
 """Every layer kind."""
 
-__all__ = ["Attention", "BiasDropoutAdd", "BiasGelu", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear", "RMSNorm", "Residual", "Rotary",
-           "SwiGLU", "Sum", "grad"]
+__all__ = ["Attention", "BiasDropoutAdd", "BiasGelu", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear",
+           "RMSNorm", "Residual", "Rotary", "SwiGLU", "Sum", "grad"]
