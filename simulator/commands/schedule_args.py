@@ -9,7 +9,8 @@ Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm
 ``simulator.workloads.model_file``) fills the transformer's hidden, heads, kv_heads, ffn, sequence
 length and dropout (any of them given too overrides the model's) and its architecture (norm,
 activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the
-user's. ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
+user's. ``--no-bias-gelu-fusion`` and ``--no-bias-dropout-fusion`` (Megatron-LM's flags) turn the transformer's
+fused elementwise kernels off (``simulator.workloads.decoder``). ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
 that time it report the whole model as L times the block, derived rather than simulated L times.
 """
 
