@@ -50,6 +50,20 @@ def test_fused_and_unfused_schedules_give_the_same_numbers(algorithm, grid, size
         np.testing.assert_array_equal(fused[name], unfused[name], err_msg=name)
 
 
+def test_each_fused_function_is_its_unfused_composition_to_the_bit() -> None:
+    rng = np.random.default_rng(7)
+    x, r, dy, b = rng.normal(size=(6, 8)), rng.normal(size=(6, 8)), rng.normal(size=(6, 8)), rng.normal(size=(1, 8))
+    drop = {"seed": 3, "p": 0.3, "stream": 1, "row0": 12, "col0": 8, "width": 24}
+    f = {name: FUNCTIONS[name].numpy for name in FUNCTIONS}
+    np.testing.assert_array_equal(f["bias_gelu"](x, b), f["gelu"](f["bias_add"](x, b)))
+    np.testing.assert_array_equal(f["bias_gelu_backward"](dy, x, b), f["gelu_backward"](dy, f["bias_add"](x, b)))
+    np.testing.assert_array_equal(f["bias_dropout_add"](x, b, r, **drop),
+                                  f["add"](r, f["dropout"](f["bias_add"](x, b), **drop)))
+    np.testing.assert_array_equal(f["dropout_backward"](dy, **drop), f["dropout"](dy, **drop))
+    kept = f["dropout"](np.ones((6, 8)), **drop) != 0
+    assert 0 < kept.mean() < 1  # the mask really drops some and keeps some
+
+
 def test_the_block_uses_the_fused_layers_only_with_biases() -> None:
     gpt = _block((2, 3, 2, 4, 16, 0.1))
     kinds = [type(layer) for layer in gpt.layers()]
