@@ -12,7 +12,8 @@ Example::
     >>> s = Step("megatron-1.2b", "1d", 2, dp=1, micro_batch=2, global_batch=2, topology="dgx-a100")
     >>> s.command()
     'tpsim predict --gpus 2 --topology dgx-a100 --model megatron-1.2b --global-batch 2 --batch 2 \
---tp-sizes 2 --algos 1d --zero 0 --recompute full --dtype float16 --simulate-top 1 --attention unfused'
+--tp-sizes 2 --algos 1d --zero 0 --recompute full --dtype float16 --simulate-top 1 --attention unfused \
+--no-async-tensor-model-parallel-allreduce --no-bias-gelu-fusion --no-bias-dropout-fusion'
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class Step:
     async_dgrad: bool = False
     """Megatron-LM's asynchronous dX all-reduce beside the dW GEMM: the published runs these steps reproduce
     (2019-21) predate it (Megatron-LM added it, on by default, in September 2021)."""
+    bias_fusion: bool = False
+    """Megatron-LM's fused bias-GeLU and bias-dropout-add kernels: the 2019 runs these steps reproduce predate
+    both (added in September 2020, NVIDIA/Megatron-LM 51a2e6b0ff6f; on by default since January 2021)."""
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -78,7 +82,8 @@ class Step:
                 f"--simulate-top {top}"
                 + (f" --bucket-mb {self.bucket_mb:g}" if self.bucket_mb != 25.0 else "")
                 + f" --attention {self.attention}"
-                + ("" if self.async_dgrad else " --no-async-tensor-model-parallel-allreduce"))
+                + ("" if self.async_dgrad else " --no-async-tensor-model-parallel-allreduce")
+                + ("" if self.bias_fusion else " --no-bias-gelu-fusion --no-bias-dropout-fusion"))
 
     @property
     def label(self) -> str:
@@ -90,7 +95,8 @@ def training_step(step: Step) -> StepTime:
     """The simulated step (flow network, contention included) of ``step``."""
     model = preset(step.model)
     block = Workload.transformer(step.micro_batch, model.seq, model.hidden, model.heads, model.ffn, model.dropout,
-                                 attention=step.attention)
+                                 attention=step.attention, bias_gelu_fusion=step.bias_fusion,
+                                 bias_dropout_fusion=step.bias_fusion)
     options = StepOptions(global_batch=step.global_batch, layers=model.layers, vocab=model.vocab,
                           recompute=step.recompute, dtype=step.dtype, bucket_bytes=step.bucket_mb * 1e6,
                           async_dgrad=step.async_dgrad)

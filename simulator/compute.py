@@ -39,7 +39,8 @@ A ``local`` op costs what its function's ``work`` (``simulator.workloads.functio
 op's block shapes and parameters: a list of batched products ``(count, m, k, n)`` and the elements
 its memory-bound passes read and write. Its time is
 
-    sum over products of count * gemm_time_s(m, k, n)  +  elements * dtype bytes / (achievable bandwidth * memory_efficiency)
+    sum over products of count * gemm_time_s(m, k, n)
+        +  (elements * dtype bytes + mask bytes) / (achievable bandwidth * memory_efficiency)
 
 (a batch of products is timed as that many separate gemms: no credit for a batched kernel filling
 more waves); ``Schedule.flops`` is ``sum 2 * count * m * k * n`` plus the work's elementwise FLOPs and
@@ -58,6 +59,10 @@ gelu, copy                  --                               2rc                
 zero                        --                               rc                         0
 bias_add                    --                               2rc + c                    2rc (as add)
 dropout                     --                               2rc                        rc
+bias_gelu                   --                               2rc + c                    3rc
+bias_gelu_backward          --                               3rc + c                    3rc
+bias_dropout_add            --                               3rc + c, rc mask bytes     5rc
+dropout_backward            --                               2rc, rc mask bytes         rc
 col_sum [r,c] -> [1,c]      --                               rc + c                     rc
 row_moments [r,c] -> [r,2]  --                               rc + 2r                    3rc
 layernorm                   --                               2rc + 2r + 2c              4rc
@@ -71,7 +76,9 @@ attention_backward          S again: (nb a, s, d, s)         io + (5 + 4[p>0]) s
                             dV, dQ, dK: 3 x (nb a, s, s, d)
 ==========================  ===============================  =========================  =================
 
-Every non-attention row is one pass: each input read once, the output written once. The attention
+Every non-attention row is one pass: each input read once, the output written once. The fused
+bias-GeLU and bias-dropout-add (Megatron-LM's kernels, ``simulator.workloads.kernels.fused_bias``) write
+and read their dropout mask at 1 byte an element whatever the dtype (none when p = 0). The attention
 rows follow ``simulator.workloads.kernels.attention`` (unfused, recomputing in the backward as
 FlashAttention does): the forward's two products per sequence and head, S = Q K^T ([s, d] x [d, s]) and
 O = P V ([s, s] x [s, d]); softmax reads S and writes P (2 passes over the scores), dropout (only
@@ -289,5 +296,5 @@ class ComputeModel:
             if self._cache[key] is not None:
                 return self._cache[key]
         products = sum(count * self.gemm_time_s(device, dtype, m, k, n, after_comm) for count, m, k, n in work.gemms)
-        return products + self.memory_time_s(device, work.elements * DTYPE_BYTES[dtype])
+        return products + self.memory_time_s(device, work.elements * DTYPE_BYTES[dtype] + work.mask_bytes)
 

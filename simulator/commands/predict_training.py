@@ -49,7 +49,7 @@ from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
-from simulator.training.launch import launch_lines, precision_flags
+from simulator.training.launch import fusion_flags, launch_lines, precision_flags
 from simulator.training.rate_note import gemm_rate_note
 from simulator.training.main_grads import megatron_flags
 from simulator.training.memory_fit import memory_of
@@ -206,7 +206,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
         json.dump(records, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    precision = precision_flags(options.dtype, recipe_of(G, device) if args.fp8 else None)
+    precision = precision_flags(options.dtype, recipe_of(G, device) if args.fp8 else None) + fusion_flags(workload)
     for line in table_lines(rows, title, options, usable, precision):
         print(line)
     for note in (selective_note(workload.attention, args.recompute), gemm_rate_note(G, device)):

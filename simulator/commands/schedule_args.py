@@ -9,7 +9,8 @@ Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm
 ``simulator.workloads.model_file``) fills the transformer's hidden, heads, kv_heads, ffn, sequence
 length and dropout (any of them given too overrides the model's) and its architecture (norm,
 activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the
-user's. ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
+user's. ``--no-bias-gelu-fusion`` and ``--no-bias-dropout-fusion`` (Megatron-LM's flags) turn the transformer's
+fused elementwise kernels off (``simulator.workloads.decoder``). ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
 that time it report the whole model as L times the block, derived rather than simulated L times.
 """
 
@@ -52,6 +53,9 @@ GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--work
                    "--model": "model",
                    "--attention": "attention", "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
+FUSION_FLAGS = {"--no-bias-gelu-fusion": "bias_gelu_fusion", "--no-bias-dropout-fusion": "bias_dropout_fusion"}
+"""Megatron-LM's flags that turn its fused elementwise kernels off -> the workload field each sets (a saved
+schedule's workload record keeps them, so ``--schedule FILE`` replaces them too)."""
 
 
 def parse_grid(text: str) -> tuple[int, ...]:
@@ -120,6 +124,13 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
                        "timed at its published A100 rate), cudnn (cuDNN's fused attention, Transformer Engine's "
                        "choice on Hopper and Blackwell: the same memory, each pass timed at its published rate) or "
                        "unfused (Megatron-LM's pre-2023 kernel: probabilities and dropout mask kept)")
+    group.add_argument("--no-bias-gelu-fusion", dest="bias_gelu_fusion", action="store_false",
+                       help="transformer with biases: time FC1's bias add and GELU as two passes (default: one fused "
+                            "kernel, as Megatron-LM's default --bias-gelu-fusion runs it)")
+    group.add_argument("--no-bias-dropout-fusion", dest="bias_dropout_fusion", action="store_false",
+                       help="transformer with biases: time each row-parallel linear's bias add, dropout and residual "
+                            "add as three passes (default: one fused kernel, as Megatron-LM's default "
+                            "--bias-dropout-fusion runs it)")
     group.add_argument("--model", metavar="NAME|FILE", help="transformer sizes and architecture of a published model "
                                                             "(`tpsim model list`) or of a model file (.yaml, .json)")
     group.add_argument("--layers", type=int, metavar="L", help="transformer: identical blocks in the model (default "
@@ -173,6 +184,9 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         raise InputError(f"--attention is a transformer's attention kernel; --workload {args.workload} has none")
     if args.layers is not None and args.workload != "transformer":
         raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
+    for flag, dest in FUSION_FLAGS.items():
+        if getattr(args, dest, True) is False and args.workload != "transformer":
+            raise InputError(f"{flag} is a transformer's kernel fusion; --workload {args.workload} has none")
     if getattr(args, "vocab", None) is not None and args.workload != "transformer":
         raise InputError(f"--vocab is a transformer's vocabulary; --workload {args.workload} has none")
     if layers < 1:
@@ -196,7 +210,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     if args.workload == "mlp":
         return Workload.mlp(args.m, args.hidden)
     architecture = {**(model.architecture() if model is not None else {}), "kv_heads": args.kv_heads,
-                    "attention": getattr(args, "attention", None) or DEFAULT_ATTENTION}
+                    "attention": getattr(args, "attention", None) or DEFAULT_ATTENTION,
+                    **{dest: getattr(args, dest, True) for dest in FUSION_FLAGS.values()}}
     return Workload.transformer(args.batch, args.seq, args.hidden, args.heads, args.ffn,
                                 0.0 if args.dropout is None else args.dropout, **architecture)
 
@@ -242,6 +257,7 @@ def schedule_from_args(args: argparse.Namespace, before_build: Callable[..., Non
                  if getattr(args, dest) is not None and getattr(args, dest) is not False]
         if getattr(args, "async_dgrad", True) is False:
             given.append("--no-async-tensor-model-parallel-allreduce")
+        given += [flag for flag, dest in FUSION_FLAGS.items() if getattr(args, dest, True) is False]
         if getattr(args, "tp_comm_overlap", False):
             given.append("--tp-comm-overlap")
         if given:

@@ -19,8 +19,10 @@ cannon25d       9 q/c + 1         55.5 at     112 at [4,4,2],    248 at [4,4,2],
 ==============  ================  ==========  =================  ==============================
 
 A transformer block's other layers (norms, attention core, dropout, residuals, their gradients) add
-``TRANSFORMER_REST`` ops per rank whatever the grid (20 to 60). The estimate is within 1.3x of every count
-above for forward and backward, within 1.4x for a forward or backward pass alone
+``TRANSFORMER_REST`` ops per rank whatever the grid (20 to 60), fewer with Megatron-LM's fused kernels
+(``fused_saving``: each bias-dropout-add is one op where the bias add, dropout and residual add were
+three). The estimate is within 1.3x of every count above for forward and backward, within 1.4x for a
+forward or backward pass alone
 (``tests/simulator/test_guard.py`` holds it to built schedules); a pipelined step (``--pp``) is
 the block's ops x layers x micro-batches (``simulator.pipeline.lower`` counts it the same way).
 """
@@ -29,12 +31,25 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["TRANSFORMER_REST", "estimated_ops", "ops_per_product"]
+__all__ = ["TRANSFORMER_REST", "estimated_ops", "fused_saving", "ops_per_product"]
 
 TRANSFORMER_REST = 40
 """Ops per rank of a transformer block's layers other than its four linears, forward and backward."""
 
 _PASS_PRODUCTS = {"fwd": 1, "bwd": 2, "both": 3}
+_FUSED_SAVING = {"fwd": (2, 1), "bwd": (1, 0), "both": (3, 1)}
+"""Pass -> ops per rank each fused (bias-dropout-add, bias-GeLU) saves: read off built 1-D schedules (the
+forward's 3 -> 1 and 2 -> 1; about one in the backward, where the unfused dropout's op goes too)."""
+
+
+def fused_saving(workload, passes: str = "both") -> int:
+    """Ops per rank that ``workload``'s fused bias-dropout-adds and bias-GeLU save against the unfused pieces."""
+    from simulator.workloads.layers import BiasDropoutAdd, BiasGelu  # here: the guard stays light to import
+
+    per_add, per_gelu = _FUSED_SAVING.get(passes, _FUSED_SAVING["both"])
+    layers = workload.layers()
+    return (per_add * sum(isinstance(layer, BiasDropoutAdd) for layer in layers)
+            + per_gelu * sum(isinstance(layer, BiasGelu) for layer in layers))
 """Products per linear: the forward one; the input and the weight gradient."""
 
 
@@ -63,5 +78,5 @@ def estimated_ops(algorithm: str, grid: tuple[int, ...], workload, passes: str =
         factor = 1.5
     per_rank = len(workload.linears()) * factor * ops_per_product(algorithm, grid)
     if workload.name == "transformer":
-        per_rank += TRANSFORMER_REST * factor / 3
+        per_rank += TRANSFORMER_REST * factor / 3 - fused_saving(workload, passes)
     return int(per_rank * ranks), ranks

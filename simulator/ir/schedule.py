@@ -166,7 +166,8 @@ class Schedule:
         """Bytes a local or slice op moves through device memory in its memory-bound passes (reads +
         writes; a local op's from ``local_work``); 0 for gemm and comm ops."""
         if isinstance(op, Local):
-            return self.local_work(rank, op).elements * DTYPE_BYTES[self.spec(rank, op.out).dtype]
+            work = self.local_work(rank, op)
+            return work.elements * DTYPE_BYTES[self.spec(rank, op.out).dtype] + work.mask_bytes
         if isinstance(op, Slice):
             out = self.spec(rank, op.out)
             rows = _extent(op.out_rows, out.shape[0])

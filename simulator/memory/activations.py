@@ -12,8 +12,9 @@ other for every algorithm).
 tpsim's IR regenerates two things Megatron-LM stores, which are added here (Korthikanti et al. 2022,
 arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
 
-- each dropout's mask, 1 byte per element of the dropout's output block (``Dropout`` redraws it from
-  the seed); none where the dropout probability is 0 (PyTorch's dropout with p = 0 returns its input);
+- each dropout's mask, 1 byte per element of the dropout's output block (``Dropout`` and the fused
+  ``BiasDropoutAdd``, which Megatron-LM's fused kernel saves as a bool tensor, redraw it from the seed);
+  none where the dropout probability is 0 (PyTorch's dropout with p = 0 returns its input);
 - the attention core, by the kernel the schedule's attention op names (``simulator.workloads.
   attention_cost``): the unfused kernel (``--attention unfused``) keeps, with ``recompute="none"``, the
   softmax output (2 B), its dropout mask (1 B) and the dropout output (2 B) per element of [b, a, s, s]
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.attention_cost import FUSED_FUNCTIONS
-from simulator.workloads.layers import Attention, Dropout, LayerNorm, RMSNorm
+from simulator.workloads.layers import Attention, BiasDropoutAdd, Dropout, LayerNorm, RMSNorm
 from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
@@ -142,8 +143,8 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     if stats:
         what = "LayerNorm moments" if any(isinstance(layer, LayerNorm) for layer in layers) else "RMSNorm sums of squares"
         out.append(Kept("moments", f"{what} {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
-    drops = {layer.y: layer for layer in layers if isinstance(layer, Dropout) and layer.p > 0}
-    masked = list(_forward_locals(schedule, rank, "dropout", set(drops)))
+    drops = {layer.y for layer in layers if isinstance(layer, (Dropout, BiasDropoutAdd)) and layer.p > 0}
+    masked = [op for fn in ("dropout", "bias_dropout_add") for op in _forward_locals(schedule, rank, fn, drops)]
     if masked:
         elements = sum(schedule.spec(rank, op.out).numel for op in masked)
         sites = ", ".join(dict.fromkeys(op.out for op in masked))

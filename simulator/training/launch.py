@@ -5,7 +5,8 @@
   ``--sequence-parallel``, ``--pipeline-model-parallel-size P``, ``--num-layers-per-virtual-pipeline-stage
   L / (P v)`` (interleaved 1F1B; Megatron-LM runs 1F1B otherwise), ``--micro-batch-size B``,
   ``--global-batch-size G``, the precision the plan was timed in (``precision_flags``: ``--bf16``, ``--fp16``,
-  FP8's ``--fp8-format`` / ``--fp8-recipe``); Megatron-LM derives the data-parallel size as world size / (T x P). It has no
+  FP8's ``--fp8-format`` / ``--fp8-recipe``), ``--no-bias-gelu-fusion`` / ``--no-bias-dropout-fusion`` for a plan
+  timed without Megatron-LM's fused elementwise kernels (``fusion_flags``; on by default in Megatron-LM); Megatron-LM derives the data-parallel size as world size / (T x P). It has no
   GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
   ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``; Megatron-LM has no
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 from simulator.training.arrangement import TrainingArrangement
 
-__all__ = ["launch_lines", "precision_flags"]
+__all__ = ["fusion_flags", "launch_lines", "precision_flags"]
 
 _FP8_FLAGS = {"delayed": "--fp8-format hybrid", "current": "--fp8-format hybrid --fp8-recipe tensorwise",
               "mxfp8": "--fp8-format e4m3 --fp8-recipe mxfp8"}
@@ -59,8 +60,18 @@ def precision_flags(dtype: str, fp8_recipe: str | None = None) -> tuple[str, ...
     flags = {"bfloat16": ("--bf16",), "float16": ("--fp16",)}.get(dtype, ())
     return flags + ((_FP8_FLAGS[fp8_recipe],) if fp8_recipe else ())
 
+
 _PER_OP = "selective --activation_checkpoint.selective_ac_option op"
 """torchtitan's ``--activation_checkpoint.mode`` (and option) for ``selective-op`` (its ``JobConfig`` at 9dec370ad)."""
+
+
+def fusion_flags(workload) -> tuple[str, ...]:
+    """Megatron-LM's flags for the fused elementwise kernels a plan was timed without (``--no-bias-gelu-fusion``,
+    ``--no-bias-dropout-fusion``; both fusions are its default, so nothing is added for a plan timed with them)."""
+    return tuple(flag for flag, field in (("--no-bias-gelu-fusion", "bias_gelu_fusion"),
+                                          ("--no-bias-dropout-fusion", "bias_dropout_fusion"))
+                 if getattr(workload, field, True) is False)
+
 
 _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 """tpsim algorithm -> Colossal-AI tensor-parallel mode."""
@@ -127,7 +138,8 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
     arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
-    ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's (``precision_flags``)."""
+    ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's precision arguments (``precision_flags``)
+    and any kernel fusion turned off (``fusion_flags``)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
                          tp_comm_overlap, backward_prefetch, precision)

@@ -34,7 +34,7 @@ import numpy as np
 
 from simulator.workloads.attention_cost import attention_work
 from simulator.workloads import llama_rules as llama
-from simulator.workloads.kernels import attention, dropout, layernorm, rmsnorm, rotary, swiglu
+from simulator.workloads.kernels import attention, dropout, fused_bias, layernorm, rmsnorm, rotary, swiglu
 from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
@@ -138,6 +138,18 @@ def _bias_shape(shapes: list[Shape], params: dict) -> Shape:
     (rows, cols), bias = shapes
     _require(bias == (1, cols), f"bias must be [1, {cols}] for a [{rows}, {cols}] input, got {list(bias)}")
     return (rows, cols)
+
+
+def _bias_gelu_backward_shape(shapes: list[Shape], params: dict) -> Shape:
+    dy, x, bias = shapes
+    _require(dy == x, f"gradient {list(dy)} and input {list(x)} differ in shape")
+    return _bias_shape([x, bias], params)
+
+
+def _bias_dropout_add_shape(shapes: list[Shape], params: dict) -> Shape:
+    x, bias, residual = shapes
+    _require(residual == x, f"residual {list(residual)} and input {list(x)} differ in shape")
+    return _bias_shape([x, bias], params)
 
 
 def _moments_shape(shapes: list[Shape], params: dict) -> Shape:
@@ -305,6 +317,25 @@ FUNCTIONS: dict[str, LocalFunction] = {
         numpy=attention.attention_backward, torch=attention.TORCH["attention_gqa_backward"], params=_GQA_PARAMS,
         seeded=True, shape=llama.gqa_backward_shape,
         work=lambda shapes, out, params: attention_work(shapes, out, params, backward=True)),
+    "bias_gelu": LocalFunction(
+        2, "out = gelu(in0 + in1), in1 a [1, cols] bias row: Megatron-LM's fused bias-GeLU (one pass)",
+        numpy=lambda x, b: gelu(x + b), torch=fused_bias.TORCH["bias_gelu"], shape=_bias_shape,
+        work=fused_bias.bias_gelu_work),
+    "bias_gelu_backward": LocalFunction(
+        3, "out = in0 * gelu'(in1 + in2): the fused bias-GeLU's backward from the pre-bias input in1 and bias in2",
+        numpy=lambda dy, x, b: dy * gelu_grad(x + b), torch=fused_bias.TORCH["bias_gelu_backward"],
+        shape=_bias_gelu_backward_shape,
+        work=fused_bias.bias_gelu_backward_work),
+    "bias_dropout_add": LocalFunction(
+        3, "out = in2 + dropout(in0 + in1), in1 a [1, cols] bias row, in2 the residual: Megatron-LM's fused "
+           "bias-dropout-add (one pass, the 1-byte mask kept)",
+        numpy=fused_bias.bias_dropout_add, torch=fused_bias.TORCH["bias_dropout_add"], params=_DROPOUT_PARAMS,
+        seeded=True, shape=_bias_dropout_add_shape,
+        work=fused_bias.bias_dropout_add_work),
+    "dropout_backward": LocalFunction(
+        1, "out = in0 * keep / (1 - p), reading the forward's saved 1-byte mask (the fused bias-dropout-add's "
+           "backward)", numpy=dropout.dropout, torch=dropout.dropout_torch, params=_DROPOUT_PARAMS, seeded=True,
+        work=fused_bias.dropout_backward_work),
     **_fused_attention("flash", "FlashAttention-2"),
     **_fused_attention("triton", "FlashAttention in Triton"),
     **_fused_attention("cudnn", "cuDNN's fused attention"),

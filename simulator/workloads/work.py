@@ -15,6 +15,9 @@ class Work:
     """(count, m, k, n) for each batch of ``count`` (m x k) @ (k x n) products it runs."""
     elements: int = 0
     """Elements its memory-bound passes read plus write (times the dtype's size: bytes)."""
+    mask_bytes: int = 0
+    """Bytes of 1-byte dropout masks its passes write or read (Megatron-LM's fused bias-dropout-add saves a
+    bool mask in the forward and reads it in the backward): one byte per element whatever the dtype."""
     flops: int = 0
     """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
     flash: tuple[str, int, int, int] | None = None

@@ -57,7 +57,7 @@ from simulator.errors import InputError
 from simulator.limits import check_workload_sizes
 from simulator.workloads.blocks import BlockEvaluator, NumpyBackend, dense_reference
 from simulator.workloads.graph import Context, numpy_call, run_chunk
-from simulator.workloads.decoder import ARCHITECTURE, CHOICES, check_architecture, decoder_layers
+from simulator.workloads.decoder import ARCHITECTURE, CHOICES, FLAGS, check_architecture, decoder_layers
 from simulator.workloads.layers import Elementwise, Layer, Linear, grad
 from simulator.workloads.tensors import random_block
 
@@ -127,6 +127,12 @@ class Workload:
     """``learned`` (in the embedding, nothing in the block) or ``rotary`` (applied to Q and K in the block)."""
     bias: bool = True
     """Whether the linears have biases (GPT-2/3 and Megatron-LM's GPT do; Llama's do not)."""
+    bias_gelu_fusion: bool = True
+    """With biases and GELU: FC1's bias add and GELU as Megatron-LM's one fused kernel (``layers.bias_gelu``;
+    Megatron-LM's default, ``--no-bias-gelu-fusion`` turns it off)."""
+    bias_dropout_fusion: bool = True
+    """With biases: each row-parallel linear's bias add, dropout and residual add as Megatron-LM's one fused
+    kernel (``layers.bias_dropout_add``; Megatron-LM's default, ``--no-bias-dropout-fusion`` turns it off)."""
     attention: str = "flash"
     """The attention kernel: ``flash`` (FlashAttention-2), ``triton`` (FlashAttention in Triton), ``cudnn``
     (cuDNN's fused attention, Transformer Engine's choice on Hopper) or ``unfused``
@@ -163,8 +169,9 @@ class Workload:
         for field, valid in CHOICES.items():
             if getattr(self, field) not in valid:
                 raise InputError(f"transformer {field} {getattr(self, field)!r}: valid: {', '.join(valid)}")
-        if not isinstance(self.bias, bool):
-            raise InputError(f"transformer bias must be true or false, got {self.bias!r}")
+        for field in FLAGS:
+            if not isinstance(getattr(self, field), bool):
+                raise InputError(f"transformer {field} must be true or false, got {getattr(self, field)!r}")
         if self.attention == "triton" and self.dropout > 0:
             # Neither Triton FlashAttention (Tri Dao's flash_attn_triton.py, OpenAI's triton.ops) drops
             # probabilities: llm-foundry refuses attn_pdrop > 0 with attn_impl: triton.
@@ -208,10 +215,12 @@ class Workload:
         return {k: getattr(self, k) for k in ARCHITECTURE if getattr(self, k) != gpt[k]}
 
     def architecture_label(self) -> str:
-        """`` KV=8 rmsnorm swiglu rotary no-bias``: what differs from a GPT block, as a label's tail."""
+        """`` KV=8 rmsnorm swiglu rotary no-bias``: what differs from a GPT block, as a label's tail (a fusion
+        turned off as Megatron-LM's flag, `` no-bias-gelu-fusion``)."""
         parts = []
         for key, value in self.architecture().items():
-            parts.append(f"KV={value}" if key == "kv_heads" else ("no-bias" if key == "bias" else str(value)))
+            flag = "no-" + key.replace("_", "-")
+            parts.append(f"KV={value}" if key == "kv_heads" else (flag if key in FLAGS else str(value)))
         return "".join(f" {part}" for part in parts)
 
     @classmethod

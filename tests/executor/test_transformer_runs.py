@@ -8,6 +8,7 @@ are inputs, from ``Workload.input_block``), so ranks start once per grid.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import pytest
@@ -20,6 +21,7 @@ import executor.run_rank as run_rank  # noqa: E402
 from executor.launch import run_local  # noqa: E402
 from executor.measure import measured_record, summary  # noqa: E402
 from executor.run_rank import RunOptions  # noqa: E402
+from simulator.algorithms.registry import build_schedule  # noqa: E402
 from simulator.timing.results import Timeline  # noqa: E402
 
 ONCE = RunOptions(warmup=0, iters=1, seed=3)
@@ -49,6 +51,19 @@ def test_transformer_op_records_are_the_irs_ops(case):
         starts = [[0.0] * len(p) for p in schedule.programs]
         theirs = Timeline(schedule, starts, starts, starts).records()
         assert [[op[k] for k in IDENTITY] for op in record["ops"]] == [[op[k] for k in IDENTITY] for op in theirs]
+
+
+def test_the_unfused_block_runs_correctly_on_gloo_too():
+    """The grid cases run Megatron-LM's fused bias-GeLU and bias-dropout-add (the default); the unfused pieces
+    (``--no-bias-gelu-fusion --no-bias-dropout-fusion``) on a 1-D and a SUMMA grid, both passes."""
+    unfused = dataclasses.replace(TRANSFORMER, bias_gelu_fusion=False, bias_dropout_fusion=False)
+    assert {layer.part for layer in unfused.layers()} >= {"drop1", "res1", "gelu"}
+    for algo, grid in (TRANSFORMER_GRIDS["1d-2"], TRANSFORMER_GRIDS["2d"]):
+        schedules = [build_schedule(algo, unfused, passes, "float64", **grid) for passes in ("both", "bwd")]
+        for schedule, result in zip(schedules, run_local(schedules, ONCE, schedules[0].world_size)):
+            record = measured_record(schedule, result, ONCE)
+            assert record["ok"], "\n".join(summary(record))
+            assert 0 < record["max_rel_error"] < 1e-13 and record["workload"] == unfused.to_dict()
 
 
 def test_a_float32_transformer_run_meets_its_tolerance():

@@ -22,6 +22,7 @@ def _case(name: str) -> tuple[list[np.ndarray], dict]:
     row = rng.uniform(0.5, 1.5, (1, 8))
     moments = np.stack([x.sum(axis=1), (x * x).sum(axis=1)], axis=1)
     ln = {"n": 8, "eps": 1e-5}
+    drop = {"p": 0.3, "stream": 2, "row0": 5, "col0": 8, "width": 24}
     attention = {"p": 0.25, "stream": 4, "seq": 3, "heads": 2, "head_dim": 4, "batch0": 1, "head0": 1,
                  "heads_total": 4}
     qkv, dctx = rng.uniform(-2, 2, (6, 24)), rng.uniform(-2, 2, (6, 8))
@@ -32,7 +33,9 @@ def _case(name: str) -> tuple[list[np.ndarray], dict]:
     gqa_qkv, gqa_ctx = rng.uniform(-2, 2, (6, 40)), rng.uniform(-2, 2, (6, 24))
     cases = {
         "bias_add": ([x, row], {}), "col_sum": ([dy], {}),
-        "dropout": ([x], {"p": 0.3, "stream": 2, "row0": 5, "col0": 8, "width": 24}),
+        "dropout": ([x], drop), "dropout_backward": ([x], drop),
+        "bias_gelu": ([x, row], {}), "bias_gelu_backward": ([dy, x, row], {}),
+        "bias_dropout_add": ([x, row, dy], drop),
         "row_moments": ([x], {}), "layernorm": ([x, moments, row, row - 1], ln),
         "layernorm_backward_moments": ([dy, x, moments, row], ln),
         "layernorm_backward": ([dy, x, moments, row, rng.uniform(-1, 1, (6, 2))], ln),

@@ -116,7 +116,7 @@ def test_simulate_command_prints_and_reports_parts(tmp_path, capsys):
     save_schedule(_transformer(), path)
     assert main(["simulate", "--schedule", str(path), "--topology", "dgx-a100", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    labels = ["ln1", "qkv", "attn", "proj", "drop1", "res1", "ln2", "fc1", "gelu", "fc2", "drop2", "res2"]
+    labels = ["ln1", "qkv", "attn", "proj", "bda1", "ln2", "fc1", "bias_gelu", "fc2", "bda2"]
     assert list(data["parts"]) == labels
     for key in ("compute_s", "comm_s", "wait_s"):
         assert sum(p[key] for p in data["parts"].values()) == pytest.approx(data[key], rel=1e-12, abs=1e-18)

@@ -140,8 +140,11 @@ def block_form(w: Workload, q: int, passes: str, rank: int) -> dict[str, tuple[C
     ways = 1 + (z == 0)  # broadcasts (reduces) per vector on this rank
     width = 9 * h + f
     assert width % q == 0
-    vector = (+Counter({f"broadcast/{q}": ways * (8 * fwd + 2 * alone), f"reduce/{q}": ways * 8 * bwd}),
-              ways * (fwd * width + alone * 2 * h + bwd * width) // q)
+    # a backward alone fetches what its backward reads of the vectors: the two LayerNorm gammas, and b1 where
+    # the fused bias-GeLU recomputes h + b1
+    gelu_bias = int(w.bias_gelu_fusion)
+    vector = (+Counter({f"broadcast/{q}": ways * (8 * fwd + (2 + gelu_bias) * alone), f"reduce/{q}": ways * 8 * bwd}),
+              ways * (fwd * width + alone * (2 * h + gelu_bias * f) + bwd * width) // q)
     moments = (Counter({f"all_reduce/{q}": 2 * fwd + 2 * bwd}), (fwd + bwd) * 2 * 2 * m // (q * q))
     return {"linear": linear, "vector": vector, "moments": moments}
 

@@ -121,17 +121,20 @@ def megatron_sp(w: Workload, p: int, passes: str) -> dict:
             "vector": Fraction(2 * (p - 1), p) * vectors * h}
 
 
-def _vector_traffic(m_rows: int, h: int, f: int, q: int, passes: str, row: int) -> tuple[Counter, int, Fraction]:
+def _vector_traffic(m_rows: int, h: int, f: int, q: int, passes: str, row: int,
+                    fused_gelu: bool = True) -> tuple[Counter, int, Fraction]:
     """LayerNorm and bias traffic on one layer of a [q, q, .] grid (rows: the rank's activation rows), without
-    the depth all-reduce: kinds, payload, received."""
+    the depth all-reduce: kinds, payload, received. A backward-only schedule fetches what its backward reads
+    of the vectors: the two LayerNorm gammas, and b1 where the fused bias-GeLU recomputes h + b1."""
     fwd, bwd, bwd_only = _fwd(passes), _bwd(passes), passes == "bwd"
     vec = Fraction(9 * h + f, q)  # ln1 g, b + bqkv + bproj + ln2 g, b + b1 + b2 columns on a rank, /q
     if q == 1:
         return Counter(), 0, Fraction(0)
-    kinds = Counter({f"broadcast/{q}": 8 * fwd + 2 * bwd_only, f"reduce/{q}": 8 * bwd,
+    read_back = Fraction(2 * h + fused_gelu * f, q)
+    kinds = Counter({f"broadcast/{q}": 8 * fwd + (2 + fused_gelu) * bwd_only, f"reduce/{q}": 8 * bwd,
                      f"all_reduce/{q}": 2 * fwd + 2 * bwd})
-    payload = fwd * vec + bwd_only * Fraction(2 * h, q) + bwd * vec + (fwd + bwd) * 4 * m_rows
-    received = ((row != 0) * (fwd * vec + bwd_only * Fraction(2 * h, q))   # broadcasts from row 0
+    payload = fwd * vec + bwd_only * read_back + bwd * vec + (fwd + bwd) * 4 * m_rows
+    received = ((row != 0) * (fwd * vec + bwd_only * read_back)   # broadcasts from row 0
                 + (row == 0) * bwd * (q - 1) * vec                          # reduces into row 0
                 + (fwd + bwd) * 2 * Fraction(2 * (q - 1), q) * 2 * m_rows)  # moments [rows, 2], twice each way
     return +kinds, int(payload), received
@@ -148,7 +151,7 @@ def summa(w: Workload, q: int, d: int, passes: str, rank: int) -> dict:
     depth = d > 1
     kinds = Counter({f"broadcast/{q}": 8 * q * (fwd + bwd), f"reduce/{q}": 8 * q * bwd,
                      f"all_reduce/{d}": bwd * depth * (4 + 8 * (j == 0))})
-    vkinds, vpayload, vreceived = _vector_traffic(m // (d * q), h, f, q, passes, j)
+    vkinds, vpayload, vreceived = _vector_traffic(m // (d * q), h, f, q, passes, j, w.bias_gelu_fusion)
     payload = (q * (fwd + 2 * bwd) * lin + bwd * depth * weights + vpayload
                + bwd * depth * (j == 0) * vec)
     return {"kinds": +(kinds + vkinds), "p2p": 0, "payload": payload,
@@ -198,7 +201,7 @@ def cannon(w: Workload, q: int, c: int, passes: str, rank: int) -> dict:
             received += (c - 1) * (orows // q) * (ocols // q) * (k == 0)
     vector = Fraction(0)
     if k == 0:
-        vkinds, vpayload, vector = _vector_traffic(m // q, h, f, q, passes, j)
+        vkinds, vpayload, vector = _vector_traffic(m // q, h, f, q, passes, j, w.bias_gelu_fusion)
         kinds += vkinds
         payload += vpayload
     return {"kinds": +kinds, "p2p": messages, "payload": payload, "linear": received, "vector": vector}

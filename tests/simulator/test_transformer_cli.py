@@ -79,7 +79,6 @@ def test_simulate_reports_the_model_as_layers_times_the_block(capsys):
     status, out, _ = run(capsys, *argv, "--json")
     data = json.loads(out)
     assert status == 0 and data["layers"] == 12 and data["model_time_s"] == pytest.approx(12 * data["makespan_s"])
-    assert set(data["parts"]) == {"ln1", "qkv", "attn", "proj", "drop1", "res1", "ln2", "fc1", "gelu", "fc2", "drop2",
-                                  "res2"}
+    assert set(data["parts"]) == {"ln1", "qkv", "attn", "proj", "bda1", "ln2", "fc1", "bias_gelu", "fc2", "bda2"}
     status, out, _ = run(capsys, *argv)
     assert status == 0 and "model           12 blocks:" in out

@@ -1,19 +1,21 @@
 """The layer kinds a workload lists, one module each: every rule a layer kind needs lives in its module.
 
-==================  ===============================================================================
-module              layer kind
-==================  ===============================================================================
-``linear``          ``Linear``: y = x w (+ b); dx = dy w^T, dw = x^T dy, db = sum of dy over rows
-``elementwise``     ``Elementwise``: y = f(x); dx = f_backward(dy, x)
-``layernorm``       ``LayerNorm``: y = LN(x) gamma + beta, with the row moments as a tensor
-``attention``       ``Attention``: the causal multi-head attention core on whole sequences and heads
-``dropout``         ``Dropout``: y = dropout(x) with a mask from the seed and the global index
-``residual``        ``Residual``: y = a + b, the gradient passed to both
-``rmsnorm``         ``RMSNorm``: y = x / rms(x) gamma, with the row sum of squares as a tensor (Llama)
-``swiglu``          ``SwiGLU``: z = silu(gate) up on interleaved gate/up columns (Llama's MLP)
-``rotary``          ``Rotary``: rotary position embeddings of the query and key heads (Llama)
-``common``          what every kind shares: gradient names (``grad``), the ``Sum`` record
-==================  ===============================================================================
+====================  ===============================================================================
+module                layer kind
+====================  ===============================================================================
+``linear``            ``Linear``: y = x w (+ b); dx = dy w^T, dw = x^T dy, db = sum of dy over rows
+``elementwise``       ``Elementwise``: y = f(x); dx = f_backward(dy, x)
+``layernorm``         ``LayerNorm``: y = LN(x) gamma + beta, with the row moments as a tensor
+``attention``         ``Attention``: the causal multi-head attention core on whole sequences and heads
+``dropout``           ``Dropout``: y = dropout(x) with a mask from the seed and the global index
+``residual``          ``Residual``: y = a + b, the gradient passed to both
+``bias_gelu``         ``BiasGelu``: z = gelu(h + b) in one pass (Megatron-LM's ``--bias-gelu-fusion``)
+``bias_dropout_add``  ``BiasDropoutAdd``: y = r + dropout(x + b) in one pass (``--bias-dropout-fusion``)
+``rmsnorm``           ``RMSNorm``: y = x / rms(x) gamma, with the row sum of squares as a tensor (Llama)
+``swiglu``            ``SwiGLU``: z = silu(gate) up on interleaved gate/up columns (Llama's MLP)
+``rotary``            ``Rotary``: rotary position embeddings of the query and key heads (Llama)
+``common``            what every kind shares: gradient names (``grad``), the ``Sum`` record
+====================  ===============================================================================
 
 A workload is a list of layers in order on activations of M rows (tokens); each layer reads tensors
 that the workload's input or earlier layers made (a chain for ``gemm`` and ``mlp``; the transformer
@@ -32,6 +34,8 @@ The chain kinds (``Linear`` without a bias, ``Elementwise``) also give block rul
 """
 
 from simulator.workloads.layers.attention import Attention
+from simulator.workloads.layers.bias_dropout_add import BiasDropoutAdd
+from simulator.workloads.layers.bias_gelu import BiasGelu
 from simulator.workloads.layers.common import Sum, grad
 from simulator.workloads.layers.dropout import Dropout
 from simulator.workloads.layers.elementwise import Elementwise
@@ -42,8 +46,9 @@ from simulator.workloads.layers.rmsnorm import RMSNorm
 from simulator.workloads.layers.rotary import Rotary
 from simulator.workloads.layers.swiglu import SwiGLU
 
-Layer = Linear | Elementwise | LayerNorm | RMSNorm | Attention | Rotary | SwiGLU | Dropout | Residual
+Layer = (Linear | Elementwise | LayerNorm | RMSNorm | Attention | Rotary | SwiGLU | Dropout | Residual | BiasGelu
+         | BiasDropoutAdd)
 """Every layer kind."""
 
-__all__ = ["Attention", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear", "RMSNorm", "Residual", "Rotary",
-           "SwiGLU", "Sum", "grad"]
+__all__ = ["Attention", "BiasDropoutAdd", "BiasGelu", "Dropout", "Elementwise", "LayerNorm", "Layer", "Linear",
+           "RMSNorm", "Residual", "Rotary", "SwiGLU", "Sum", "grad"]
