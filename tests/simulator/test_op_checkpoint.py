@@ -74,8 +74,14 @@ def test_the_8b_block_recomputes_wk_wo_and_w3_and_the_layers_between() -> None:
 
 
 def test_a_biased_linear_is_addmm_neither_counted_nor_kept_and_an_unlisted_kernel_is_recomputed() -> None:
-    gpt = op_checkpoint(Workload.transformer(1, 512, 256, 8))  # GPT: biases, GELU, flash
+    # GPT: biases, GELU, flash; unfused, so every linear adds its own bias (addmm)
+    gpt = op_checkpoint(Workload.transformer(1, 512, 256, 8, bias_gelu_fusion=False, bias_dropout_fusion=False))
     assert not any(p.mm or p.kept for p in gpt.products) and dict(gpt.kept) == {"CTX": 1.0}
+    # Megatron-LM's fused kernels take the bias of proj, fc1 and fc2 (skip_bias_add): those are plain mm, counted
+    fused = op_checkpoint(Workload.transformer(1, 512, 256, 8))
+    assert [(p.name, p.mm, p.kept) for p in fused.products] == [("Q", False, False), ("K", False, False),
+                                                                ("V", False, False), ("P", True, True),
+                                                                ("H", True, False), ("F", True, True)]
     # Nothing reads F in a backward (dropout redraws its mask, the residual reads nothing): fc2 is not rerun.
     assert [part for part, _ in gpt.recomputed] == ["ln1", "qkv", "proj", "drop1", "res1", "ln2", "fc1", "gelu"]
     bare = op_checkpoint(Workload.transformer(1, 512, 256, 8, bias=False, attention="cudnn"))
