@@ -92,6 +92,13 @@ def _streaming(shapes: list[Shape], out: Shape, params: dict) -> Work:
     return Work(elements=sum(map(_numel, shapes)) + _numel(out), flops=_numel(out) * len(shapes))
 
 
+def _dropout_work(shapes: list[Shape], out: Shape, params: dict) -> Work:
+    """One pass where p > 0; none at p = 0, where ``torch.nn.functional.dropout`` returns its input and runs
+    no kernel (``_dropout_impl`` in ATen's ``native/Dropout.cpp``: ``if (p == 0 || !train ...) return input``),
+    as do Megatron-Core's, torchtitan's and llm-foundry's blocks at dropout 0 (tpsim's copy is the IR's)."""
+    return _streaming(shapes, out, params) if params["p"] > 0 else Work()
+
+
 def _one_pass(flops_per_element: int) -> Callable[[list[Shape], Shape, dict], Work]:
     """One pass like ``_streaming``, with ``flops_per_element`` operations per element of the first input.
 
@@ -245,7 +252,8 @@ FUNCTIONS: dict[str, LocalFunction] = {
         work=_one_pass(1)),
     "dropout": LocalFunction(
         1, "out = in0 * keep / (1 - p), keep from (seed, stream, global index row0.., col0.. of width)",
-        numpy=dropout.dropout, torch=dropout.dropout_torch, params=_DROPOUT_PARAMS, seeded=True),
+        numpy=dropout.dropout, torch=dropout.dropout_torch, params=_DROPOUT_PARAMS, seeded=True,
+        work=_dropout_work),
     "row_moments": LocalFunction(
         1, "out [rows, 2] = [sum of in0 over its columns, sum of in0^2]", numpy=layernorm.row_moments,
         torch=layernorm.TORCH["row_moments"], shape=_moments_shape, work=_one_pass(3)),

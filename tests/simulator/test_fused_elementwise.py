@@ -20,6 +20,7 @@ from simulator.memory.activations import layer_activations
 from simulator.training.launch import fusion_flags
 from simulator.workloads.functions import FUNCTIONS
 from simulator.workloads.layers import BiasDropoutAdd, BiasGelu, Dropout, Elementwise, Residual
+from simulator.workloads.work import Work
 from simulator.workloads.workload import Workload
 from topologies.loader import load_topology
 
@@ -95,7 +96,9 @@ def test_each_fused_kernel_reads_each_input_once_and_writes_its_output_once() ->
     assert (work["dropout_backward"].elements, work["dropout_backward"].mask_bytes) == (2 * rc, rc)
     no_drop = FUNCTIONS["bias_dropout_add"].work([r, bias, r], r, {**drop, "p": 0.0})
     assert no_drop.mask_bytes == 0  # PyTorch's dropout with p = 0 returns its input: no mask
-    unfused = sum(FUNCTIONS[fn].work(shapes, r, {}).elements for fn, shapes in (
+    for fn in ("dropout", "dropout_backward"):  # ... and runs no kernel, forward or backward
+        assert FUNCTIONS[fn].work([r], r, {**drop, "p": 0.0}) == Work()
+    unfused = sum(FUNCTIONS[fn].work(shapes, r, drop).elements for fn, shapes in (
         ("bias_add", [r, bias]), ("dropout", [r]), ("add", [r, r])))
     assert unfused == 7 * rc + c  # what the three unfused passes move ...
     assert 2 * work["bias_dropout_add"].elements + work["bias_dropout_add"].mask_bytes == 7 * rc + 2 * c  # ... halved

@@ -60,9 +60,10 @@ def bias_dropout_add_work(shapes, out, params) -> Work:
 
 def dropout_backward_work(shapes, out, params) -> Work:
     """``dropout_backward``: dy and the saved 1-byte mask read, dx written (the fused kernel's autograd
-    backward: dy * mask / (1 - p))."""
+    backward: dy * mask / (1 - p)); nothing at p = 0, where the forward's dropout returned its input and
+    autograd hands dy on as it is."""
     rc = math.prod(out)
-    return Work(elements=2 * rc, mask_bytes=rc if params["p"] > 0 else 0, flops=rc)
+    return Work(elements=2 * rc, mask_bytes=rc, flops=rc) if params["p"] > 0 else Work()
 
 
 def _torch_bias_gelu(out, x, b) -> None:
