@@ -75,11 +75,11 @@ input gradient quantises its own dY block at each of its q steps (pessimistic: a
 
 The all-gathers above move the FP8 bytes, not bf16's: ``simulator.fp8_comm``.
 
-Not counted (the first makes fp8 here faster than TE):
+Not counted (makes fp8 here faster than TE):
 - the amax reduction: delayed scaling all-reduces every tensor's amax once per forward (a few kB), current
   scaling the amax of a tensor it quantises before a sequence-parallel gather: latency, not bandwidth.
-- memory: TE keeps the FP8 transpose of X for the backward in place of the bf16 X (smaller); the
-  activation memory model keeps the bf16 plan's figures.
+
+TE keeps each linear's input for the backward as one FP8 copy: ``simulator.memory.activations``.
 """
 
 from __future__ import annotations
