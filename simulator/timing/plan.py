@@ -115,8 +115,10 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
     share = shared.setdefault
     shared_durations: dict[tuple, tuple] = {}  # ranks with the same compute (most) share one tuple
     op_time = compute.op_time_s
-    # Under --dtype fp8, Transformer Engine gathers the linears' operands in FP8 (simulator.fp8_comm).
-    wire = Fp8Wire(schedule, devices, compute.config.fp8_recipe) if compute.config.fp8_gemms else None
+    # Under --dtype fp8, Transformer Engine gathers the linears' operands in FP8 (simulator.fp8_comm); a
+    # compute model without a config (a test's stand-in that only times ops) is not an fp8 plan.
+    config = getattr(compute, "config", None)
+    wire = Fp8Wire(schedule, devices, config.fp8_recipe) if config is not None and config.fp8_gemms else None
     # A compute op's time depends on the op, its rank's buffer table and the GPU: ranks share ops and
     # tables (``ScheduleBuilder``), and GPUs of one kind are alike, so each distinct time is computed once.
     op_times: dict[tuple, float] = {}
