@@ -10,7 +10,8 @@ from simulator import fp8_comm
 from simulator.algorithms.registry import build_schedule
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.fp8_comm import COLUMNWISE, FORWARDED, OTHER, ROWWISE, Fp8Wire, fp8_wire_bytes, operand_use
-from simulator.ir.ops import AllGather, Gemm, Recv, Send
+from simulator.ir.builder import ScheduleBuilder
+from simulator.ir.ops import AllGather, Gemm, Recv, Send, Slice
 from simulator.timing.plan import compile_schedule
 from simulator.workloads.workload import Workload
 from topologies.devices import B200_180GB, H100_SXM5_80GB
@@ -86,10 +87,19 @@ def test_the_overlap_ring_sends_fp8_chunks_and_both_sides_agree(device, recipe) 
 def test_a_gather_read_by_anything_but_an_fp8_gemm_operand_stays_bf16() -> None:
     s = build_schedule("1d-sp", WL, "both", "bfloat16", gpus=P)
     wire = Fp8Wire(s, [H100] * P, "delayed")
-    # A bf16 plan, or an fp8 plan's LM head (simulator.training.step times it with fp8_gemms off), keeps them.
-    plain = [(a.nbytes, b.nbytes) for a, b in zip(_instances(s, H100, ComputeConfig()),
-                                                   _instances(s, H100, ComputeConfig(fp8_gemms=False)))]
-    assert all(a == b for a, b in plain)
+    # Two ranks gather X and W: X feeds a forward GEMM as its activation (FP8), W as its weight (bf16: a
+    # weight gather is not TE's), and a second copy of X is also read by a copy (bf16: another reader).
+    b = ScheduleBuilder("1d", (2,), Workload.gemm(8, 16, 4), "fwd", "bfloat16", 2, {"world": (0, 1)})
+    for r in range(2):
+        for name, shape in (("x", (4, 16)), ("w", (8, 4)), ("X", (8, 16)), ("W", (16, 4)), ("X2", (8, 16)),
+                            ("Y", (8, 4)), ("C", (8, 16))):
+            b.buffer(r, name, shape)
+        for op in (AllGather(group="world", inp="x", out="X"), AllGather(group="world", inp="w", out="W"),
+                   AllGather(group="world", inp="x", out="X2"), Gemm(out="Y", a="X", b="W"),
+                   Gemm(out="Y", a="X2", b="W", accumulate=True), Slice(out="C", src="X2")):
+            b.emit(r, op)
+    small = b.build()
+    assert [Fp8Wire(small, [H100] * 2, "delayed").nbytes(0, step, -1) for step in range(3)] == [8 * 16, -1, -1]
     # The grid algorithms broadcast bf16: TE does not run them (module doc).
     summa = build_schedule("2d", Workload.gemm(64, 64, 64), "both", "bfloat16", grid=(2, 2, 1))
     grid_wire = Fp8Wire(summa, [H100] * 4, "delayed")
