@@ -34,7 +34,8 @@ sub-package        what it holds
 At the top: ``cli`` (the ``tpsim`` entry point), ``api`` (the commands as Python functions returning
 dataclasses, for notebooks), ``errors`` (``InputError``, ``NotApplicable``),
 ``sizes`` (byte sizes as people write them), ``fp8`` (``--dtype fp8``: the hybrid FP8 recipe as a
-compute-model setting; ``fp8_cost``, Transformer Engine's casts around each FP8 GEMM, as memory passes), ``limits`` (what tpsim and this machine accept before any
+compute-model setting; ``fp8_cost``, Transformer Engine's casts around each FP8 GEMM, as memory passes; ``fp8_comm``, the gathers
+it moves in FP8), ``limits`` (what tpsim and this machine accept before any
 work starts: ranks, GPUs, tensor sizes, seeds, tolerances, file sizes, memory), ``compute`` (the compute
 model; ``gemm_shape``, a GEMM's achievable fraction of peak by its shape), ``files`` (atomic writes, bounded reads and checked JSON records; ``output_paths``, what an output may be; ``command_files``, every command's outputs checked before any work), ``gcpause``, ``progress`` (a long
 command's progress on stderr), ``simpy_internals`` (the one place simpy's private fields are touched), and
@@ -53,6 +54,6 @@ rules a layer kind gives; compose, the block evaluator and the executor's refere
 
 __all__ = ["algorithms", "api", "calibrate", "cli", "collectives", "command_files", "commands", "compare", "compute",
            "errors", "export", "output_paths",
-           "files", "fp8", "fp8_cost", "gcpause", "gemm_shape", "guard", "ir", "limits", "memory", "network", "pipeline", "predict",
+           "files", "fp8", "fp8_comm", "fp8_cost", "gcpause", "gemm_shape", "guard", "ir", "limits", "memory", "network", "pipeline", "predict",
            "predict_plot", "progress", "simpy_internals",
            "sizes", "timing", "training", "workloads"]

@@ -7,8 +7,10 @@ optimizer state, the activations between layers, the attention core and the comm
 bf16 training. So a plan in fp8 is the bfloat16 plan with the linears' ``gemm`` ops timed at the
 device's dense FP8 rate (``ComputeConfig.fp8_gemms``) plus the passes that quantise their operands
 (``simulator.fp8_cost``, under the scaling recipe ``ComputeConfig.fp8_recipe``: delayed, current or
-MXFP8), and each step quantising the layers' weights once; memory and communication are the
-bfloat16 plan's, and MFU is measured against the FP8 peak. Only GPUs with FP8 tensor cores (Hopper, Blackwell:
+MXFP8), each step quantising the layers' weights once, and the gathers of the linears' operands moving
+FP8 (``simulator.fp8_comm``) and the linears' inputs kept in FP8 for the backward
+(``simulator.memory.activations``, through ``StepOptions.fp8_recipe``); the states, the other activations
+and the reductions are the bfloat16 plan's, and MFU is measured against the FP8 peak. Only GPUs with FP8 tensor cores (Hopper, Blackwell:
 the presets carry ``float8`` rates from NVIDIA's datasheets, ``topologies.devices``) take it; an A100
 is refused with one line.
 """

@@ -73,13 +73,13 @@ For 1-D Megatron, with or without sequence parallelism, this is TE's accounting 
 the grid algorithms (SUMMA, Cannon, 3-D), which TE does not run, follow the same rule, and the SUMMA
 input gradient quantises its own dY block at each of its q steps (pessimistic: a port would once).
 
-Not counted (the first makes fp8 here slower than TE, the second faster):
-- FP8 communication: the all-gathers above move FP8 (half the bf16 bytes) in TE; tpsim's communication
-  stays the bfloat16 plan's.
+The all-gathers above move the FP8 bytes, not bf16's: ``simulator.fp8_comm``.
+
+Not counted (makes fp8 here faster than TE):
 - the amax reduction: delayed scaling all-reduces every tensor's amax once per forward (a few kB), current
   scaling the amax of a tensor it quantises before a sequence-parallel gather: latency, not bandwidth.
-- memory: TE keeps the FP8 transpose of X for the backward in place of the bf16 X (smaller); the
-  activation memory model keeps the bf16 plan's figures.
+
+TE keeps each linear's input for the backward as one FP8 copy: ``simulator.memory.activations``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import dataclasses
 import json
 import functools
 import math
@@ -153,6 +154,8 @@ def plan_rows(args: argparse.Namespace, G, workload: Workload, micro_batch: int 
         raise InputError(f"--global-batch {args.global_batch}: sequences per step must be from 1 to "
                          f"{MAX_GLOBAL_BATCH:,}")
     options = _options(args, workload)
+    if getattr(args, "fp8", False):  # TE keeps the linears' inputs in FP8 (simulator.memory.activations)
+        options = dataclasses.replace(options, fp8_recipe=recipe_of(G, G.nodes[gpu_nodes(G)[0]]["device"]))
     sizes = tp_sizes_of(args.gpus, args.tp_sizes)
     check_schedule_flags(args.schedule, args.virtual_stages)
     pps = pipeline_sizes(args.gpus, options.layers, args.pp_sizes)

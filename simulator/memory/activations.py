@@ -29,6 +29,18 @@ arXiv 2205.05198, section 4.1, per layer with 2-byte activations):
   the outputs of the matrix products it saves (their columns' share of each buffer: Llama's Q and V of
   QKV, the gate half of H) and the attention core's (CTX and, under FlashAttention, its log-sum-exp).
 
+Under ``--dtype fp8`` (``fp8_recipe``) Transformer Engine keeps each linear's input for the weight
+gradient as one FP8 copy, not in bf16 (``fp8``): TE v1.8 ``module/layernorm_linear.py`` saves ``ln_out``
+(line 316), FP8 since the norm wrote it in FP8 (line 126), and ``module/linear.py`` saves the FP8 input
+or its FP8 transpose (lines 293-297); v2.9 keeps only the copy the backward needs (``layernorm_linear.py``
+lines 404-414, ``linear.py`` lines 371-390: the row-wise data where sequence parallelism re-gathers it,
+else the column-wise data, which on Hopper is the transpose), so 1 byte per element under per-tensor
+scaling, 1 + 1/32 under MXFP8. Where another kernel's backward reads the same tensor in bf16, the FP8
+copy comes on top: the attention output, proj's input, which FlashAttention-2 and cuDNN keep for their
+backward (``Attention.saved`` leaves it to the linear); QKV's and FC1's inputs come from the norm, whose
+backward reads its own input, and FC2's from the activation function, whose backward reads its input:
+those are kept in FP8 alone.
+
 The LayerNorm moments S [rows, 2], which the paper neglects, are their own item (``moments``): the
 comparison with the paper's closed forms leaves them out (``PAPER_KINDS``). They are counted at the
 schedule's element type, as tpsim's IR stores them (apex's fused LayerNorm keeps mean and 1/std in
@@ -37,16 +49,18 @@ fp32, 8 B a row: the difference is 4 B per row, under 0.1% of the layer at h >= 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from simulator.fp8_cost import FP8_COPY_BYTES, MXFP8_SCALE_BYTES
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.attention_cost import FUSED_FUNCTIONS
-from simulator.workloads.layers import Attention, BiasDropoutAdd, Dropout, LayerNorm, RMSNorm
+from simulator.workloads.layers import Attention, BiasDropoutAdd, Dropout, LayerNorm, Linear, RMSNorm
 from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
-__all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
+__all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "fp8_copy_bytes", "layer_activations"]
 
 MASK_BYTES = 1
 """A dropout mask element: PyTorch's bool mask, 1 byte (Korthikanti et al., section 4.1)."""
@@ -59,7 +73,7 @@ PAPER_KINDS = ("kept", "mask", "attention")
 
 @dataclass(frozen=True)
 class Kept:
-    """One kind of what a layer keeps on one rank: ``kind`` is kept, moments, mask, attention or input."""
+    """One kind of what a layer keeps on one rank: ``kind`` is kept, fp8, moments, mask, attention or input."""
 
     kind: str
     what: str
@@ -120,9 +134,32 @@ def _per_op(schedule: Schedule, rank: int, workload: Workload, buffers: dict, fi
     return out
 
 
-def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None) -> list[Kept]:
+def fp8_copy_bytes(recipe: str) -> float:
+    """Bytes per element of the one FP8 copy TE keeps of a linear's input (module doc)."""
+    return FP8_COPY_BYTES + (MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0)
+
+
+def _fp8_inputs(layers, tensors: list[str], buffers, recipe: str) -> tuple[list[str], Kept | None]:
+    """``tensors`` less the linears' inputs TE keeps in FP8 alone, and the Kept of their FP8 copies."""
+    inputs = [n for n in dict.fromkeys(layer.x for layer in layers if isinstance(layer, Linear)) if n in tensors]
+    if not inputs:
+        return tensors, None
+    # Tensors another layer's backward reads in bf16 stay: the fused attention kernels keep their output.
+    bf16 = {n for layer in layers if not isinstance(layer, Linear) for n in layer.saved}
+    bf16 |= {n for layer in layers if isinstance(layer, Attention) and layer.kernel in FUSED_FUNCTIONS
+             for n in layer.outputs}
+    per = fp8_copy_bytes(recipe)
+    nbytes = sum(math.ceil(buffers[n].numel * per) for n in inputs)
+    what = (f"FP8 copies of the linears' inputs {', '.join(inputs)} ({per:g} B per element"
+            f"{'; ' + ', '.join(n for n in inputs if n in bf16) + ' also kept in bf16' if bf16 & set(inputs) else ''})")
+    return [n for n in tensors if n not in inputs or n in bf16], Kept("fp8", what, nbytes)
+
+
+def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None,
+                      fp8_recipe: str | None = None) -> list[Kept]:
     """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``
-    (``workload``: the schedule's, given by a caller that sizes every rank, to build it once)."""
+    (``workload``: the schedule's, given by a caller that sizes every rank, to build it once; ``fp8_recipe``:
+    the linears run Transformer Engine's FP8 under that recipe, which keeps their inputs in FP8)."""
     workload = Workload.from_dict(schedule.workload) if workload is None else workload
     layers = workload.layers()
     read = {name for op in schedule.programs[rank] for name in op.reads()}
@@ -137,8 +174,13 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     names = list(dict.fromkeys(name for layer in layers for name in layer.saved))
     out = []
     tensors = [n for n in names if n not in moments and n in buffers]
+    copies = None
+    if fp8_recipe is not None:
+        tensors, copies = _fp8_inputs(layers, tensors, buffers, fp8_recipe)
     if tensors:
         out.append(Kept("kept", f"saved {', '.join(tensors)}", sum(buffers[n].nbytes for n in tensors)))
+    if copies is not None:
+        out.append(copies)
     stats = [n for n in names if n in moments and n in buffers]
     if stats:
         what = "LayerNorm moments" if any(isinstance(layer, LayerNorm) for layer in layers) else "RMSNorm sums of squares"

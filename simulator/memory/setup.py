@@ -16,6 +16,7 @@ import numbers
 from dataclasses import dataclass
 
 from simulator.errors import InputError
+from simulator.fp8_cost import RECIPES
 from simulator.limits import check_extent
 
 __all__ = ["OPTIMIZERS", "RECOMPUTE", "ZERO_STAGES", "TrainingSetup"]
@@ -62,6 +63,9 @@ class TrainingSetup:
     of parameters, next set of parameters, and current set of gradients", FSDP's documentation), so two units'
     gathered parameters are live; False (``BACKWARD_POST``, which frees the current parameters before
     gathering the next, or no prefetch): one."""
+    fp8_recipe: str | None = None
+    """``--dtype fp8``: Transformer Engine's recipe (``simulator.fp8_cost.RECIPES``), under which each linear's
+    input is kept as one FP8 copy (``simulator.memory.activations``); None: the schedule's dtype."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -76,6 +80,8 @@ class TrainingSetup:
             check_extent(value, f"{flag} {value}")
         if not isinstance(self.prefetch, bool):
             raise InputError(f"prefetch must be true or false, got {self.prefetch!r}")
+        if self.fp8_recipe is not None and self.fp8_recipe not in RECIPES:
+            raise InputError(f"fp8 recipe {self.fp8_recipe!r}: one of {', '.join(RECIPES)}, or unset")
         if self.grad_bytes is not None and self.grad_bytes not in (1, 2, 4, 8):
             raise InputError(f"gradient element size {self.grad_bytes!r}: must be 1, 2, 4 or 8 bytes")
         if self.vocab is not None:

@@ -49,10 +49,10 @@ def _skip(workload: Workload) -> set[str]:
 
 def _activation_items(schedule: Schedule, rank: int, workload: Workload, setup: TrainingSetup) -> list[Item]:
     layers = setup.layers
-    per_layer = layer_activations(schedule, rank, setup.recompute, workload)
+    per_layer = layer_activations(schedule, rank, setup.recompute, workload, setup.fp8_recipe)
     items = [Item("activations", f"{k.what} (x {layers} layers)", k.nbytes * layers) for k in per_layer]
     if setup.recompute in ("full", "selective-op"):
-        whole = layer_activations(schedule, rank, "none", workload)
+        whole = layer_activations(schedule, rank, "none", workload, setup.fp8_recipe)
         extra = sum(k.nbytes for k in whole) - sum(k.nbytes for k in per_layer)
         items.append(Item("activations", "one layer's activations while it is recomputed", extra))
     if setup.vocab is not None:

@@ -70,10 +70,10 @@ def rank_parts(schedule: Schedule, setup: TrainingSetup, rank: int) -> RankParts
     if setup.vocab is not None:  # tied or not, a stage holds one word matrix: the first the embedding, the last the head
         found = embedding_parameters(schedule, setup.vocab, workload)
         embedding = (found[0], tuple(found[1:-1]), found[-1])  # word, learned positions (none: rotary), final norm
-    kept = tuple(layer_activations(schedule, rank, setup.recompute, workload))
+    kept = tuple(layer_activations(schedule, rank, setup.recompute, workload, setup.fp8_recipe))
     extra = 0
     if setup.recompute in ("full", "selective-op"):
-        whole = layer_activations(schedule, rank, "none", workload)
+        whole = layer_activations(schedule, rank, "none", workload, setup.fp8_recipe)
         extra = sum(k.nbytes for k in whole) - sum(k.nbytes for k in kept)
     head = tuple(embedding_activations(schedule, rank, setup.vocab, workload)) if setup.vocab is not None else ()
     live = peak_live(schedule, rank, _skip(workload))

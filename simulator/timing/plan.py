@@ -21,6 +21,7 @@ from array import array
 
 from simulator.compute import ComputeModel
 from simulator.errors import ScheduleError
+from simulator.fp8_comm import Fp8Wire
 from simulator.ir.ops import (AllGather, AllReduce, Broadcast, Gemm, Local, Recv, Reduce, ReduceScatter, Send, Slice,
                               Wait)
 from simulator.ir.schedule import Schedule
@@ -114,6 +115,10 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
     share = shared.setdefault
     shared_durations: dict[tuple, tuple] = {}  # ranks with the same compute (most) share one tuple
     op_time = compute.op_time_s
+    # Under --dtype fp8, Transformer Engine gathers the linears' operands in FP8 (simulator.fp8_comm); a
+    # compute model without a config (a test's stand-in that only times ops) is not an fp8 plan.
+    config = getattr(compute, "config", None)
+    wire = Fp8Wire(schedule, devices, config.fp8_recipe) if config is not None and config.fp8_gemms else None
     # A compute op's time depends on the op, its rank's buffer table and the GPU: ranks share ops and
     # tables (``ScheduleBuilder``), and GPUs of one kind are alike, so each distinct time is computed once.
     op_times: dict[tuple, float] = {}
@@ -160,6 +165,8 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
             nbytes = nbytes_of.get(id(spec))
             if nbytes is None:
                 nbytes = nbytes_of[id(spec)] = spec.nbytes
+            if wire is not None:
+                nbytes = wire.nbytes(rank, step, nbytes)
             if role == 1:
                 group = op.group
                 n = issued.get(group, 0)

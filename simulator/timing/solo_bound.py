@@ -25,6 +25,7 @@ import networkx as nx
 
 from simulator.compute import ComputeConfig, ComputeModel
 from simulator.errors import ScheduleError
+from simulator.fp8_comm import Fp8Wire
 from simulator.ir.checks import spread_ranks
 from simulator.ir.schedule import Schedule
 from simulator.timing.critical_path import ClosedForms
@@ -45,13 +46,16 @@ def solo_bound(schedule: Schedule, G: nx.DiGraph, placement: str | None = None, 
     gpus = resolve_placement(placement, G, schedule.world_size, grid)
     model = ComputeModel(compute or ComputeConfig.from_sim(G.graph.get("sim")))
     ranks = spread_ranks(schedule.world_size, SOLO_RANKS) if ranks is None else ranks
-    return max((solo_finish_s(schedule, rank, gpus, G.nodes[gpus[rank]]["device"], model, closed_forms)
+    wire = Fp8Wire(schedule, [G.nodes[g]["device"] for g in gpus], model.config.fp8_recipe) \
+        if model.config.fp8_gemms else None
+    return max((solo_finish_s(schedule, rank, gpus, G.nodes[gpus[rank]]["device"], model, closed_forms, wire)
                 for rank in ranks), default=0.0)
 
 
 def solo_finish_s(schedule: Schedule, rank: int, gpus: list[str], device: dict, model: ComputeModel,
-                  closed_forms: ClosedForms) -> float:
-    """When ``rank`` (on ``gpus[rank]``, a GPU with ``device``) finishes if every peer is on time."""
+                  closed_forms: ClosedForms, wire: Fp8Wire | None = None) -> float:
+    """When ``rank`` (on ``gpus[rank]``, a GPU with ``device``) finishes if every peer is on time (``wire``:
+    the FP8 plan's gather bytes, as ``compile_schedule`` takes them)."""
     program, buffers, groups = schedule.programs[rank], schedule.buffers[rank], schedule.groups
     # Compute ops are summed per stretch, then added to the clock, as compile_schedule and the analytic walk
     # do: the same float sums keep this bound at or below the analytic one bit for bit.
@@ -74,6 +78,8 @@ def solo_finish_s(schedule: Schedule, rank: int, gpus: list[str], device: dict, 
             clock = max(clock, ends.pop(op.handle))
             continue
         nbytes = buffers[op.payload_buffer()].nbytes
+        if wire is not None:
+            nbytes = wire.nbytes(rank, step, nbytes)
         if role == 1:
             end = clock + closed_forms.time_s(op.kind, tuple(gpus[r] for r in groups[op.group]), nbytes,
                                               getattr(op, "root", None))

@@ -26,7 +26,7 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
     setup = TrainingSetup(optimizer=options.optimizer, zero=options.zero, recompute=options.recompute, dp=a.dp,
                           layers=options.layers, vocab=options.vocab, tied=options.tied,
                           grad_bytes=grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32),
-                          prefetch=options.backward_prefetch == "BACKWARD_PRE")
+                          prefetch=options.backward_prefetch == "BACKWARD_PRE", fp8_recipe=options.fp8_recipe)
     if a.pp == 1:  # the schedule depends on the tensor arrangement and the block only: built once per search
         key = ("both schedule", a.tensor, block, options.dtype)
         schedule = cache.get(key) if cache is not None else None
@@ -39,7 +39,7 @@ def memory_of(a: TrainingArrangement, block: Workload, options: StepOptions, cac
     from simulator.pipeline.stage_step import check_pipeline_plan
     m = micro_batches(options.global_batch, block.batch, a.dp)
     check_pipeline_plan(a, m, options)  # NotApplicable: the row is skipped with the reason
-    key = ("memory parts", a.tensor, block, options.recompute, options.vocab, options.dtype)
+    key = ("memory parts", a.tensor, block, options.recompute, options.vocab, options.dtype, options.fp8_recipe)
     parts = cache.get(key) if cache is not None else None
     if parts is None:
         schedule = build_block(a, block, "both", options.dtype)

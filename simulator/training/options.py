@@ -54,11 +54,14 @@ class StepOptions:
     ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
     backward_prefetch: str = "BACKWARD_PRE"
     """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""
+    fp8_recipe: str | None = None
+    """``--dtype fp8``: Transformer Engine's recipe, which sizes the linears' kept inputs (``TrainingSetup``);
+    the step's times take it from the topology (``simulator.fp8``). None: not FP8."""
 
     def __post_init__(self) -> None:
         # The same training choices size memory: one set of checks and messages for both.
         TrainingSetup(optimizer=self.optimizer, zero=self.zero, recompute=self.recompute, layers=self.layers,
-                      vocab=self.vocab, tied=self.tied)
+                      vocab=self.vocab, tied=self.tied, fp8_recipe=self.fp8_recipe)
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
         check_backward_prefetch(self.backward_prefetch)
