@@ -128,7 +128,8 @@ def function_chain(b: ScheduleBuilder, rank: int, g: int) -> None:
 
     Two chains start from the input A_blk [2, 6] (ring index ``g``, rows 2g .. 2g+1 of A). The GPT one
     (``_gpt_steps``): LayerNorm's pieces over its 6 columns, dropout of its global elements, attention with
-    it as one sequence of 2 tokens and one head of width 2 (Q, K, V side by side), and back. The Llama one
+    it as one sequence of 2 tokens and one head of width 2 (Q, K, V side by side), and back, then the fused
+    bias-GeLU and bias-dropout-add with their backwards. The Llama one
     (``_llama_steps``) takes A_blk widened by two slices to [2, 8] (no local function widens a block; A_blk
     itself rather than the GPT chain's end keeps its values O(1), where SwiGLU's sigmoid does not
     saturate): RMSNorm over its 8 columns, rotary embeddings and grouped-query attention on it as one
@@ -176,7 +177,12 @@ def _gpt_steps(g: int) -> tuple:
             ("F_dx", (2, 6), "layernorm_backward", ("F_dqkv", "A_blk", "F_mom", "F_g", "F_sums"), LN),
             ("F_dg", (1, 6), "layernorm_gamma_grad", ("F_dx", "A_blk", "F_mom"), LN),
             ("F_h", (2, 6), "add", ("F_dx", "F_qkv"), {}),
-            ("F_hb", (2, 6), "bias_add", ("F_h", "F_dg"), {}))
+            ("F_hb0", (2, 6), "bias_add", ("F_h", "F_dg"), {}),
+            # Megatron-LM's fused kernels (``layers.bias_gelu``, ``layers.bias_dropout_add``) and their backwards
+            ("F_bg", (2, 6), "bias_gelu", ("F_hb0", "F_b"), {}),
+            ("F_bgb", (2, 6), "bias_gelu_backward", ("F_bg", "F_hb0", "F_b"), {}),
+            ("F_bda", (2, 6), "bias_dropout_add", ("F_bgb", "F_b", "F_hb0"), {**dropout, "stream": 3}),
+            ("F_hb", (2, 6), "dropout_backward", ("F_bda",), {**dropout, "stream": 3}))
 
 
 def _llama_steps(g: int) -> tuple:
