@@ -30,28 +30,46 @@ from simulator.algorithms.base import LinearNames
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import Gemm, Recv, Reduce, Send, Slice, Wait
 
-__all__ = ["ring_exchange_forward", "pipelined_reduce_forward"]
+__all__ = ["pipelined_reduce_forward", "ring_exchange", "ring_exchange_dgrad", "ring_exchange_forward"]
+
+
+def ring_exchange(b: ScheduleBuilder, p: int, r: int, shard: str, w: str, out: str, m: int, k: int, cols: int,
+                  trans_b: bool = False, keep: str | None = None) -> None:
+    """Rank r's ``out`` [m, cols] = all_gather(``shard``) ``w`` (``w``^T with ``trans_b``), the gather as a ring
+    of sends beside p chunk GEMMs; ``keep``: also copy each shard into that [m, k] buffer (the gathered
+    tensor, for a later GEMM)."""
+    rows = m // p
+    b.buffer(r, out, (m, cols))
+    chunk = b.buffer(r, f"{out}_chunk", (rows, cols))
+    if keep is not None:
+        b.buffer(r, keep, (m, k))
+    held = shard
+    for t in range(p):
+        own = (r + t) % p
+        more = t < p - 1
+        if more:
+            nxt = b.buffer(r, f"{shard}_ring{t % 2}", (rows, k))
+            b.emit(r, Send(peer=(r - 1) % p, buf=held, handle=f"{out}.s{t}"))
+            b.emit(r, Recv(peer=(r + 1) % p, buf=nxt, handle=f"{out}.r{t}"))
+        b.emit(r, Gemm(out=chunk, a=held, b=w, trans_b=trans_b))
+        b.emit(r, Slice(out=out, src=chunk, out_rows=(own * rows, (own + 1) * rows)))
+        if keep is not None:
+            b.emit(r, Slice(out=keep, src=held, out_rows=(own * rows, (own + 1) * rows)))
+        if more:
+            b.emit(r, Wait(f"{out}.s{t}"))
+            b.emit(r, Wait(f"{out}.r{t}"))
+            held = nxt
 
 
 def ring_exchange_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, cols: int) -> None:
-    """Rank r's Y [M, cols] = all_gather(X) W_r, the gather as a ring of sends beside p chunk GEMMs."""
-    rows = lin.m // p
-    b.buffer(r, lin.y, (lin.m, cols))
-    chunk = b.buffer(r, f"{lin.y}_chunk", (rows, cols))
-    held = lin.x
-    for t in range(p):
-        shard = (r + t) % p
-        more = t < p - 1
-        if more:
-            nxt = b.buffer(r, f"{lin.x}_ring{t % 2}", (rows, lin.k))
-            b.emit(r, Send(peer=(r - 1) % p, buf=held, handle=f"{lin.y}.s{t}"))
-            b.emit(r, Recv(peer=(r + 1) % p, buf=nxt, handle=f"{lin.y}.r{t}"))
-        b.emit(r, Gemm(out=chunk, a=held, b=lin.w))
-        b.emit(r, Slice(out=lin.y, src=chunk, out_rows=(shard * rows, (shard + 1) * rows)))
-        if more:
-            b.emit(r, Wait(f"{lin.y}.s{t}"))
-            b.emit(r, Wait(f"{lin.y}.r{t}"))
-            held = nxt
+    """Rank r's Y [M, cols] = all_gather(X) W_r (a column-parallel forward, ``qkv_fprop`` / ``fc1_fprop``)."""
+    ring_exchange(b, p, r, lin.x, lin.w, lin.y, lin.m, lin.k, cols)
+
+
+def ring_exchange_dgrad(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, dy: str, dx: str, cols: int) -> None:
+    """Rank r's dX [M, cols] = all_gather(dY) W_r^T (a row-parallel backward, ``proj_dgrad`` / ``fc2_dgrad``),
+    the gathered dY kept in ``<dy>_full`` for the weight gradient."""
+    ring_exchange(b, p, r, dy, lin.w, dx, lin.m, lin.n, cols, trans_b=True, keep=f"{dy}_full")
 
 
 def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str) -> None:
