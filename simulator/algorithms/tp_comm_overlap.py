@@ -1,4 +1,4 @@
-"""Transformer Engine's userbuffers overlap of the sequence-parallel forward (Megatron-LM ``--tp-comm-overlap``).
+"""Transformer Engine's userbuffers overlap of sequence parallelism's communication (Megatron-LM ``--tp-comm-overlap``).
 
 With sequence parallelism (``megatron_1d_sp``) each column-parallel linear all-gathers its input before the
 GEMM and each row-parallel linear reduce-scatters its output after it. Megatron-LM with
@@ -19,9 +19,29 @@ a GEMM on another chunk. Its default methods for the forward:
   that each chunk's reduction lands whole on its owner; TE's 4 splits stride the shards instead), and
   its reduces hold NCCL's channels, where TE's kernel holds 16 SMs.
 
-What tpsim adds that TE does not do: each chunk's rows are copied (``slice`` ops) into Y, or out of X for
-the row-parallel GEMM, where TE's GEMMs address them in place: a memory pass of the chunk, a few percent
-of the GEMM. The chunked GEMMs are p times thinner, and the shape model times them so.
+And for the backward (TE ``initialize_ub`` defaults, ``module/base.py`` at d0067d0, the same in NeMo's
+``nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py`` at 8cfedd7 and Megatron-Bridge's
+``src/megatron/bridge/training/comm_overlap.py`` at 067f987):
+
+- ``proj_dgrad``, ``fc2_dgrad`` (all-gather of the row-parallel output gradient + GEMM): ``ring_exchange``
+  (``RingExchangeOverlapCfg``, one SM, copy engine). dX_r = all_gather(dY) W_r^T has the forward
+  column-parallel shape, so ``ring_exchange_dgrad`` is the same ring with the GEMM transposed. TE's
+  ``_Linear`` backward (``module/linear.py``) then runs the weight gradient on the gathered dY the ring
+  left in the userbuffer ("Userbuffers leaves the gathered tensor in its persistent buffer"; its
+  ``proj_wgrad`` / ``fc2_wgrad`` are ``external``: no communication of their own); here each chunk the
+  ring holds is also copied into ``<dY>_full``, which the dW GEMM reads.
+- ``qkv_dgrad``, ``fc1_dgrad`` (bulk all-gather of X beside the dX GEMM), ``qkv_wgrad``, ``fc1_wgrad``
+  (bulk reduce-scatter of dX beside the dW GEMM): ``bulk``, 16 SMs by default (NeMo and Megatron-Bridge
+  tune 2-24). Not lowered here: ``megatron_1d_sp``'s asynchronous dX communication (``async_dgrad``) runs
+  the same two collectives beside the same two GEMMs, charged NCCL's channels
+  (``simulator.timing.sm_sharing``: 24 on A100 and H100) for the overlapped time, where TE's bulk kernels
+  hold ``num_sm``: up to 24 / 2 times TE's charge on the tuned configurations, 1.5 times its default's.
+
+What tpsim adds that TE does not do: each chunk's rows are copied (``slice`` ops) into Y (dX), or out of
+X for the row-parallel GEMM, and the backward ring's dY chunks into the kept gather, where TE's GEMMs
+address them in place and its ring lands in the userbuffer: a memory pass of each chunk (on the 22B
+layer's backward on 8 A100s, 0.29 ms of copies in a 9.49 ms pass). The chunked GEMMs are p times thinner,
+and the shape model times them so.
 """
 
 from __future__ import annotations
