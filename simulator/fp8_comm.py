@@ -23,10 +23,13 @@ casts on the shard), where a bf16 plan gathers bf16. Read from TE at the version
   scales: ``_all_gather_mxfp8`` lines 1524 and 1547). Under ``--tp-comm-overlap`` userbuffers gathers the
   row-wise copy and then the column-wise one in a second gather (v2.9 ``linear.py`` lines 777-803): the
   same bytes.
-- ``--tp-comm-overlap``'s forward ring (``simulator.algorithms.tp_comm_overlap``): TE allocates FP8
-  userbuffers for ``qkv_fprop`` and ``fc1_fprop`` under an FP8 recipe (``layers_all_gather_overlap``,
-  v1.8 ``base.py`` line 88, v2.9 line 289: "AllGather buffers use fp8 when using fp8 recipe"), so the
-  chunks sent round the ring are FP8 too.
+- ``--tp-comm-overlap``'s rings (``simulator.algorithms.tp_comm_overlap``): TE allocates FP8
+  userbuffers for ``qkv_fprop``, ``fc1_fprop``, ``proj_dgrad`` and ``fc2_dgrad`` under an FP8 recipe
+  (``layers_all_gather_overlap``, v1.8 ``base.py`` line 88, v2.9 line 289: "AllGather buffers use fp8 when
+  using fp8 recipe"), so the chunks sent round the rings are FP8 too. The backward ring sends dY's
+  row-wise copy; under MXFP8 the wgrad's column-wise copy follows in a second gather on the ring's streams
+  (``bulk_overlap_ag_with_external_gemm``, TE ``module/linear.py`` at d0067d0): here the ring's chunks carry
+  both copies, the same bytes.
 - the per-tensor scale is not sent: ``_all_gather_fp8`` gives the output the local ``_scale_inv``
   ("Assume scaling factors are identical across ranks", v2.9 ``distributed.py`` line 963; current
   scaling all-reduces the amax over the group first, a few bytes: not counted). The reduce-scatters
@@ -37,8 +40,9 @@ block, that the rank reads only as FP8 GEMM operands (the activation of a forwar
 of an input-gradient GEMM, row-wise; either operand of a weight-gradient GEMM, column-wise) or sends on
 (the ring), moves ``FP8_COPY_BYTES`` per element under delayed and current scaling, and ``FP8_COPY_BYTES +
 MXFP8_SCALE_BYTES`` per element for each of the copies its readers need under MXFP8; a send carries what
-its matching receive decides. A buffer with any other reader (a weight operand, a norm, a copy) keeps the
-schedule's dtype, as do broadcasts (the grid algorithms, which TE does not run) and everything outside
+its matching receive decides. A whole buffer copied into rows of another (the backward ring's kept gather of
+dY, ``ring_exchange_dgrad``) is read as that buffer's readers read it. A buffer with any other reader (a
+weight operand, a norm, any other copy) keeps the schedule's dtype, as do broadcasts (the grid algorithms, which TE does not run) and everything outside
 an fp8 plan's compute model (the LM head, ``simulator.training.step``).
 """
 
@@ -47,7 +51,7 @@ from __future__ import annotations
 import math
 
 from simulator.fp8_cost import FP8_COPY_BYTES, MXFP8_SCALE_BYTES, check_recipe, gemm_role
-from simulator.ir.ops import AllGather, Gemm, Op, Recv, Send
+from simulator.ir.ops import AllGather, Gemm, Op, Recv, Send, Slice
 from simulator.ir.schedule import Schedule
 
 __all__ = ["ROWWISE", "COLUMNWISE", "FORWARDED", "OTHER", "operand_use", "fp8_wire_bytes", "Fp8Wire"]
@@ -124,6 +128,8 @@ class Fp8Wire:
         received: dict[int, list[int | None]] = {}
         for step in range(len(program) - 1, -1, -1):
             op = program[step]
+            copy = isinstance(op, Slice) and op.src_rows is None and op.src_cols is None
+            into = uses.get(op.out, 0) if isinstance(op, Slice) else 0
             for buf in op.writes():
                 found = uses.pop(buf, 0)
                 if isinstance(op, (AllGather, Recv)):
@@ -133,7 +139,10 @@ class Fp8Wire:
                     if isinstance(op, Recv):
                         received.setdefault(op.peer, []).append(wire)
             for buf in op.reads():
-                uses[buf] = uses.get(buf, 0) | operand_use(op, buf)
+                use = into if copy and into and buf == op.src else operand_use(op, buf)
+                uses[buf] = uses.get(buf, 0) | use
+            if isinstance(op, Slice) and (op.out_rows is not None or op.out_cols is not None):
+                uses[op.out] = into  # a copy into part of it: its other parts' readers are still to come
         for found in received.values():
             found.reverse()
         self._scans[rank] = (own, received)

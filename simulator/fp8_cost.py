@@ -57,7 +57,12 @@ gathers the column-wise one (v2.5 ``layernorm_linear.py``: "wgrad GEMM requires 
 usage"). So an all-gathered
 operand of n elements over p ranks costs n (2 + 1 [+ 2 amax]) / p + 2 n on Hopper, n (2 + 1 [+ 2]) / p
 on Blackwell, n (4 + 1/16) / p under MXFP8 (``sources``, ``quantise_bytes``); a block received whole
-(a send, a broadcast: the grid algorithms and the ring of ``--tp-comm-overlap``) only its transpose.
+(a send, a broadcast: the grid algorithms and the rings of ``--tp-comm-overlap``) only its transpose.
+The backward ring's own chunk of dY (``ring_exchange_dgrad``) is cast row-wise only before it is sent
+(TE's ``_Linear`` backward sets the quantizer ``columnwise=False`` under ``ub_overlap_ag``: "Userbuffers
+only supports communication for one tensor usage at a time"; ``module/linear.py`` at d0067d0) and
+transposed with the rest for the wgrad: n (2 + 1 [+ 2] + 2) / p for the chunk, as a gather's, where a
+forward ring's own chunk is quantised whole, both copies at once.
 A weight operand pays nothing per op: its owner's cast once per step (``weight_cast_s``) covers it.
 
 QKV's and FC1's input comes from the norm (TE's ``LayerNormLinear``), whose kernel writes the FP8 copy
@@ -85,7 +90,7 @@ TE keeps each linear's input for the backward as one FP8 copy: ``simulator.memor
 from __future__ import annotations
 
 from simulator.errors import InputError
-from simulator.ir.ops import AllGather, Broadcast, Gemm, Local, Recv
+from simulator.ir.ops import AllGather, Broadcast, Gemm, Local, Recv, Send
 from simulator.ir.schedule import Schedule
 
 __all__ = ["RECIPES", "ANY_LAYOUT_FP8_DEVICES", "BF16_READ_BYTES", "FP8_COPY_BYTES", "AMAX_READ_BYTES",
@@ -160,7 +165,8 @@ def gemm_role(op: Gemm) -> str:
 def sources(schedule: Schedule, rank: int) -> dict[str, tuple[float | None, bool]]:
     """Where ``rank``'s buffers come from, for those whose quantisation costs otherwise (module doc): each
     maps to ``(share, norm)``. ``share``: the part of a buffer that arrives by communication the rank
-    sent itself, 1/p for an all-gather over p ranks, 0 for a receive or a broadcast from another rank;
+    sent itself, 1/p for an all-gather over p ranks, 0 for a receive or a broadcast from another rank, 1
+    for the backward ring's own chunk;
     None: computed here. ``norm``: written by a norm kernel (``NORM_FUNCTIONS``), or all-gathered from
     such a buffer. A buffer written in two ways is left out: quantised whole where it is used."""
     found: dict[str, tuple[float | None, bool] | None] = {}
@@ -168,7 +174,8 @@ def sources(schedule: Schedule, rank: int) -> dict[str, tuple[float | None, bool
     def note(name: str, source: tuple[float | None, bool] | None) -> None:
         found[name] = source if found.get(name, source) == source else None
 
-    for op in schedule.programs[rank]:
+    program = schedule.programs[rank]
+    for op in program:
         if isinstance(op, AllGather):
             note(op.out, (1 / len(schedule.groups[op.group]), found.get(op.inp) == (None, True)))
         elif isinstance(op, Recv) or (isinstance(op, Broadcast) and schedule.groups[op.group][op.root] != rank):
@@ -177,6 +184,12 @@ def sources(schedule: Schedule, rank: int) -> dict[str, tuple[float | None, bool
             note(op.out, (None, True))
         else:
             found.update((name, None) for name in op.writes())
+    # The backward ring's own chunk of dY (sent on, read by an input-gradient GEMM): cast row-wise by this
+    # rank and transposed after, as a gathered operand whose whole share the rank sent (module doc).
+    dgrad = {op.a for op in program if isinstance(op, Gemm) and gemm_role(op) == "dgrad"}
+    for name in dgrad.intersection(op.buf for op in program if isinstance(op, Send)):
+        if found.get(name) is None:
+            found[name] = (1.0, False)
     return {name: source for name, source in found.items() if source is not None}
 
 

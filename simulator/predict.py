@@ -137,7 +137,7 @@ class Overlaps:
     async_dgrad: bool = False
     """1d / 1d-sp: Megatron-LM's asynchronous dX communication beside the dW GEMM (the command's default)."""
     tp_comm_overlap: bool = False
-    """1d-sp: Transformer Engine's chunked forward overlap (``--tp-comm-overlap``)."""
+    """1d-sp: Transformer Engine's chunked overlap, forward and the backward's dY gathers (``--tp-comm-overlap``)."""
 
 
 NO_OVERLAPS = Overlaps()

@@ -10,7 +10,7 @@ module              what it holds
 ``compose``         lowers a workload's layer list onto one algorithm (the only code that does)
 ``megatron_1d``     1-D Megatron-LM (column- then row-parallel)
 ``megatron_1d_sp``  1-D Megatron-LM with sequence parallelism (all-gather / reduce-scatter)
-``tp_comm_overlap`` 1d-sp's forward in chunks beside chunked GEMMs (Transformer Engine's userbuffers)
+``tp_comm_overlap`` 1d-sp's gathers and scatters in chunks beside chunked GEMMs (Transformer Engine's userbuffers)
 ``summa_steps``     the SUMMA steps of one linear, shared by 2-D SUMMA and SUMMA2.5
 ``summa2d``         2-D SUMMA / Optimus on [q, q, 1]
 ``summa25d``        SUMMA2.5 / Tesseract on [q, q, d]

@@ -77,7 +77,7 @@ class Algorithm(ABC):
     supports_async_dgrad: ClassVar[bool] = False
     """Whether Megatron-LM's asynchronous input-gradient communication applies (``megatron_1d``)."""
     supports_tp_comm_overlap: ClassVar[bool] = False
-    """Whether ``--tp-comm-overlap`` (Transformer Engine's chunked forward overlap) applies (``megatron_1d_sp``)."""
+    """Whether ``--tp-comm-overlap`` (Transformer Engine's chunked overlap) applies (``megatron_1d_sp``)."""
     square_grid: ClassVar[bool] = True
     """True for [q, q, d] grids (``--grid Q,Q,D``), False for 1-D (``--gpus P``)."""
     grid_rule: ClassVar[str] = "P = q*q*d GPUs (a [q,q,d] grid)"

@@ -42,8 +42,9 @@ X is issued before the dX GEMM and waited for after it, then the reduce-scatter 
 beside the dW GEMM, waited for after it. Same ops and sizes, in that order.
 
 ``tp_comm_overlap`` (Megatron-LM's ``--tp-comm-overlap``, off by default there too) runs the forward's
-gathers and reduce-scatters in chunks beside chunked GEMMs, as Transformer Engine's userbuffers do
-(``simulator.algorithms.tp_comm_overlap``); the backward is unchanged.
+gathers and reduce-scatters, and the row-parallel backward's gathers of dY, in chunks beside chunked GEMMs,
+as Transformer Engine's userbuffers do (``simulator.algorithms.tp_comm_overlap``); the column-parallel
+backward stays as above (asynchronous under ``async_dgrad``: TE's bulk overlaps).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from typing import ClassVar
 
 from simulator.algorithms.base import Blocks, LinearNames
 from simulator.algorithms.megatron_1d import WORLD, Megatron1D, _column, _split
-from simulator.algorithms.tp_comm_overlap import pipelined_reduce_forward, ring_exchange_forward
+from simulator.algorithms.tp_comm_overlap import pipelined_reduce_forward, ring_exchange_dgrad, ring_exchange_forward
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllGather, Gemm, ReduceScatter, Wait
 from simulator.workloads.workload import Workload
@@ -64,7 +65,8 @@ class Megatron1DSP(Megatron1D):
     """Megatron-LM 1-D with sequence parallelism on ``p`` ranks: the replicated region split by rows."""
 
     tp_comm_overlap: bool = False
-    """Transformer Engine's userbuffers overlap of the forward's gathers and scatters (``tp_comm_overlap``)."""
+    """Transformer Engine's userbuffers overlap of the forward's gathers and scatters and of the row-parallel
+    backward's dY gathers (``tp_comm_overlap``)."""
     name: ClassVar[str] = "1d-sp"
     aliases: ClassVar[tuple[str, ...]] = ("megatron-sp",)
     summary: ClassVar[str] = ("Megatron-LM with sequence parallelism (Korthikanti et al. 2022): all-gather and "
@@ -112,7 +114,8 @@ class Megatron1DSP(Megatron1D):
                 b.emit(r, ReduceScatter(group=WORLD, inp=part, out=lin.y, axis=0))
 
     def backward_input(self, b: ScheduleBuilder, lin: LinearNames, dy: str, dx: str) -> None:
-        """dX = reduce_scatter(dY_r W_r^T) (column), or dX_r = all_gather(dY) W_r^T (row)."""
+        """dX = reduce_scatter(dY_r W_r^T) (column), or dX_r = all_gather(dY) W_r^T (row; under
+        ``tp_comm_overlap`` the gather a ring beside p chunk GEMMs, the gathered dY kept for dW)."""
         for r, rows, cols in self.input_blocks(lin):
             if _column(lin):
                 if self.overlaps_dgrad:  # Megatron-LM gathers X for dW while the dX GEMM runs
@@ -123,6 +126,8 @@ class Megatron1DSP(Megatron1D):
                     b.emit(r, Wait(f"{lin.y}.xgather"))
                 b.buffer(r, dx, (rows[1] - rows[0], lin.k))
                 b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0, handle=self.dgrad_handle(lin)))
+            elif self.tp_comm_overlap and self.p > 1:
+                ring_exchange_dgrad(b, self.p, r, lin, dy, dx, cols[1] - cols[0])
             else:
                 full = self._gather(b, r, dy, lin.m, lin.n)
                 b.buffer(r, dx, (lin.m, cols[1] - cols[0]))

@@ -92,7 +92,8 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
     ``async_dgrad`` (1d and 1d-sp; ignored by the others, which have no such linear) runs each linear's
     input-gradient communication beside its weight-gradient GEMM, as Megatron-LM does by default
     (``megatron_1d``); recorded as ``options["async_dgrad"]``. ``tp_comm_overlap`` (1d-sp only) chunks the
-    forward's gathers and reduce-scatters beside the GEMMs as Transformer Engine does
+    forward's gathers and reduce-scatters, and the backward's gathers of the row-parallel output gradient,
+    beside the GEMMs as Transformer Engine does
     (``tp_comm_overlap``); recorded as ``options["tp_comm_overlap"]``.
     """
     cls = algorithm_class(algorithm)

@@ -1,4 +1,4 @@
-"""Transformer Engine's userbuffers overlap of the sequence-parallel forward (Megatron-LM ``--tp-comm-overlap``).
+"""Transformer Engine's userbuffers overlap of sequence parallelism's communication (Megatron-LM ``--tp-comm-overlap``).
 
 With sequence parallelism (``megatron_1d_sp``) each column-parallel linear all-gathers its input before the
 GEMM and each row-parallel linear reduce-scatters its output after it. Megatron-LM with
@@ -19,9 +19,29 @@ a GEMM on another chunk. Its default methods for the forward:
   that each chunk's reduction lands whole on its owner; TE's 4 splits stride the shards instead), and
   its reduces hold NCCL's channels, where TE's kernel holds 16 SMs.
 
-What tpsim adds that TE does not do: each chunk's rows are copied (``slice`` ops) into Y, or out of X for
-the row-parallel GEMM, where TE's GEMMs address them in place: a memory pass of the chunk, a few percent
-of the GEMM. The chunked GEMMs are p times thinner, and the shape model times them so.
+And for the backward (TE ``initialize_ub`` defaults, ``module/base.py`` at d0067d0, the same in NeMo's
+``nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py`` at 8cfedd7 and Megatron-Bridge's
+``src/megatron/bridge/training/comm_overlap.py`` at 067f987):
+
+- ``proj_dgrad``, ``fc2_dgrad`` (all-gather of the row-parallel output gradient + GEMM): ``ring_exchange``
+  (``RingExchangeOverlapCfg``, one SM, copy engine). dX_r = all_gather(dY) W_r^T has the forward
+  column-parallel shape, so ``ring_exchange_dgrad`` is the same ring with the GEMM transposed. TE's
+  ``_Linear`` backward (``module/linear.py``) then runs the weight gradient on the gathered dY the ring
+  left in the userbuffer ("Userbuffers leaves the gathered tensor in its persistent buffer"; its
+  ``proj_wgrad`` / ``fc2_wgrad`` are ``external``: no communication of their own); here each chunk the
+  ring holds is also copied into ``<dY>_full``, which the dW GEMM reads.
+- ``qkv_dgrad``, ``fc1_dgrad`` (bulk all-gather of X beside the dX GEMM), ``qkv_wgrad``, ``fc1_wgrad``
+  (bulk reduce-scatter of dX beside the dW GEMM): ``bulk``, 16 SMs by default (NeMo and Megatron-Bridge
+  tune 2-24). Not lowered here: ``megatron_1d_sp``'s asynchronous dX communication (``async_dgrad``) runs
+  the same two collectives beside the same two GEMMs, charged NCCL's channels
+  (``simulator.timing.sm_sharing``: 24 on A100 and H100) for the overlapped time, where TE's bulk kernels
+  hold ``num_sm``: up to 24 / 2 times TE's charge on the tuned configurations, 1.5 times its default's.
+
+What tpsim adds that TE does not do: each chunk's rows are copied (``slice`` ops) into Y (dX), or out of
+X for the row-parallel GEMM, and the backward ring's dY chunks into the kept gather, where TE's GEMMs
+address them in place and its ring lands in the userbuffer: a memory pass of each chunk (on the 22B
+layer's backward on 8 A100s, 0.29 ms of copies in a 9.49 ms pass). The chunked GEMMs are p times thinner,
+and the shape model times them so.
 """
 
 from __future__ import annotations
@@ -30,28 +50,46 @@ from simulator.algorithms.base import LinearNames
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import Gemm, Recv, Reduce, Send, Slice, Wait
 
-__all__ = ["ring_exchange_forward", "pipelined_reduce_forward"]
+__all__ = ["pipelined_reduce_forward", "ring_exchange", "ring_exchange_dgrad", "ring_exchange_forward"]
+
+
+def ring_exchange(b: ScheduleBuilder, p: int, r: int, shard: str, w: str, out: str, m: int, k: int, cols: int,
+                  trans_b: bool = False, keep: str | None = None) -> None:
+    """Rank r's ``out`` [m, cols] = all_gather(``shard``) ``w`` (``w``^T with ``trans_b``), the gather as a ring
+    of sends beside p chunk GEMMs; ``keep``: also copy each shard into that [m, k] buffer (the gathered
+    tensor, for a later GEMM)."""
+    rows = m // p
+    b.buffer(r, out, (m, cols))
+    chunk = b.buffer(r, f"{out}_chunk", (rows, cols))
+    if keep is not None:
+        b.buffer(r, keep, (m, k))
+    held = shard
+    for t in range(p):
+        own = (r + t) % p
+        more = t < p - 1
+        if more:
+            nxt = b.buffer(r, f"{shard}_ring{t % 2}", (rows, k))
+            b.emit(r, Send(peer=(r - 1) % p, buf=held, handle=f"{out}.s{t}"))
+            b.emit(r, Recv(peer=(r + 1) % p, buf=nxt, handle=f"{out}.r{t}"))
+        b.emit(r, Gemm(out=chunk, a=held, b=w, trans_b=trans_b))
+        b.emit(r, Slice(out=out, src=chunk, out_rows=(own * rows, (own + 1) * rows)))
+        if keep is not None:
+            b.emit(r, Slice(out=keep, src=held, out_rows=(own * rows, (own + 1) * rows)))
+        if more:
+            b.emit(r, Wait(f"{out}.s{t}"))
+            b.emit(r, Wait(f"{out}.r{t}"))
+            held = nxt
 
 
 def ring_exchange_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, cols: int) -> None:
-    """Rank r's Y [M, cols] = all_gather(X) W_r, the gather as a ring of sends beside p chunk GEMMs."""
-    rows = lin.m // p
-    b.buffer(r, lin.y, (lin.m, cols))
-    chunk = b.buffer(r, f"{lin.y}_chunk", (rows, cols))
-    held = lin.x
-    for t in range(p):
-        shard = (r + t) % p
-        more = t < p - 1
-        if more:
-            nxt = b.buffer(r, f"{lin.x}_ring{t % 2}", (rows, lin.k))
-            b.emit(r, Send(peer=(r - 1) % p, buf=held, handle=f"{lin.y}.s{t}"))
-            b.emit(r, Recv(peer=(r + 1) % p, buf=nxt, handle=f"{lin.y}.r{t}"))
-        b.emit(r, Gemm(out=chunk, a=held, b=lin.w))
-        b.emit(r, Slice(out=lin.y, src=chunk, out_rows=(shard * rows, (shard + 1) * rows)))
-        if more:
-            b.emit(r, Wait(f"{lin.y}.s{t}"))
-            b.emit(r, Wait(f"{lin.y}.r{t}"))
-            held = nxt
+    """Rank r's Y [M, cols] = all_gather(X) W_r (a column-parallel forward, ``qkv_fprop`` / ``fc1_fprop``)."""
+    ring_exchange(b, p, r, lin.x, lin.w, lin.y, lin.m, lin.k, cols)
+
+
+def ring_exchange_dgrad(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, dy: str, dx: str, cols: int) -> None:
+    """Rank r's dX [M, cols] = all_gather(dY) W_r^T (a row-parallel backward, ``proj_dgrad`` / ``fc2_dgrad``),
+    the gathered dY kept in ``<dy>_full`` for the weight gradient."""
+    ring_exchange(b, p, r, dy, lin.w, dx, lin.m, lin.n, cols, trans_b=True, keep=f"{dy}_full")
 
 
 def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str) -> None:

@@ -98,8 +98,9 @@ def add_async_dgrad_argument(group) -> None:
                        help="1d/1d-sp: wait for each linear's input-gradient all-reduce (reduce-scatter) before its "
                             "weight-gradient GEMM (default: run them side by side, as Megatron-LM does)")
     group.add_argument("--tp-comm-overlap", action="store_true",
-                       help="1d-sp: run the forward's all-gathers and reduce-scatters in chunks beside chunked "
-                            "GEMMs, as Megatron-LM's --tp-comm-overlap does with Transformer Engine (default off)")
+                       help="1d-sp: run the forward's all-gathers and reduce-scatters, and the backward's "
+                            "all-gathers of the row-parallel output gradient, in chunks beside chunked GEMMs, as "
+                            "Megatron-LM's --tp-comm-overlap does with Transformer Engine (default off)")
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:

@@ -19,7 +19,7 @@
   parallelism Megatron-LM always overlaps the re-gather and the reduce-scatter, which no flag turns off, so
   the line says the plan was timed without it); ZeRO-3 timed with a
   ``--backward-prefetch`` other than FSDP's default names it on a line of its own; and one timed with
-  Transformer Engine's forward overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
+  Transformer Engine's userbuffers overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
   distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
   ``--zero-stage``). Pure data parallelism with ZeRO-3 is what FSDP runs: a second line gives torchtitan's
   FSDP2 settings (``--parallelism.data_parallel_shard_degree``, ``--activation_checkpoint.mode``).

@@ -50,7 +50,8 @@ class StepOptions:
     """1d / 1d-sp: Megatron-LM's asynchronous input-gradient communication beside the dW GEMM (its default;
     ``simulator.algorithms.megatron_1d``)."""
     tp_comm_overlap: bool = False
-    """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters (Megatron-LM's
+    """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters and the backward's
+    row-parallel dY gathers (Megatron-LM's
     ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
     backward_prefetch: str = "BACKWARD_PRE"
     """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""

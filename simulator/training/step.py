@@ -247,12 +247,13 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
             cache[key] = out
         return out
     asy, tco = options.async_dgrad, options.tp_comm_overlap
-    fwd_s, bwd_s = build_block(a, block, "fwd", dtype, tp_comm_overlap=tco), build_block(a, block, "bwd", dtype, asy)
+    fwd_s = build_block(a, block, "fwd", dtype, tp_comm_overlap=tco)
+    bwd_s = build_block(a, block, "bwd", dtype, asy, tco)  # TE's ring of the row-parallel dY gathers
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
     if head is not None:
         head_f, head_b = (build_block(a, head, "fwd", dtype, tp_comm_overlap=tco),
-                          build_block(a, head, "bwd", dtype, asy))
+                          build_block(a, head, "bwd", dtype, asy, tco))
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)

@@ -84,6 +84,19 @@ def test_the_overlap_ring_sends_fp8_chunks_and_both_sides_agree(device, recipe) 
     assert {b.nbytes for a, b in zip(bf16, fp8) if a.kind == "p2p"} == {expected}
 
 
+@pytest.mark.parametrize("device, recipe, copies", [(H100, "delayed", 1), (B200, "mxfp8", 2)])
+def test_the_backward_ring_sends_fp8_dy_chunks_kept_for_the_weight_gradient(device, recipe, copies) -> None:
+    """proj's and FC2's dY ring: each chunk read by the input-gradient GEMM (row-wise), sent on and copied
+    into the kept gather the weight gradient reads (column-wise): one FP8 copy per element, both MXFP8 ones
+    (TE's row-wise ring plus its second, column-wise gather: the same bytes)."""
+    s = build_schedule("1d-sp", WL, "bwd", "bfloat16", gpus=P, tp_comm_overlap=True)
+    wire = Fp8Wire(s, [device] * P, recipe)
+    chunk = WL.m // P * WL.hidden
+    sizes = {wire.nbytes(rank, step, -1) for rank, program in enumerate(s.programs)
+             for step, op in enumerate(program) if isinstance(op, (Send, Recv))}
+    assert sizes == {chunk * copies * (1 + 1 / 32) if recipe == "mxfp8" else chunk}
+
+
 def test_a_gather_read_by_anything_but_an_fp8_gemm_operand_stays_bf16() -> None:
     s = build_schedule("1d-sp", WL, "both", "bfloat16", gpus=P)
     wire = Fp8Wire(s, [H100] * P, "delayed")

@@ -1,5 +1,6 @@
 """--tp-comm-overlap (Transformer Engine's userbuffers under Megatron-LM) on 1d-sp: proven on numbers, the
-forward's communication chunked beside chunked GEMMs, faster than the blocking forward, refused elsewhere."""
+forward's communication and the row-parallel backward's dY gathers chunked beside chunked GEMMs, faster than
+the blocking passes, refused elsewhere."""
 
 from __future__ import annotations
 
@@ -9,18 +10,20 @@ from simulator.algorithms.arrangement import Arrangement
 from simulator.algorithms.registry import build_schedule
 from simulator.errors import InputError
 from simulator.ir.interpret import interpret
-from simulator.ir.ops import Gemm, Recv, Reduce, Send, Slice, Wait
+from simulator.ir.ops import AllGather, Gemm, Recv, Reduce, Send, Slice, Wait
 from simulator.ir.validate import validate_schedule
 from simulator.timing.simulation import plan_on_graph, simulate
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.launch import launch_lines
+from simulator.training.step import StepOptions, block_times
 from simulator.workloads.workload import Workload
 from topologies import load_topology
+from topologies.presets import build_preset
 
 
-@pytest.mark.parametrize("passes", ["fwd", "both"])
+@pytest.mark.parametrize("passes", ["fwd", "bwd", "both"])
 @pytest.mark.parametrize("p", [1, 2, 3, 4])
-def test_chunked_forward_matches_the_dense_reference(p, passes) -> None:
+def test_chunked_passes_match_the_dense_reference(p, passes) -> None:
     for workload in (Workload.gemm(4 * p, 5, 3 * p), Workload.mlp(3 * p, p),
                      Workload.transformer(2, 3 * p, 4 * p, p, ffn=8 * p, dropout=0.2)):
         for async_dgrad in (False, True):
@@ -58,6 +61,42 @@ def test_it_hides_forward_communication_and_pays_for_the_sms_of_the_reduces() ->
     assert chunked.per_rank[0].compute_s > free.per_rank[0].compute_s == pytest.approx(sum(plan.durations[0]))
 
 
+def test_the_backward_gathers_dy_by_the_ring_beside_the_dgrad_chunks_and_keeps_it_for_the_wgrad() -> None:
+    """MLP backward on 2 ranks: FC2 (row) as TE's proj_dgrad / fc2_dgrad ring, one send/recv pair beside 2
+    chunk GEMMs of dZ = dY W2^T, each held chunk of dY also copied into dY_full, which the dW2 GEMM reads;
+    FC1 (column) as before: no send, its reduce-scatter and re-gather of X."""
+    s = build_schedule("1d-sp", Workload.mlp(4, 2), "bwd", "float64", gpus=2, tp_comm_overlap=True)
+    program = [op for op in s.programs[1] if type(op).__name__ != "Local"]
+    assert [type(op) for op in program[:11]] == [Send, Recv, Gemm, Slice, Slice, Wait, Wait, Gemm, Slice, Slice,
+                                                 Gemm]
+    dgrads = [op for op in program[:11] if isinstance(op, Gemm) and op.trans_b]
+    assert [op.a for op in dgrads] == ["dY", "dY_ring0"] and program[10] == Gemm("dW2", "Z", "dY_full", trans_a=True)
+    kept = [op.out_rows for op in program if isinstance(op, Slice) and op.out == "dY_full"]
+    assert kept == [(2, 4), (0, 2)]  # rank 1 holds shard 1 first, then receives shard 0 from rank 0
+    assert [type(op).__name__ for op in program[11:]] == ["Gemm", "ReduceScatter", "AllGather", "Gemm"]
+    blocking = build_schedule("1d-sp", Workload.mlp(4, 2), "bwd", "float64", gpus=2)
+    assert sum(isinstance(op, AllGather) for op in blocking.programs[1]) == 2  # dY's and X's
+    assert sum(isinstance(op, AllGather) for op in s.programs[1]) == 1  # X's re-gather only
+
+
+def test_it_hides_the_row_parallel_dy_gathers_of_a_22b_backward() -> None:
+    """Megatron 22B layer (Korthikanti et al. 2022 Table 1 shape), 8 A100s: FC2's dY gather hides whole
+    behind its 8 chunk GEMMs; proj's chunks are 4x thinner than FC2's, so its ring steps outlast them and
+    only part of its gather hides; the chunking and the kept copy cost compute."""
+    G = load_topology("dgx-a100-80gb")
+    block = Workload.transformer(4, 2048, 6144, 64, dropout=0.1)
+    runs = [simulate(build_schedule("1d-sp", block, "bwd", "bfloat16", gpus=8, async_dgrad=True,
+                                    tp_comm_overlap=tco), G, timeline=False) for tco in (False, True)]
+    before, after = runs
+    assert after.makespan_s < before.makespan_s
+    assert after.per_rank[0].comm_s < 0.6 * before.per_rank[0].comm_s
+    assert before.parts["fc2"].comm_s > 0 and after.parts["fc2"].comm_s == 0
+    assert 0 < after.parts["proj"].comm_s < before.parts["proj"].comm_s
+    assert after.parts["fc2"].compute_s > before.parts["fc2"].compute_s
+    for part in ("qkv", "fc1", "attn"):  # the column-parallel backward and the rest do not move
+        assert after.parts[part] == before.parts[part]
+
+
 def test_it_is_for_sequence_parallelism_only_and_named_in_the_launch_line() -> None:
     with pytest.raises(InputError, match="--tp-comm-overlap applies to 1d-sp"):
         build_schedule("1d", Workload.gemm(8, 4, 4), "fwd", gpus=2, tp_comm_overlap=True)
@@ -67,3 +106,13 @@ def test_it_is_for_sequence_parallelism_only_and_named_in_the_launch_line() -> N
     assert "--tp-comm-overlap" not in launch_lines(a, 1, 8)[0]
     off = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 1), 1, 8, async_dgrad=False)[0]
     assert "--no-async-tensor-model-parallel-allreduce" in off
+
+
+def test_the_training_step_times_its_backward_block_with_the_ring_too() -> None:
+    G = build_preset("dgx-a100:1")
+    a = TrainingArrangement(Arrangement("1d-sp", (8,)), 1)
+    block = Workload.transformer(2, 2048, 6144, 64, dropout=0.1)
+    off, on = (block_times(G, a, block, StepOptions(global_batch=8, async_dgrad=True, tp_comm_overlap=tco)).passes
+               for tco in (False, True))
+    assert on["block_bwd"].comm_s < 0.85 * off["block_bwd"].comm_s  # FC2's dY gather hidden, proj's in part
+    assert on["block_fwd"].comm_s < off["block_fwd"].comm_s
