@@ -34,7 +34,7 @@ import numpy as np
 
 from simulator.workloads.attention_cost import attention_work
 from simulator.workloads import llama_rules as llama
-from simulator.workloads.kernels import attention, dropout, fused_bias, layernorm, rmsnorm, rotary, swiglu
+from simulator.workloads.kernels import attention, dropout, fused_bias, fused_norm, layernorm, rmsnorm, rotary, swiglu
 from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
@@ -232,6 +232,30 @@ def _fused_attention(kernel: str, label: str) -> dict[str, LocalFunction]:
     }
 
 
+def _fused_norms() -> dict[str, LocalFunction]:
+    """LayerNorm and RMSNorm as one kernel per direction on whole rows (``kernels.fused_norm``: apex's
+    passes), which the layers emit where a rank holds every column of its rows."""
+    rows = (  # name, arity, meaning, params, shape
+        ("layernorm_fused", 3, "out = (in0 - mu) rstd in1 + in2, mu and rstd of in0's whole rows (one kernel)",
+         _LN_PARAMS, _layernorm_shape),
+        ("layernorm_fused_backward", 3, "out = LayerNorm's dx from dy in0, whole rows x in1, gamma in2 (one kernel)",
+         _LN_PARAMS, _layernorm_shape),
+        ("layernorm_fused_gamma_grad", 2, "out [1, cols] = sum over rows of in0 * xhat, xhat of in1's whole rows",
+         _LN_PARAMS, _gamma_grad_shape),
+        ("layernorm_fused_beta_grad", 1, "out [1, cols] = sum of in0 over its rows, from the gamma kernel's read",
+         (), _column_sum_shape),
+        ("rmsnorm_fused", 2, "out = in0 rstd in1, rstd of in0's whole rows (one kernel)", _LN_PARAMS,
+         llama.rmsnorm_shape),
+        ("rmsnorm_fused_backward", 3, "out = RMSNorm's dx from dy in0, whole rows x in1, gamma in2 (one kernel)",
+         _LN_PARAMS, llama.rmsnorm_shape),
+        ("rmsnorm_fused_gamma_grad", 2, "out [1, cols] = sum over rows of in0 * xhat, xhat of in1's whole rows",
+         _LN_PARAMS, llama.rmsnorm_gamma_grad_shape),
+    )
+    return {name: LocalFunction(arity, meaning, numpy=fused_norm.FUSED[name], torch=fused_norm.TORCH[name],
+                                params=params, shape=shape, work=fused_norm.WORK[name])
+            for name, arity, meaning, params, shape in rows}
+
+
 FUNCTIONS: dict[str, LocalFunction] = {
     "gelu": LocalFunction(
         1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))",
@@ -347,5 +371,6 @@ FUNCTIONS: dict[str, LocalFunction] = {
     **_fused_attention("flash", "FlashAttention-2"),
     **_fused_attention("triton", "FlashAttention in Triton"),
     **_fused_attention("cudnn", "cuDNN's fused attention"),
+    **_fused_norms(),
 }
 """Every function a ``local`` op may name, by name."""

@@ -55,6 +55,15 @@ PASSES = [
     ("layernorm_backward", {"dy": row, "x": row, "m": moments, "g": col, "gm": moments, "dx": row}, LN,
      3 * R * C + 4 * R + C, 7 * R * C),
     ("layernorm_gamma_grad", {"dy": row, "x": row, "m": moments, "dg": col}, LN, 2 * R * C + 2 * R + C, 4 * R * C),
+    # the fused kernels on whole rows (apex's passes, kernels.fused_norm): mean and invvar written and read
+    ("layernorm_fused", {"x": row, "g": col, "b": col, "y": row}, LN, 2 * R * C + 2 * C + 2 * R, 7 * R * C),
+    ("layernorm_fused_backward", {"dy": row, "x": row, "g": col, "dx": row}, LN, 3 * R * C + C + 2 * R,
+     13 * R * C),
+    ("layernorm_fused_gamma_grad", {"dy": row, "x": row, "dg": col}, LN, 2 * R * C + 2 * R + C, 4 * R * C),
+    ("layernorm_fused_beta_grad", {"dy": row, "db": col}, {}, C, R * C),
+    ("rmsnorm_fused", {"x": row, "g": col, "y": row}, LN, 2 * R * C + C + R, 5 * R * C),
+    ("rmsnorm_fused_backward", {"dy": row, "x": row, "g": col, "dx": row}, LN, 3 * R * C + C + R, 9 * R * C),
+    ("rmsnorm_fused_gamma_grad", {"dy": row, "x": row, "dg": col}, LN, 2 * R * C + R + C, 3 * R * C),
 ]
 
 

@@ -7,6 +7,12 @@ the ranks sharing the rows (``all_reduce_rows``: the row group of a [q, q, d] gr
 rank holds whole rows). Backward: the two row sums of the input gradient likewise, then dx; dgamma and
 dbeta are sums over rows, reduced by the algorithm where the rows are split (``reduce_vector_grad``).
 gamma and beta live where the algorithm keeps vectors (``vector_blocks``, ``fetch_vector``).
+
+Where every rank holds whole rows (1-D, sequence parallel, [1, 1, d] grids: nothing to all-reduce), the
+layer lowers as the frameworks' fused kernel instead (``kernels.fused_norm``, apex's passes): one
+``layernorm_fused`` forward, one ``layernorm_fused_backward`` for dx, and the gamma and beta sums from one
+more read of dy and x. The moments S stay a saved tensor (apex keeps mean and invvar) for the memory
+model; the fused ops recompute them from x, which gives the same numbers.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.workloads.kernels.layernorm import EPS
-from simulator.workloads.layers.common import grad
+from simulator.workloads.layers.common import grad, whole_rows
 
 __all__ = ["LayerNorm"]
 
@@ -86,6 +92,8 @@ class LayerNorm:
 
     def lower_forward(self, low) -> None:
         layout = low.layout[self.x]
+        if whole_rows(layout, self.cols):
+            return self._lower_fused_forward(low, layout)
         low.local("row_moments", self.stats, (self.x,), low.layout[self.stats])
         low.alg.all_reduce_rows(low.b, self.stats, layout)
         gamma, beta = low.vector(self.gamma, layout), low.vector(self.beta, layout)
@@ -95,6 +103,8 @@ class LayerNorm:
 
     def lower_backward(self, low) -> None:
         layout, dy = low.layout[self.x], low.grad_of(self.y)
+        if whole_rows(layout, self.cols):
+            return self._lower_fused_backward(low, layout, dy)
         gamma = low.vector(self.gamma, layout)
         sums = grad(self.stats)
         for rank, rows, _ in layout:
@@ -110,3 +120,21 @@ class LayerNorm:
             rank, "layernorm_gamma_grad", out, (dy, self.x, self.stats), self._params()))
         low.alg.reduce_vector_grad(low.b, layout, grad(self.beta),
                                    lambda rank, out: low.emit(rank, "col_sum", out, (dy,)))
+
+    # -- whole rows: the fused kernel (``kernels.fused_norm``) --------------------------------------
+    def _lower_fused_forward(self, low, layout) -> None:
+        gamma, beta = low.vector(self.gamma, layout), low.vector(self.beta, layout)
+        for rank, rows, cols in layout:
+            low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
+            low.emit(rank, "layernorm_fused", self.y, (self.x, gamma[rank], beta[rank]), self._params())
+
+    def _lower_fused_backward(self, low, layout, dy: str) -> None:
+        gamma, target = low.vector(self.gamma, layout), low.grad_target(self.x)
+        for rank, rows, cols in layout:
+            low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
+            low.emit(rank, "layernorm_fused_backward", target, (dy, self.x, gamma[rank]), self._params())
+        low.grad_written(self.x)
+        low.alg.reduce_vector_grad(low.b, layout, grad(self.gamma), lambda rank, out: low.emit(
+            rank, "layernorm_fused_gamma_grad", out, (dy, self.x), self._params()))
+        low.alg.reduce_vector_grad(low.b, layout, grad(self.beta),
+                                   lambda rank, out: low.emit(rank, "layernorm_fused_beta_grad", out, (dy,)))
