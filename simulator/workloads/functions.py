@@ -236,19 +236,23 @@ def _fused_norms() -> dict[str, LocalFunction]:
     """LayerNorm and RMSNorm as one kernel per direction on whole rows (``kernels.fused_norm``: apex's
     passes), which the layers emit where a rank holds every column of its rows."""
     rows = (  # name, arity, meaning, params, shape
-        ("layernorm_fused", 3, "out = (in0 - mu) rstd in1 + in2, mu and rstd of in0's whole rows (one kernel)",
+        ("layernorm_fused_stats", 1, "out [rows, 2] = the row moments of in0, written by the fused forward kernel "
+         "in its one read of in0", (), _moments_shape),
+        ("layernorm_fused", 4, "out = (in0 - mu) rstd in2 + in3 from the moments in1: the fused kernel's y",
          _LN_PARAMS, _layernorm_shape),
-        ("layernorm_fused_backward", 3, "out = LayerNorm's dx from dy in0, whole rows x in1, gamma in2 (one kernel)",
-         _LN_PARAMS, _layernorm_shape),
-        ("layernorm_fused_gamma_grad", 2, "out [1, cols] = sum over rows of in0 * xhat, xhat of in1's whole rows",
+        ("layernorm_fused_backward", 4, "out = LayerNorm's dx from dy in0, x in1, moments in2, gamma in3 "
+         "(one kernel)", _LN_PARAMS, _layernorm_shape),
+        ("layernorm_fused_gamma_grad", 3, "out [1, cols] = sum over rows of in0 * xhat (x in1, moments in2)",
          _LN_PARAMS, _gamma_grad_shape),
-        ("layernorm_fused_beta_grad", 1, "out [1, cols] = sum of in0 over its rows, from the gamma kernel's read",
+        ("layernorm_fused_beta_grad", 1, "out [1, cols] = sum of in0 over its rows, in the gamma kernel's read",
          (), _column_sum_shape),
-        ("rmsnorm_fused", 2, "out = in0 rstd in1, rstd of in0's whole rows (one kernel)", _LN_PARAMS,
+        ("rmsnorm_fused_stats", 1, "out [rows, 1] = the row sum of squares of in0, written by the fused forward "
+         "kernel in its one read of in0", (), llama.sumsq_shape),
+        ("rmsnorm_fused", 3, "out = in0 rstd in2 from the sum of squares in1: the fused kernel's y", _LN_PARAMS,
          llama.rmsnorm_shape),
-        ("rmsnorm_fused_backward", 3, "out = RMSNorm's dx from dy in0, whole rows x in1, gamma in2 (one kernel)",
-         _LN_PARAMS, llama.rmsnorm_shape),
-        ("rmsnorm_fused_gamma_grad", 2, "out [1, cols] = sum over rows of in0 * xhat, xhat of in1's whole rows",
+        ("rmsnorm_fused_backward", 4, "out = RMSNorm's dx from dy in0, x in1, sum of squares in2, gamma in3 "
+         "(one kernel)", _LN_PARAMS, llama.rmsnorm_shape),
+        ("rmsnorm_fused_gamma_grad", 3, "out [1, cols] = sum over rows of in0 * xhat (x in1, sum of squares in2)",
          _LN_PARAMS, llama.rmsnorm_gamma_grad_shape),
     )
     return {name: LocalFunction(arity, meaning, numpy=fused_norm.FUSED[name], torch=fused_norm.TORCH[name],

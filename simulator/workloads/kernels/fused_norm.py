@@ -23,11 +23,15 @@ that a column-splitting algorithm needs:
   reads dy and x once, writes dx and the dgamma/dbeta partials (3 passes, not 5). tpsim charges apex's 5
   everywhere: the Megatron-LM default, and the larger of the two.
 
-The values are those of the split pieces composed (the row statistics recomputed from x where the kernel
-reads the saved mean and invvar: the same numbers), so a fused and a split schedule agree to rounding;
-only the memory passes differ. The FLOPs are the split pieces' sums, so fusing moves bytes, not
-arithmetic (as ``kernels.fused_bias``). The saved tensors are unchanged: apex keeps mean and invvar, TE
-mu and rsigma, [rows] floats each, as tpsim's row statistics ([rows, 2] LayerNorm, [rows, 1] RMSNorm).
+In the IR the forward kernel is two ``local`` ops, because an op writes one buffer and the row
+statistics are a tensor of their own (the backward reads them, and the memory model counts them as
+apex's saved mean and invvar, TE's mu and rsigma, [rows] floats each): ``layernorm_fused_stats``
+writes them (charged only that write: the kernel computes them in its one read of x) and
+``layernorm_fused`` writes y (charged that read of x). Likewise the gamma and beta sums are two ops,
+reduced as two vectors, charged one read of dy and x between them. The values are the split pieces'
+(the same functions, the backward's two composed), so a fused and a split schedule agree to the last
+bit; only the memory passes differ. The FLOPs are the split pieces' too, so fusing moves bytes, not
+arithmetic (as ``kernels.fused_bias``).
 """
 
 from __future__ import annotations
@@ -38,123 +42,78 @@ from simulator.workloads.kernels import layernorm as ln
 from simulator.workloads.kernels import rmsnorm as rms
 from simulator.workloads.work import Work
 
-__all__ = ["FUSED", "TORCH", "WORK", "layernorm_fused", "layernorm_fused_backward", "layernorm_fused_gamma_grad",
-           "rmsnorm_fused", "rmsnorm_fused_backward", "rmsnorm_fused_gamma_grad"]
+__all__ = ["FUSED", "TORCH", "WORK", "layernorm_fused_backward", "rmsnorm_fused_backward"]
 
 
-# -- values: the split pieces composed on a whole row ------------------------------------------------
-def layernorm_fused(x, gamma, beta, *, n: int, eps: float):
-    """(x - mu) rstd gamma + beta, mu and rstd of the whole rows of ``x`` (``n`` columns)."""
-    return ln.layernorm(x, ln.row_moments(x), gamma, beta, n=n, eps=eps)
-
-
-def layernorm_fused_backward(dy, x, gamma, *, n: int, eps: float):
+# -- values: the split pieces', the backward's two composed ------------------------------------------
+def layernorm_fused_backward(dy, x, moments, gamma, *, n: int, eps: float):
     """dx of LayerNorm on whole rows: the two row sums and dx in one kernel."""
-    moments = ln.row_moments(x)
     sums = ln.layernorm_backward_moments(dy, x, moments, gamma, n=n, eps=eps)
     return ln.layernorm_backward(dy, x, moments, gamma, sums, n=n, eps=eps)
 
 
-def layernorm_fused_gamma_grad(dy, x, *, n: int, eps: float):
-    """sum over rows of dy xhat, xhat from whole rows of ``x``: [1, cols]."""
-    return ln.layernorm_gamma_grad(dy, x, ln.row_moments(x), n=n, eps=eps)
-
-
-def layernorm_fused_beta_grad(dy):
-    """sum over rows of dy: [1, cols] (computed by the gamma kernel's same read of dy)."""
-    return dy.sum(axis=0, keepdims=True)
-
-
-def rmsnorm_fused(x, gamma, *, n: int, eps: float):
-    """x rstd gamma, rstd of the whole rows of ``x`` (``n`` columns)."""
-    return rms.rmsnorm(x, rms.row_sumsq(x), gamma, n=n, eps=eps)
-
-
-def rmsnorm_fused_backward(dy, x, gamma, *, n: int, eps: float):
+def rmsnorm_fused_backward(dy, x, sumsq, gamma, *, n: int, eps: float):
     """dx of RMSNorm on whole rows: the row sum and dx in one kernel."""
-    sumsq = rms.row_sumsq(x)
     total = rms.rmsnorm_backward_sum(dy, x, sumsq, gamma, n=n, eps=eps)
     return rms.rmsnorm_backward(dy, x, sumsq, gamma, total, n=n, eps=eps)
 
 
-def rmsnorm_fused_gamma_grad(dy, x, *, n: int, eps: float):
-    """sum over rows of dy xhat, xhat from whole rows of ``x``: [1, cols]."""
-    return rms.rmsnorm_gamma_grad(dy, x, rms.row_sumsq(x), n=n, eps=eps)
-
-
-FUSED = {"layernorm_fused": layernorm_fused, "layernorm_fused_backward": layernorm_fused_backward,
-         "layernorm_fused_gamma_grad": layernorm_fused_gamma_grad,
-         "layernorm_fused_beta_grad": layernorm_fused_beta_grad, "rmsnorm_fused": rmsnorm_fused,
-         "rmsnorm_fused_backward": rmsnorm_fused_backward, "rmsnorm_fused_gamma_grad": rmsnorm_fused_gamma_grad}
+FUSED = {"layernorm_fused_stats": ln.row_moments, "layernorm_fused": ln.layernorm,
+         "layernorm_fused_backward": layernorm_fused_backward, "layernorm_fused_gamma_grad": ln.layernorm_gamma_grad,
+         "layernorm_fused_beta_grad": lambda dy: dy.sum(axis=0, keepdims=True),
+         "rmsnorm_fused_stats": rms.row_sumsq, "rmsnorm_fused": rms.rmsnorm,
+         "rmsnorm_fused_backward": rmsnorm_fused_backward, "rmsnorm_fused_gamma_grad": rms.rmsnorm_gamma_grad}
 """The numpy version of each fused kernel, by its function-table name."""
 
 
-# -- torch versions: the numpy formulas run on tensors too (sums over an axis spelled for torch) ---------
-def _moments(x):
-    return _stack(x.sum(dim=1), (x * x).sum(dim=1))
-
-
-def _stack(a, b):
+def _torch_layernorm_fused_backward(out, dy, x, moments, gamma, *, n: int, eps: float) -> None:
     import torch  # keeps torch out of the simulator: only the executor calls this
 
-    return torch.stack([a, b], dim=1)
+    sums = torch.empty((x.shape[0], 2), dtype=out.dtype)
+    ln.TORCH["layernorm_backward_moments"](sums, dy, x, moments, gamma, n=n, eps=eps)
+    ln.TORCH["layernorm_backward"](out, dy, x, moments, gamma, sums, n=n, eps=eps)
 
 
-def _torch_layernorm_fused(out, x, gamma, beta, *, n: int, eps: float) -> None:
-    out.copy_(ln.layernorm(x, _moments(x), gamma, beta, n=n, eps=eps))
+def _torch_rmsnorm_fused_backward(out, dy, x, sumsq, gamma, *, n: int, eps: float) -> None:
+    import torch  # keeps torch out of the simulator: only the executor calls this
+
+    total = torch.empty((x.shape[0], 1), dtype=out.dtype)
+    rms.TORCH["rmsnorm_backward_sum"](total, dy, x, sumsq, gamma, n=n, eps=eps)
+    rms.TORCH["rmsnorm_backward"](out, dy, x, sumsq, gamma, total, n=n, eps=eps)
 
 
-def _torch_layernorm_fused_backward(out, dy, x, gamma, *, n: int, eps: float) -> None:
-    moments = _moments(x)
-    mean, rstd = ln._stats(moments, n, eps)
-    g = dy * gamma
-    sums = _stack(g.sum(dim=1), (g * ((x - mean) * rstd)).sum(dim=1))
-    out.copy_(ln.layernorm_backward(dy, x, moments, gamma, sums, n=n, eps=eps))
-
-
-def _torch_layernorm_fused_gamma_grad(out, dy, x, *, n: int, eps: float) -> None:
-    mean, rstd = ln._stats(_moments(x), n, eps)
-    out.copy_((dy * (x - mean) * rstd).sum(dim=0, keepdim=True))
-
-
-def _torch_rmsnorm_fused(out, x, gamma, *, n: int, eps: float) -> None:
-    out.copy_(rms.rmsnorm(x, (x * x).sum(dim=1, keepdim=True), gamma, n=n, eps=eps))
-
-
-def _torch_rmsnorm_fused_backward(out, dy, x, gamma, *, n: int, eps: float) -> None:
-    sumsq = (x * x).sum(dim=1, keepdim=True)
-    total = (dy * gamma * x * rms._rstd(sumsq, n, eps)).sum(dim=1, keepdim=True)
-    out.copy_(rms.rmsnorm_backward(dy, x, sumsq, gamma, total, n=n, eps=eps))
-
-
-def _torch_rmsnorm_fused_gamma_grad(out, dy, x, *, n: int, eps: float) -> None:
-    sumsq = (x * x).sum(dim=1, keepdim=True)
-    out.copy_((dy * x * rms._rstd(sumsq, n, eps)).sum(dim=0, keepdim=True))
-
-
-TORCH = {"layernorm_fused": _torch_layernorm_fused, "layernorm_fused_backward": _torch_layernorm_fused_backward,
-         "layernorm_fused_gamma_grad": _torch_layernorm_fused_gamma_grad,
+TORCH = {"layernorm_fused_stats": ln.TORCH["row_moments"], "layernorm_fused": ln.TORCH["layernorm"],
+         "layernorm_fused_backward": _torch_layernorm_fused_backward,
+         "layernorm_fused_gamma_grad": ln.TORCH["layernorm_gamma_grad"],
          "layernorm_fused_beta_grad": lambda out, dy: out.copy_(dy.sum(dim=0, keepdim=True)),
-         "rmsnorm_fused": _torch_rmsnorm_fused, "rmsnorm_fused_backward": _torch_rmsnorm_fused_backward,
-         "rmsnorm_fused_gamma_grad": _torch_rmsnorm_fused_gamma_grad}
+         "rmsnorm_fused_stats": rms.TORCH["row_sumsq"], "rmsnorm_fused": rms.TORCH["rmsnorm"],
+         "rmsnorm_fused_backward": _torch_rmsnorm_fused_backward,
+         "rmsnorm_fused_gamma_grad": rms.TORCH["rmsnorm_gamma_grad"]}
 """The torch version of each fused kernel, by its function-table name."""
 
 
 # -- work: what each kernel reads and writes (module doc), on an [r, c] block ---------------------------
-# ``stats`` is the row statistics' floats per row that the kernel writes or reads: apex's mean and
-# invvar (2) for LayerNorm, invvar (1) for RMSNorm. FLOPs: the split pieces' (``functions``' rows).
+# ``stats``: the row statistics' floats per row written or read (apex's mean and invvar, 2, for LayerNorm;
+# invvar, 1, for RMSNorm); ``vectors``: the [1, c] parameters read. FLOPs: the split pieces' (``functions``).
 
-def _forward(stats: int, vectors: int, flops: int):
+def _stats(stats: int, flops: int):
+    def work(shapes, out, params) -> Work:
+        r, c = shapes[0]
+        return Work(elements=stats * r, flops=flops * r * c)  # written only: computed in the forward's read of x
+    return work
+
+
+def _forward(vectors: int, flops: int):
     def work(shapes, out, params) -> Work:
         r, c = out
-        return Work(elements=2 * r * c + vectors * c + stats * r, flops=flops * r * c)  # x read, y written
+        return Work(elements=2 * r * c + vectors * c, flops=flops * r * c)  # x read once, y written
     return work
 
 
 def _backward(stats: int, flops: int):
     def work(shapes, out, params) -> Work:
         r, c = out
-        return Work(elements=3 * r * c + c + stats * r, flops=flops * r * c)  # dy, x read, dx written
+        return Work(elements=3 * r * c + c + stats * r, flops=flops * r * c)  # dy, x, stats, gamma read, dx written
     return work
 
 
@@ -166,14 +125,13 @@ def _gamma_grad(stats: int, flops: int):
 
 
 def _beta_grad(shapes, out, params) -> Work:
-    """Only the [1, c] result: apex's ``cuComputePartGradGammaBeta`` sums dy for beta from the read of dy it
-    makes for gamma (charged to ``layernorm_fused_gamma_grad``); the IR keeps two ops because the two
-    gradients are reduced as two vectors."""
+    """Only the [1, c] result: apex's ``cuComputePartGradGammaBeta`` sums dy for beta in the read of dy it
+    makes for gamma (charged to ``layernorm_fused_gamma_grad``)."""
     return Work(elements=math.prod(out), flops=math.prod(shapes[0]))
 
 
-WORK = {"layernorm_fused": _forward(2, 2, 7), "layernorm_fused_backward": _backward(2, 13),
-        "layernorm_fused_gamma_grad": _gamma_grad(2, 4), "layernorm_fused_beta_grad": _beta_grad,
-        "rmsnorm_fused": _forward(1, 1, 5), "rmsnorm_fused_backward": _backward(1, 9),
-        "rmsnorm_fused_gamma_grad": _gamma_grad(1, 3)}
+WORK = {"layernorm_fused_stats": _stats(2, 3), "layernorm_fused": _forward(2, 4),
+        "layernorm_fused_backward": _backward(2, 13), "layernorm_fused_gamma_grad": _gamma_grad(2, 4),
+        "layernorm_fused_beta_grad": _beta_grad, "rmsnorm_fused_stats": _stats(1, 2), "rmsnorm_fused": _forward(1, 3),
+        "rmsnorm_fused_backward": _backward(1, 9), "rmsnorm_fused_gamma_grad": _gamma_grad(1, 3)}
 """The cost of each fused kernel, by its function-table name."""
