@@ -16,6 +16,8 @@ The Llama block's kernels: RMSNorm in pieces as LayerNorm (``kernels.rmsnorm``: 
 that an algorithm all-reduces), SwiGLU on interleaved gate and up columns (``kernels.swiglu``), rotary
 position embeddings on whole sequences and key/value groups (``kernels.rotary``), and grouped-query
 attention (``attention_gqa``: the attention core with ``group`` query heads per key/value head).
+Where a rank holds whole rows, both norms lower to their fused versions instead (``kernels.fused_norm``:
+the same values, the frameworks' fused kernels' memory passes).
 
 GELU is the tanh approximation, as ``torch.nn.functional.gelu(x, approximate="tanh")``:
 gelu(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
