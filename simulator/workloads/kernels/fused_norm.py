@@ -16,8 +16,9 @@ that a column-splitting algorithm needs:
   where the split pieces take 3 + 8 (the ``row_moments``/``layernorm`` and
   ``..._backward_moments``/``..._backward``/``..._gamma_grad``/``col_sum`` rows of ``simulator.compute``).
 - PyTorch's native ``layer_norm`` CUDA kernel (``aten/src/ATen/native/cuda/layer_norm_kernel.cu``; what
-  llm-foundry's ``low_precision_layernorm`` runs) has the same structure: one forward kernel writing y,
-  mean, rstd; a dx kernel and a gamma/beta kernel, each reading dy and x.
+  llm-foundry's ``low_precision_layernorm`` runs) has the same structure: ``vectorized_layer_norm_kernel``
+  writes y, mean and rstd from one read of x; the backward's dX kernel and ``GammaBetaBackwardCUDAKernel``
+  each read dY and X (the file's kernels by name; not pinned to a PyTorch commit here).
 - Transformer Engine's LayerNorm / RMSNorm (``transformer_engine/common/normalization/layernorm/
   ln_bwd_kernels.cuh`` at NVIDIA/TransformerEngine d0067d0da) is leaner still in the backward: one kernel
   reads dy and x once, writes dx and the dgamma/dbeta partials (3 passes, not 5). tpsim charges apex's 5
