@@ -69,6 +69,11 @@ layernorm                   --                               2rc + 2r + 2c      
 layernorm_backward_moments  --                               2rc + 4r + c               6rc
 layernorm_backward          --                               3rc + 4r + c               7rc
 layernorm_gamma_grad        --                               2rc + 2r + c               4rc
+layernorm_fused_stats       --                               2r                         3rc
+layernorm_fused             --                               2rc + 2c                   4rc
+layernorm_fused_backward    --                               3rc + 2r + c               13rc
+layernorm_fused_gamma_grad  --                               2rc + 2r + c               4rc
+layernorm_fused_beta_grad   --                               c                          rc
 attention                   S: (nb a, s, d, s)               io + (2 + 2[p>0]) sc       (5 + [p>0]) sc
                             O: (nb a, s, s, d)
 attention_backward          S again: (nb a, s, d, s)         io + (5 + 4[p>0]) sc       (9 + 2[p>0]) sc
@@ -76,7 +81,10 @@ attention_backward          S again: (nb a, s, d, s)         io + (5 + 4[p>0]) s
                             dV, dQ, dK: 3 x (nb a, s, s, d)
 ==========================  ===============================  =========================  =================
 
-Every non-attention row is one pass: each input read once, the output written once. The fused
+Every non-attention row is one pass: each input read once, the output written once, except the fused
+norms (``kernels.fused_norm``, on ranks holding whole rows: apex's kernels), whose statistics and beta
+ops are charged only what they write, their reads being the neighbouring op's (RMSNorm's fused rows
+likewise, with r for 2r, no beta and 2, 3, 9, 3 rc FLOPs). The fused
 bias-GeLU and bias-dropout-add (Megatron-LM's kernels, ``simulator.workloads.kernels.fused_bias``) write
 and read their dropout mask at 1 byte an element whatever the dtype (none when p = 0). The attention
 rows follow ``simulator.workloads.kernels.attention`` (unfused, recomputing in the backward as

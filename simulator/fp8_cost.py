@@ -116,7 +116,7 @@ MXFP8_SCALE_BYTES = 1 / 32
 """MXFP8 writes one E8M0 scale byte per 32-element block of each copy (OCP MX specification v1.0)."""
 BF16_WRITE_BYTES = 2
 """The bf16 output a norm kernel no longer writes when it writes the FP8 copies itself."""
-NORM_FUNCTIONS = frozenset({"layernorm", "rmsnorm"})
+NORM_FUNCTIONS = frozenset({"layernorm", "rmsnorm", "layernorm_fused", "rmsnorm_fused"})
 """The norm kernels (``simulator.workloads.functions``) that feed QKV and FC1: TE's LayerNormLinear."""
 
 

@@ -16,6 +16,8 @@ The Llama block's kernels: RMSNorm in pieces as LayerNorm (``kernels.rmsnorm``: 
 that an algorithm all-reduces), SwiGLU on interleaved gate and up columns (``kernels.swiglu``), rotary
 position embeddings on whole sequences and key/value groups (``kernels.rotary``), and grouped-query
 attention (``attention_gqa``: the attention core with ``group`` query heads per key/value head).
+Where a rank holds whole rows, both norms lower to their fused versions instead (``kernels.fused_norm``:
+the same values, the frameworks' fused kernels' memory passes).
 
 GELU is the tanh approximation, as ``torch.nn.functional.gelu(x, approximate="tanh")``:
 gelu(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -34,7 +36,7 @@ import numpy as np
 
 from simulator.workloads.attention_cost import attention_work
 from simulator.workloads import llama_rules as llama
-from simulator.workloads.kernels import attention, dropout, fused_bias, layernorm, rmsnorm, rotary, swiglu
+from simulator.workloads.kernels import attention, dropout, fused_bias, fused_norm, layernorm, rmsnorm, rotary, swiglu
 from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
@@ -232,6 +234,34 @@ def _fused_attention(kernel: str, label: str) -> dict[str, LocalFunction]:
     }
 
 
+def _fused_norms() -> dict[str, LocalFunction]:
+    """LayerNorm and RMSNorm as one kernel per direction on whole rows (``kernels.fused_norm``: apex's
+    passes), which the layers emit where a rank holds every column of its rows."""
+    rows = (  # name, arity, meaning, params, shape
+        ("layernorm_fused_stats", 1, "out [rows, 2] = the row moments of in0, written by the fused forward kernel "
+         "in its one read of in0", (), _moments_shape),
+        ("layernorm_fused", 4, "out = (in0 - mu) rstd in2 + in3 from the moments in1: the fused kernel's y",
+         _LN_PARAMS, _layernorm_shape),
+        ("layernorm_fused_backward", 4, "out = LayerNorm's dx from dy in0, x in1, moments in2, gamma in3 "
+         "(one kernel)", _LN_PARAMS, _layernorm_shape),
+        ("layernorm_fused_gamma_grad", 3, "out [1, cols] = sum over rows of in0 * xhat (x in1, moments in2)",
+         _LN_PARAMS, _gamma_grad_shape),
+        ("layernorm_fused_beta_grad", 1, "out [1, cols] = sum of in0 over its rows, in the gamma kernel's read",
+         (), _column_sum_shape),
+        ("rmsnorm_fused_stats", 1, "out [rows, 1] = the row sum of squares of in0, written by the fused forward "
+         "kernel in its one read of in0", (), llama.sumsq_shape),
+        ("rmsnorm_fused", 3, "out = in0 rstd in2 from the sum of squares in1: the fused kernel's y", _LN_PARAMS,
+         llama.rmsnorm_shape),
+        ("rmsnorm_fused_backward", 4, "out = RMSNorm's dx from dy in0, x in1, sum of squares in2, gamma in3 "
+         "(one kernel)", _LN_PARAMS, llama.rmsnorm_shape),
+        ("rmsnorm_fused_gamma_grad", 3, "out [1, cols] = sum over rows of in0 * xhat (x in1, sum of squares in2)",
+         _LN_PARAMS, llama.rmsnorm_gamma_grad_shape),
+    )
+    return {name: LocalFunction(arity, meaning, numpy=fused_norm.FUSED[name], torch=fused_norm.TORCH[name],
+                                params=params, shape=shape, work=fused_norm.WORK[name])
+            for name, arity, meaning, params, shape in rows}
+
+
 FUNCTIONS: dict[str, LocalFunction] = {
     "gelu": LocalFunction(
         1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))",
@@ -347,5 +377,6 @@ FUNCTIONS: dict[str, LocalFunction] = {
     **_fused_attention("flash", "FlashAttention-2"),
     **_fused_attention("triton", "FlashAttention in Triton"),
     **_fused_attention("cudnn", "cuDNN's fused attention"),
+    **_fused_norms(),
 }
 """Every function a ``local`` op may name, by name."""

@@ -129,13 +129,13 @@ def function_chain(b: ScheduleBuilder, rank: int, g: int) -> None:
     Two chains start from the input A_blk [2, 6] (ring index ``g``, rows 2g .. 2g+1 of A). The GPT one
     (``_gpt_steps``): LayerNorm's pieces over its 6 columns, dropout of its global elements, attention with
     it as one sequence of 2 tokens and one head of width 2 (Q, K, V side by side), and back, then the fused
-    bias-GeLU and bias-dropout-add with their backwards. The Llama one
+    LayerNorm and Megatron-LM's fused bias-GeLU and bias-dropout-add with their backwards. The Llama one
     (``_llama_steps``) takes A_blk widened by two slices to [2, 8] (no local function widens a block; A_blk
     itself rather than the GPT chain's end keeps its values O(1), where SwiGLU's sigmoid does not
     saturate): RMSNorm over its 8 columns, rotary embeddings and grouped-query attention on it as one
     key/value group (``ROPE``), unfused and FlashAttention-2, each one's backward taking the other's
     context as its gradient, and the Triton kernel's pair (its own context as the gradient), SwiGLU on the rotated-back gradient as 4 interleaved gate/up pairs, and
-    RMSNorm's backward. The two meet in a row statistic: the Llama chain's end's row sum of squares
+    RMSNorm's backward, and the fused RMSNorm both ways. The two meet in a row statistic: the Llama chain's end's row sum of squares
     normalises the GPT chain's end, so every column either wrote reaches the output.
 
     Its values reach C only through a product with zero, so every output still equals A B; but every
@@ -177,12 +177,17 @@ def _gpt_steps(g: int) -> tuple:
             ("F_dx", (2, 6), "layernorm_backward", ("F_dqkv", "A_blk", "F_mom", "F_g", "F_sums"), LN),
             ("F_dg", (1, 6), "layernorm_gamma_grad", ("F_dx", "A_blk", "F_mom"), LN),
             ("F_h", (2, 6), "add", ("F_dx", "F_qkv"), {}),
-            ("F_hb0", (2, 6), "bias_add", ("F_h", "F_dg"), {}),
-            # Megatron-LM's fused kernels (``layers.bias_gelu``, ``layers.bias_dropout_add``) and their backwards
-            ("F_bg", (2, 6), "bias_gelu", ("F_hb0", "F_b"), {}),
-            ("F_bgb", (2, 6), "bias_gelu_backward", ("F_bg", "F_hb0", "F_b"), {}),
-            ("F_bda", (2, 6), "bias_dropout_add", ("F_bgb", "F_b", "F_hb0"), {**dropout, "stream": 3}),
-            ("F_hb", (2, 6), "dropout_backward", ("F_bda",), {**dropout, "stream": 3}))
+            ("F_hb", (2, 6), "bias_add", ("F_h", "F_dg"), {}),
+            # the fused LayerNorm (whole rows) and Megatron-LM's fused bias kernels on what the pieces left
+            ("F_fm", (2, 2), "layernorm_fused_stats", ("F_hb",), {}),
+            ("F_fln", (2, 6), "layernorm_fused", ("F_hb", "F_fm", "F_g", "F_b"), LN),
+            ("F_fdx", (2, 6), "layernorm_fused_backward", ("F_fln", "F_hb", "F_fm", "F_g"), LN),
+            ("F_fdg", (1, 6), "layernorm_fused_gamma_grad", ("F_fdx", "F_hb", "F_fm"), LN),
+            ("F_fdb", (1, 6), "layernorm_fused_beta_grad", ("F_fdx",), {}),
+            ("F_bg", (2, 6), "bias_gelu", ("F_fdx", "F_fdg"), {}),
+            ("F_bgb", (2, 6), "bias_gelu_backward", ("F_bg", "F_fdx", "F_fdb"), {}),
+            ("F_bda", (2, 6), "bias_dropout_add", ("F_bgb", "F_fdb", "F_fln"), {**dropout, "stream": 6}),
+            ("F_end", (2, 6), "dropout_backward", ("F_bda",), {**dropout, "stream": 6}))
 
 
 def _llama_steps(g: int) -> tuple:
@@ -215,5 +220,10 @@ def _llama_steps(g: int) -> tuple:
             ("L_dx", (2, 8), "rmsnorm_backward", ("L_dh", "L_in", "L_ss", "L_gamma", "L_gs"), RMS),
             ("L_dg", (1, 8), "rmsnorm_gamma_grad", ("L_dx", "L_in", "L_ss"), RMS),
             ("L_h", (2, 8), "bias_add", ("L_dx", "L_dg"), {}),
-            ("L_hss", (2, 1), "row_sumsq", ("L_h",), {}),
-            ("L_y", (2, 6), "rmsnorm", ("F_hb", "L_hss", "F_g"), LN))
+            ("L_fss", (2, 1), "rmsnorm_fused_stats", ("L_h",), {}),
+            ("L_fx", (2, 8), "rmsnorm_fused", ("L_h", "L_fss", "L_dg"), RMS),
+            ("L_fdx", (2, 8), "rmsnorm_fused_backward", ("L_fx", "L_h", "L_fss", "L_dg"), RMS),
+            ("L_fdg", (1, 8), "rmsnorm_fused_gamma_grad", ("L_fdx", "L_h", "L_fss"), RMS),
+            ("L_h2", (2, 8), "bias_add", ("L_fdx", "L_fdg"), {}),
+            ("L_hss", (2, 1), "row_sumsq", ("L_h2",), {}),
+            ("L_y", (2, 6), "rmsnorm", ("F_end", "L_hss", "F_g"), LN))

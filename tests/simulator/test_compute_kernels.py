@@ -55,6 +55,19 @@ PASSES = [
     ("layernorm_backward", {"dy": row, "x": row, "m": moments, "g": col, "gm": moments, "dx": row}, LN,
      3 * R * C + 4 * R + C, 7 * R * C),
     ("layernorm_gamma_grad", {"dy": row, "x": row, "m": moments, "dg": col}, LN, 2 * R * C + 2 * R + C, 4 * R * C),
+    # the fused kernels on whole rows (apex's passes, kernels.fused_norm): x read once forward, dy and x twice back
+    ("layernorm_fused_stats", {"x": row, "m": moments}, {}, 2 * R, 3 * R * C),
+    ("layernorm_fused", {"x": row, "m": moments, "g": col, "b": col, "y": row}, LN, 2 * R * C + 2 * C, 4 * R * C),
+    ("layernorm_fused_backward", {"dy": row, "x": row, "m": moments, "g": col, "dx": row}, LN,
+     3 * R * C + C + 2 * R, 13 * R * C),
+    ("layernorm_fused_gamma_grad", {"dy": row, "x": row, "m": moments, "dg": col}, LN, 2 * R * C + 2 * R + C,
+     4 * R * C),
+    ("layernorm_fused_beta_grad", {"dy": row, "db": col}, {}, C, R * C),
+    ("rmsnorm_fused_stats", {"x": row, "s": (R, 1)}, {}, R, 2 * R * C),
+    ("rmsnorm_fused", {"x": row, "s": (R, 1), "g": col, "y": row}, LN, 2 * R * C + C, 3 * R * C),
+    ("rmsnorm_fused_backward", {"dy": row, "x": row, "s": (R, 1), "g": col, "dx": row}, LN, 3 * R * C + C + R,
+     9 * R * C),
+    ("rmsnorm_fused_gamma_grad", {"dy": row, "x": row, "s": (R, 1), "dg": col}, LN, 2 * R * C + R + C, 3 * R * C),
 ]
 
 

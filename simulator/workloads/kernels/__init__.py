@@ -6,6 +6,7 @@ module          kernels
 ``dropout``     inverted dropout whose mask is a hash of (seed, stream, global element index)
 ``fused_bias``  Megatron-LM's fused bias-GeLU and bias-dropout-add, and what each pass of them moves
 ``layernorm``   LayerNorm in pieces: row moments, normalise, and the backward's moments and gradients
+``fused_norm``  LayerNorm and RMSNorm as one kernel per direction on whole rows, and what each pass moves
 ``attention``   causal softmax attention per sequence and head (grouped-query too), and its backward
 ``rmsnorm``     RMSNorm in pieces: the row sum of squares, scale, and the backward's row sum and gradients
 ``rotary``      rotary position embeddings of the query and key heads, and their transpose
@@ -16,4 +17,4 @@ module          kernels
 parameters, shape rule and cost.
 """
 
-__all__ = ["attention", "dropout", "fused_bias", "layernorm", "rmsnorm", "rotary", "swiglu"]
+__all__ = ["attention", "dropout", "fused_bias", "fused_norm", "layernorm", "rmsnorm", "rotary", "swiglu"]

@@ -5,12 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Sum", "grad"]
+__all__ = ["Sum", "grad", "whole_rows"]
 
 
 def grad(name: str) -> str:
     """The name of the gradient of tensor ``name``: ``"dX"`` for ``"X"``."""
     return "d" + name
+
+
+def whole_rows(layout, cols: int) -> bool:
+    """Whether every block of ``layout`` (rank, rows, cols) holds all ``cols`` columns of its rows: where a
+    norm needs no row statistic summed across ranks and runs as the frameworks' fused kernel."""
+    return all(block_cols == (0, cols) for _, _, block_cols in layout)
 
 
 @dataclass(frozen=True)

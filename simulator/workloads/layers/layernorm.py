@@ -7,6 +7,11 @@ the ranks sharing the rows (``all_reduce_rows``: the row group of a [q, q, d] gr
 rank holds whole rows). Backward: the two row sums of the input gradient likewise, then dx; dgamma and
 dbeta are sums over rows, reduced by the algorithm where the rows are split (``reduce_vector_grad``).
 gamma and beta live where the algorithm keeps vectors (``vector_blocks``, ``fetch_vector``).
+
+Where every rank holds whole rows (1-D, sequence parallel, [1, 1, d] grids: nothing to all-reduce), the
+layer lowers as the frameworks' fused kernel instead (``kernels.fused_norm``, apex's passes): x read once
+forward (``layernorm_fused_stats`` writes S, ``layernorm_fused`` y), dy and x read once for dx
+(``layernorm_fused_backward``) and once more for the gamma and beta sums. Same values, fewer passes.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.workloads.kernels.layernorm import EPS
-from simulator.workloads.layers.common import grad
+from simulator.workloads.layers.common import grad, whole_rows
 
 __all__ = ["LayerNorm"]
 
@@ -86,27 +91,39 @@ class LayerNorm:
 
     def lower_forward(self, low) -> None:
         layout = low.layout[self.x]
-        low.local("row_moments", self.stats, (self.x,), low.layout[self.stats])
+        fused = whole_rows(layout, self.cols)  # no moments to all-reduce: the fused kernel (module doc)
+        low.local("layernorm_fused_stats" if fused else "row_moments", self.stats, (self.x,), low.layout[self.stats])
         low.alg.all_reduce_rows(low.b, self.stats, layout)
         gamma, beta = low.vector(self.gamma, layout), low.vector(self.beta, layout)
         for rank, rows, cols in layout:
             low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "layernorm", self.y, (self.x, self.stats, gamma[rank], beta[rank]), self._params())
+            low.emit(rank, "layernorm_fused" if fused else "layernorm", self.y,
+                     (self.x, self.stats, gamma[rank], beta[rank]), self._params())
 
     def lower_backward(self, low) -> None:
         layout, dy = low.layout[self.x], low.grad_of(self.y)
         gamma = low.vector(self.gamma, layout)
-        sums = grad(self.stats)
-        for rank, rows, _ in layout:
-            low.b.buffer(rank, sums, (rows[1] - rows[0], 2))
-            low.emit(rank, "layernorm_backward_moments", sums, (dy, self.x, self.stats, gamma[rank]), self._params())
-        low.alg.all_reduce_rows(low.b, sums, layout)
+        fused = whole_rows(layout, self.cols)
+        if not fused:  # the row sums span every column: each rank's part, all-reduced over the row's ranks
+            sums = grad(self.stats)
+            for rank, rows, _ in layout:
+                low.b.buffer(rank, sums, (rows[1] - rows[0], 2))
+                low.emit(rank, "layernorm_backward_moments", sums, (dy, self.x, self.stats, gamma[rank]),
+                         self._params())
+            low.alg.all_reduce_rows(low.b, sums, layout)
         target = low.grad_target(self.x)
         for rank, rows, cols in layout:
             low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "layernorm_backward", target, (dy, self.x, self.stats, gamma[rank], sums), self._params())
+            if fused:
+                low.emit(rank, "layernorm_fused_backward", target, (dy, self.x, self.stats, gamma[rank]),
+                         self._params())
+            else:
+                low.emit(rank, "layernorm_backward", target, (dy, self.x, self.stats, gamma[rank], sums),
+                         self._params())
         low.grad_written(self.x)
+        gamma_fn, beta_fn = ("layernorm_fused_gamma_grad", "layernorm_fused_beta_grad") if fused else \
+            ("layernorm_gamma_grad", "col_sum")
         low.alg.reduce_vector_grad(low.b, layout, grad(self.gamma), lambda rank, out: low.emit(
-            rank, "layernorm_gamma_grad", out, (dy, self.x, self.stats), self._params()))
+            rank, gamma_fn, out, (dy, self.x, self.stats), self._params()))
         low.alg.reduce_vector_grad(low.b, layout, grad(self.beta),
-                                   lambda rank, out: low.emit(rank, "col_sum", out, (dy,)))
+                                   lambda rank, out: low.emit(rank, beta_fn, out, (dy,)))

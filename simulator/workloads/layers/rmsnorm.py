@@ -5,6 +5,9 @@ LayerNorm is (``layers.layernorm``): each rank computes its columns' part of the
 one column, the sum of squares, ``kernels.rmsnorm``), the algorithm sums it over the ranks sharing the
 rows (``all_reduce_rows``), and each rank scales its columns; backward likewise with the one row sum of
 g xhat, and dgamma reduced by ``reduce_vector_grad``. gamma lives where the algorithm keeps vectors.
+Where every rank holds whole rows, it lowers as the fused kernel instead (``rmsnorm_fused_stats`` and
+``rmsnorm_fused``, one read of x; ``rmsnorm_fused_backward`` and ``rmsnorm_fused_gamma_grad``, two reads
+of dy and x: ``kernels.fused_norm``), as LayerNorm does.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.workloads.kernels.rmsnorm import EPS
-from simulator.workloads.layers.common import grad
+from simulator.workloads.layers.common import grad, whole_rows
 
 __all__ = ["RMSNorm"]
 
@@ -81,25 +84,35 @@ class RMSNorm:
 
     def lower_forward(self, low) -> None:
         layout = low.layout[self.x]
-        low.local("row_sumsq", self.stats, (self.x,), low.layout[self.stats])
+        fused = whole_rows(layout, self.cols)  # no statistic to all-reduce: the fused kernel (module doc)
+        low.local("rmsnorm_fused_stats" if fused else "row_sumsq", self.stats, (self.x,), low.layout[self.stats])
         low.alg.all_reduce_rows(low.b, self.stats, layout)
         gamma = low.vector(self.gamma, layout)
         for rank, rows, cols in layout:
             low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "rmsnorm", self.y, (self.x, self.stats, gamma[rank]), self._params())
+            low.emit(rank, "rmsnorm_fused" if fused else "rmsnorm", self.y, (self.x, self.stats, gamma[rank]),
+                     self._params())
 
     def lower_backward(self, low) -> None:
         layout, dy = low.layout[self.x], low.grad_of(self.y)
         gamma = low.vector(self.gamma, layout)
-        total = grad(self.stats)
-        for rank, rows, _ in layout:
-            low.b.buffer(rank, total, (rows[1] - rows[0], 1))
-            low.emit(rank, "rmsnorm_backward_sum", total, (dy, self.x, self.stats, gamma[rank]), self._params())
-        low.alg.all_reduce_rows(low.b, total, layout)
+        fused = whole_rows(layout, self.cols)
+        if not fused:  # the row sum spans every column: each rank's part, all-reduced over the row's ranks
+            total = grad(self.stats)
+            for rank, rows, _ in layout:
+                low.b.buffer(rank, total, (rows[1] - rows[0], 1))
+                low.emit(rank, "rmsnorm_backward_sum", total, (dy, self.x, self.stats, gamma[rank]), self._params())
+            low.alg.all_reduce_rows(low.b, total, layout)
         target = low.grad_target(self.x)
         for rank, rows, cols in layout:
             low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "rmsnorm_backward", target, (dy, self.x, self.stats, gamma[rank], total), self._params())
+            if fused:
+                low.emit(rank, "rmsnorm_fused_backward", target, (dy, self.x, self.stats, gamma[rank]),
+                         self._params())
+            else:
+                low.emit(rank, "rmsnorm_backward", target, (dy, self.x, self.stats, gamma[rank], total),
+                         self._params())
         low.grad_written(self.x)
+        gamma_fn = "rmsnorm_fused_gamma_grad" if fused else "rmsnorm_gamma_grad"
         low.alg.reduce_vector_grad(low.b, layout, grad(self.gamma), lambda rank, out: low.emit(
-            rank, "rmsnorm_gamma_grad", out, (dy, self.x, self.stats), self._params()))
+            rank, gamma_fn, out, (dy, self.x, self.stats), self._params()))
