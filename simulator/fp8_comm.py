@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 
-from simulator.fp8_cost import FP8_COPY_BYTES, MXFP8_SCALE_BYTES, check_recipe, gemm_role
+from simulator.fp8_cost import check_recipe, fp8_copy_bytes, gemm_role
 from simulator.ir.ops import AllGather, Gemm, Op, Recv, Send, Slice
 from simulator.ir.schedule import Schedule
 
@@ -80,10 +80,10 @@ def fp8_wire_bytes(numel: int, uses: int, recipe: str) -> int | None:
     """
     if not uses or uses & OTHER:
         return None
-    if recipe != "mxfp8":
-        return numel * FP8_COPY_BYTES
+    if recipe != "mxfp8":  # one copy on the wire, transposed after the gather where a reader needs it
+        return numel * fp8_copy_bytes(recipe)
     copies = max(1, bool(uses & ROWWISE) + bool(uses & COLUMNWISE))
-    return math.ceil(numel * copies * (FP8_COPY_BYTES + MXFP8_SCALE_BYTES))
+    return math.ceil(numel * copies * fp8_copy_bytes(recipe))
 
 
 class Fp8Wire:

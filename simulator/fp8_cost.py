@@ -95,7 +95,7 @@ from simulator.ir.schedule import Schedule
 
 __all__ = ["RECIPES", "ANY_LAYOUT_FP8_DEVICES", "BF16_READ_BYTES", "FP8_COPY_BYTES", "AMAX_READ_BYTES",
            "MXFP8_SCALE_BYTES", "BF16_WRITE_BYTES", "NORM_FUNCTIONS", "default_recipe", "check_recipe", "copies",
-           "bytes_per_element", "gemm_role", "sources", "quantise_bytes", "gemm_quantise_bytes",
+           "fp8_copy_bytes", "bytes_per_element", "gemm_role", "sources", "quantise_bytes", "gemm_quantise_bytes",
            "linear_weight_elements", "weight_cast_s"]
 
 RECIPES = ("delayed", "current", "mxfp8")
@@ -144,6 +144,11 @@ def copies(device: dict, recipe: str) -> int:
     return 2 if recipe == "mxfp8" or device.get("name") not in ANY_LAYOUT_FP8_DEVICES else 1
 
 
+def fp8_copy_bytes(recipe: str) -> float:
+    """Bytes per element of one FP8 copy under ``recipe``: the FP8 byte, and MXFP8's block scale."""
+    return FP8_COPY_BYTES + (MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0)
+
+
 def bytes_per_element(device: dict, recipe: str | None = None) -> float:
     """Bytes read and written per element to quantise one bf16 tensor for both GEMM uses (module doc).
 
@@ -152,9 +157,8 @@ def bytes_per_element(device: dict, recipe: str | None = None) -> float:
     ([4, 6], 4.0625)
     """
     recipe = check_recipe(device, recipe)
-    scale = MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0
     amax = AMAX_READ_BYTES if recipe == "current" else 0
-    return BF16_READ_BYTES + copies(device, recipe) * (FP8_COPY_BYTES + scale) + amax
+    return BF16_READ_BYTES + copies(device, recipe) * fp8_copy_bytes(recipe) + amax
 
 
 def gemm_role(op: Gemm) -> str:
@@ -202,7 +206,7 @@ def quantise_bytes(elements: int, device: dict, recipe: str | None = None, share
     own = 1.0 if share is None else share
     tn_transpose = 2 * FP8_COPY_BYTES if recipe != "mxfp8" and copies(device, recipe) == 2 else 0
     if norm and recipe != "current":  # the norm writes FP8 in place of its bf16 output, then the transpose
-        written = (1 if recipe == "delayed" else 2) * (FP8_COPY_BYTES + (MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0))
+        written = (1 if recipe == "delayed" else 2) * fp8_copy_bytes(recipe)
         return elements * (own * (written - BF16_WRITE_BYTES) + tn_transpose)
     if share is None:
         return elements * bytes_per_element(device, recipe)

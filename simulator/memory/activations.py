@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simulator.fp8_cost import FP8_COPY_BYTES, MXFP8_SCALE_BYTES
+from simulator.fp8_cost import fp8_copy_bytes
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.attention_cost import FUSED_FUNCTIONS
@@ -60,7 +60,7 @@ from simulator.workloads.layers import Attention, BiasDropoutAdd, Dropout, Layer
 from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
-__all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "fp8_copy_bytes", "layer_activations"]
+__all__ = ["MASK_BYTES", "PAPER_KINDS", "Kept", "layer_activations"]
 
 MASK_BYTES = 1
 """A dropout mask element: PyTorch's bool mask, 1 byte (Korthikanti et al., section 4.1)."""
@@ -132,11 +132,6 @@ def _per_op(schedule: Schedule, rank: int, workload: Workload, buffers: dict, fi
         if lse is not None:
             out.append(lse)
     return out
-
-
-def fp8_copy_bytes(recipe: str) -> float:
-    """Bytes per element of the one FP8 copy TE keeps of a linear's input (module doc)."""
-    return FP8_COPY_BYTES + (MXFP8_SCALE_BYTES if recipe == "mxfp8" else 0)
 
 
 def _fp8_inputs(layers, tensors: list[str], buffers, recipe: str) -> tuple[list[str], Kept | None]:

@@ -6,8 +6,9 @@ import pytest
 
 from simulator.algorithms.registry import build_schedule
 from simulator.errors import InputError
+from simulator.fp8_cost import fp8_copy_bytes
 from simulator.memory import TrainingSetup, training_memory
-from simulator.memory.activations import fp8_copy_bytes, layer_activations
+from simulator.memory.activations import layer_activations
 from simulator.workloads.workload import Workload
 
 P = 4
