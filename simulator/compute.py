@@ -45,7 +45,7 @@ its memory-bound passes read and write. Its time is
 (a batch of products is timed as that many separate gemms: no credit for a batched kernel filling
 more waves); ``Schedule.flops`` is ``sum 2 * count * m * k * n`` plus the work's elementwise FLOPs and
 ``Schedule.memory_bytes`` is ``elements * dtype bytes``. ``slice`` ops are one memory pass (read and
-write of the copied region). Communication ops take no compute time.
+write of the copied region), ``in_place`` ones none (rows the kernels address where they lie). Communication ops take no compute time.
 
 The functions, on a block [r, c] (the output's shape unless said), with ``sc = nb * a * s * s`` the
 attention scores of a block holding ``nb`` whole sequences of ``s`` tokens and ``a`` heads of width

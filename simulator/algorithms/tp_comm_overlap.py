@@ -37,11 +37,19 @@ And for the backward (TE ``initialize_ub`` defaults, ``module/base.py`` at d0067
   (``simulator.timing.sm_sharing``: 24 on A100 and H100) for the overlapped time, where TE's bulk kernels
   hold ``num_sm``: up to 24 / 2 times TE's charge on the tuned configurations, 1.5 times its default's.
 
-What tpsim adds that TE does not do: each chunk's rows are copied (``slice`` ops) into Y (dX), or out of
-X for the row-parallel GEMM, and the backward ring's dY chunks into the kept gather, where TE's GEMMs
-address them in place and its ring lands in the userbuffer: a memory pass of each chunk (on the 22B
-layer's backward on 8 A100s, 0.29 ms of copies in a 9.49 ms pass). The chunked GEMMs are p times thinner,
-and the shape model times them so.
+What tpsim adds that TE does not do: nothing it charges time for. Each chunk's rows are still
+moved by ``slice`` ops (into Y or dX, out of X for the row-parallel GEMM, and the backward ring's received
+dY chunks into the kept gather), so that the interpreter and the gloo executor prove the ring on numbers,
+but they are ``in_place``: TE's GEMMs address those rows where they lie (``get_tensor_chunk`` in
+``split_overlap_ag`` / ``split_overlap_rs``, transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp
+at d0067d0) and its ring receives into the userbuffer, so the cost model charges them no memory pass
+(``simulator.ir.ops.Slice``). The one copy charged per backward ring is the rank's own dY shard into the
+gather, which TE makes too (``fill_userbuffers_buffer_for_all_gather``, module/base.py, ``copy_into_buffer(...,
+local_chunk=True)``); TE makes that copy of X in the forward as well, which tpsim does not charge ([M/p, K]
+per ring). The ring's sends are timed as NCCL sends (``simulator.collectives``: the base latency, 8 us, and
+the pipeline start-up of its first MiB at one channel's 20 GB/s, 52 us, before the bytes), where TE moves
+them with the copy engine (``use_ce``), which has no NCCL channel pipeline: on proj's thin chunks those
+start-ups are what the ring exposes. The chunked GEMMs are p times thinner, and the shape model times them so.
 """
 
 from __future__ import annotations
@@ -72,9 +80,10 @@ def ring_exchange(b: ScheduleBuilder, p: int, r: int, shard: str, w: str, out: s
             b.emit(r, Send(peer=(r - 1) % p, buf=held, handle=f"{out}.s{t}"))
             b.emit(r, Recv(peer=(r + 1) % p, buf=nxt, handle=f"{out}.r{t}"))
         b.emit(r, Gemm(out=chunk, a=held, b=w, trans_b=trans_b))
-        b.emit(r, Slice(out=out, src=chunk, out_rows=(own * rows, (own + 1) * rows)))
-        if keep is not None:
-            b.emit(r, Slice(out=keep, src=held, out_rows=(own * rows, (own + 1) * rows)))
+        # TE's GEMM writes its chunk into the rows of the whole output (userbuffers): no pass of its own
+        b.emit(r, Slice(out=out, src=chunk, out_rows=(own * rows, (own + 1) * rows), in_place=True))
+        if keep is not None:  # TE copies its own shard into the userbuffer; the ring receives the rest there
+            b.emit(r, Slice(out=keep, src=held, out_rows=(own * rows, (own + 1) * rows), in_place=t > 0))
         if more:
             b.emit(r, Wait(f"{out}.s{t}"))
             b.emit(r, Wait(f"{out}.r{t}"))
@@ -100,7 +109,8 @@ def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearName
     x = b.buffer(r, f"{lin.x}_rows", (rows, lin.k // p))
     for j in range(p):
         part = b.buffer(r, f"{lin.y}_part{j % 2}", (rows, lin.n))
-        b.emit(r, Slice(out=x, src=lin.x, src_rows=(j * rows, (j + 1) * rows)))
+        # TE's GEMM reads the chunk's rows of X where they lie (split_overlap_rs): no pass of its own
+        b.emit(r, Slice(out=x, src=lin.x, src_rows=(j * rows, (j + 1) * rows), in_place=True))
         b.emit(r, Gemm(out=part, a=x, b=lin.w))
         b.emit(r, Reduce(group=group, root=j, buf=part, out=lin.y, handle=f"{lin.y}.rd{j}"))
         if j > 0:  # part{(j+1) % 2} is written next: its reduce (chunk j - 1) must be done

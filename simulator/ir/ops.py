@@ -1,6 +1,6 @@
 """The operations of a schedule: immutable records, one per step of one rank's program.
 
-All eleven op records live in this one file (some 320 lines) on purpose: each is a small frozen
+All eleven op records live in this one file (some 350 lines) on purpose: each is a small frozen
 dataclass, and together they are the IR's one vocabulary, indexed by ``OP_TYPES`` at the bottom.
 
 An op names buffers of its own rank; it never holds data. Communication ops name a process group
@@ -18,7 +18,8 @@ Kinds (the ``kind`` string is the JSON tag):
 ``gemm``         ``out (+)= op(a) @ op(b)``, op = transpose where ``trans_a`` / ``trans_b``
 ``local``        function ``fn`` of ``inputs`` into ``out``, with scalar ``params`` (elementwise, LayerNorm,
                  attention, dropout: ``simulator.workloads.functions``)
-``slice``        ``out[out region] = src[src region]`` (a region ``None`` is the whole extent)
+``slice``        ``out[out region] = src[src region]`` (a region ``None`` is the whole extent); ``in_place``:
+                 rows the kernels address where they lie, copied here but costed as no pass
 ``broadcast``    root's ``buf`` to every member's ``buf``
 ``reduce``       sum of every member's ``buf`` into the root's ``out``
 ``all_reduce``   sum of every member's ``buf``, in place
@@ -137,7 +138,13 @@ class Local(Op):
 
 @dataclass(frozen=True, slots=True)
 class Slice(Op):
-    """Copy a 2-D sub-block: ``out[out_rows, out_cols] = src[src_rows, src_cols]``."""
+    """Copy a 2-D sub-block: ``out[out_rows, out_cols] = src[src_rows, src_cols]``.
+
+    ``in_place``: the copy stands for rows its producer or consumer addresses where they lie, as
+    Transformer Engine's userbuffers GEMMs write and read row chunks of a whole buffer and its ring
+    receives into them (``simulator.algorithms.tp_comm_overlap``). The interpreter and the executor copy
+    (the numbers are the same); the cost model charges it no memory pass (``Schedule.memory_bytes`` 0).
+    """
 
     kind: ClassVar[str] = "slice"
     out: str
@@ -146,6 +153,7 @@ class Slice(Op):
     src_cols: Region = None
     out_rows: Region = None
     out_cols: Region = None
+    in_place: bool = False
 
     def reads(self) -> tuple[str, ...]:
         whole_out = self.out_rows is None and self.out_cols is None
@@ -155,7 +163,7 @@ class Slice(Op):
         return (self.out,)
 
     def short(self) -> str:
-        return f"{self.out}=slice({self.src})"
+        return f"{self.out}={'in_place' if self.in_place else 'slice'}({self.src})"
 
 
 @dataclass(frozen=True, slots=True)

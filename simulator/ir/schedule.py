@@ -164,11 +164,14 @@ class Schedule:
 
     def memory_bytes(self, rank: int, op: Op) -> int:
         """Bytes a local or slice op moves through device memory in its memory-bound passes (reads +
-        writes; a local op's from ``local_work``); 0 for gemm and comm ops."""
+        writes; a local op's from ``local_work``); 0 for gemm and comm ops and for an ``in_place`` slice
+        (rows its kernels address where they lie: ``Slice``)."""
         if isinstance(op, Local):
             work = self.local_work(rank, op)
             return work.elements * DTYPE_BYTES[self.spec(rank, op.out).dtype] + work.mask_bytes
         if isinstance(op, Slice):
+            if op.in_place:
+                return 0
             out = self.spec(rank, op.out)
             rows = _extent(op.out_rows, out.shape[0])
             cols = _extent(op.out_cols, out.shape[1]) if len(out.shape) > 1 else 1
