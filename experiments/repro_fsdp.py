@@ -23,12 +23,17 @@ GPUs. Each row's explanation gives tpsim's step split, its MFU against the one t
 every GEMM capped at a flat 70% of the device's dense peak (``gemm_efficiency``, what ``tpsim
 calibrate`` sets) instead of the published large-GEMM rate the presets carry. Each row
 also gets ``comm_share``: how long FSDP's collectives of one micro-batch take (``tpsim collective``) over
-tpsim's compute time of that micro-batch. tpsim hides those collectives under the compute at no cost to
-it; the summary groups the errors by that share on each kind of GPU.
+tpsim's compute time of that micro-batch. tpsim hides those collectives under the compute, charging it
+only the SMs their NCCL kernels hold (``dp_overlap_sms``, ``simulator.timing.sm_sharing``); the summary
+groups the errors by that share on each kind of GPU.
 
-What tpsim does not express, named in the rows it touches: FSDP's float32 gradient reduction
-(torchtitan's default and llm-foundry's ``amp_bf16 DEFAULT`` since Composer 0.16.4; tpsim reduces in
-bfloat16) and torchtitan's H100s (96 GB HBM2e at 500 W, below the H100 SXM5 80GB of the preset).
+The gradient reduction's dtype is the run's where its source says it (``FsdpRun.gradient_reduction``):
+``--accumulate-allreduce-grads-in-fp32`` (FSDP's ``reduce_dtype=torch.float32``) on torchtitan's rows (its
+only choice, ``--training.mixed_precision_reduce float32``) and on the llm-foundry rows whose table is of
+2024 (``amp_bf16 DEFAULT`` under Composer >= 0.16.4); ``bf16 PURE`` rows reduce in bfloat16, and the
+``DEFAULT`` rows of 2023-10-19, whose Composer version is not named, stay in bfloat16 and say so.
+What tpsim does not express, named in the rows it touches: torchtitan's H100s (96 GB HBM2e at 500 W, below
+the H100 SXM5 80GB of the preset).
 torchtitan's per-op selective checkpointing (every second matmul of a block, the norms, the rotary embedding
 and the SwiGLU product recomputed; ``simulator.workloads.op_checkpoint``) runs as ``--recompute
 selective-op``; its rows also give ``--recompute full`` as the slower bound.
@@ -60,7 +65,7 @@ from topologies import gpu_nodes
 from topologies.presets import build_preset
 from topologies.triton_rates import triton_devices
 
-__all__ = ["Result", "attention", "command", "predicted_row", "comm_share", "results", "comparisons", "quick_runs",
+__all__ = ["Result", "attention", "command", "fp32_reduction", "predicted_row", "comm_share", "results", "comparisons", "quick_runs",
            "summary", "by_comm_share", "cli"]
 
 NAME = "repro_fsdp"
@@ -106,13 +111,19 @@ def topology(run: FsdpRun) -> str:
 
 def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "") -> list[str]:
     """The ``tpsim predict`` arguments of ``run``: FSDP full sharding as ZeRO-3 over pure data parallelism,
-    everything the source prints pinned; ``topology_spec`` replaces the preset (the GEMM-cap variation),
+    everything the source prints pinned (the reduction in float32 where known, ``fp32_reduction``); ``topology_spec`` replaces the preset (the GEMM-cap variation),
     ``recompute`` another recompute mode for a per-op selective row (``full``, its slower bound)."""
     return ["predict", "--gpus", str(run.gpus), "--topology", topology_spec or topology(run), "--model", _model(run),
             "--seq", str(run.seq), "--global-batch", str(run.global_batch), "--batch", str(run.micro_batch),
             "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3" if run.sharding == "FULL_SHARD" else "2",
             "--recompute", _recompute(run, recompute), "--attention", attention(run), "--dtype", "bfloat16",
-            "--simulate-top", "1"]
+            "--simulate-top", "1"] + (["--accumulate-allreduce-grads-in-fp32"] if fp32_reduction(run) else [])
+
+
+def fp32_reduction(run: FsdpRun) -> bool:
+    """Whether ``run`` is known to reduce its gradients in float32 (``FsdpRun.gradient_reduction``); an
+    undetermined dtype (``float32 or bfloat16``) is timed in bfloat16."""
+    return run.gradient_reduction == "float32"
 
 
 predicted_row = pinned_row
@@ -159,11 +170,13 @@ class Result:
     capped_ratio: float | None = None
 
 
-def _suspected(run: FsdpRun, ratio: float, share: float, capped: float | None) -> str:
-    """One sentence on what the row's own variations point to, for an error over 5%."""
+def _suspected(run: FsdpRun, ratio: float, share: float, capped: float | None, sms_s: float) -> str:
+    """One sentence on what the row's own variations point to, for an error over 5%; ``sms_s``: the step's
+    ``dp_overlap_sms`` term."""
     causes = []
     if share >= 0.1:
-        causes.append(f"FSDP's collectives run beside {share:.0%} of the compute, which tpsim charges nothing for")
+        causes.append(f"FSDP's collectives run beside {share:.0%} of the compute, which tpsim charges only the SMs "
+                      f"their NCCL kernels hold ({sms_s:.3f} s a step), not the memory bandwidth they share")
     if capped is not None:
         if abs(capped - 1) <= 0.05:
             causes.append(f"the GEMM rate: capped at {GEMM_CAP:.0%} of peak, tpsim is within 5% ({capped - 1:+.1%})")
@@ -191,8 +204,10 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
     if attention(run) != run.attention:
         notes.append(f"the run's attention kernel was attn_impl: {run.attention}, which has no published figure on "
                      f"this GPU: timed as --attention {attention(run)} (FlashAttention-2, faster)")
-    if run.gradient_reduction != "bfloat16":
-        notes.append(f"gradients reduced in {run.gradient_reduction} by the run, in bfloat16 by tpsim")
+    if fp32_reduction(run):
+        notes.append("gradients reduced in float32, as the run (--accumulate-allreduce-grads-in-fp32)")
+    elif run.gradient_reduction != "bfloat16":
+        notes.append(f"gradients reduced in {run.gradient_reduction} by the run (not printed): in bfloat16 by tpsim")
     capped = None
     if vary_folder is not None:
         capped = _per_gpu(predicted_row(command(run, capped_file(topology(run), GEMM_CAP, vary_folder))), run)
@@ -200,7 +215,8 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
                      f"({capped / run.tokens_per_s_per_gpu - 1:+.1%})")
     ratio = _per_gpu(row, run) / run.tokens_per_s_per_gpu
     if abs(ratio - 1) > 0.05:
-        notes.insert(0, _suspected(run, ratio, share, None if capped is None else capped / run.tokens_per_s_per_gpu))
+        notes.insert(0, _suspected(run, ratio, share, None if capped is None else capped / run.tokens_per_s_per_gpu,
+                                   row["terms_s"].get("dp_overlap_sms", 0.0)))
     config = (f"{run.gpus} {run.device}, seq {run.seq}, micro-batch {run.micro_batch} x {run.grad_accum}, "
               f"batch {run.global_batch}, {run.sharding}, checkpointing {run.checkpointing}")
     comparison = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU",

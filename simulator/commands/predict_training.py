@@ -40,6 +40,7 @@ from simulator.files import replacing
 from simulator.fp8 import fp8_label, recipe_of
 from simulator.guard import guard
 from simulator.guard.training import search_estimate
+from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory import usable_device_bytes
 from simulator.pipeline.search_space import check_schedule_flags, pipeline_sizes, pipelined, schedule_variants
 from simulator.network.topology_cache import TopologyCache
@@ -52,7 +53,7 @@ from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
 from simulator.training.launch import fusion_flags, launch_lines, precision_flags
 from simulator.training.rate_note import gemm_rate_note
-from simulator.training.main_grads import megatron_flags
+from simulator.training.main_grads import grad_bytes, megatron_flags
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.settings import settings_grid, short_label
@@ -106,7 +107,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     reduce.add_argument("--grad-reduce-in-bf16", dest="grad_reduce_in_fp32", action="store_false", default=None,
                         help="keep and reduce the main gradients in bf16 (default under bf16: fp32, as Megatron-LM)")
     reduce.add_argument("--accumulate-allreduce-grads-in-fp32", dest="grad_reduce_in_fp32", action="store_true",
-                        help="keep and reduce the main gradients in fp32 (the default under bf16; fp16: fp16)")
+                        help="keep and reduce the main gradients in fp32 (Megatron-LM's default under bf16; "
+                        "fp16: fp16); at --zero 2|3 reduce-scatter them in fp32, as FSDP's "
+                        "reduce_dtype=torch.float32 (torchtitan's only choice; default there: the parameters' dtype)")
     g.add_argument("--backward-prefetch", default="BACKWARD_PRE", metavar="|".join(BACKWARD_PREFETCH),
                    help="ZeRO-3: when FSDP all-gathers the next unit's parameters in the backward: before the "
                         "current unit's gradients (BACKWARD_PRE, FSDP's default), after them, or on demand (NONE)")
@@ -325,11 +328,13 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None,
         o = winner.options
         reduction = megatron_flags(o.dtype, o.zero, winner.arrangement.dp, o.overlap_grad_reduce,
                                    o.grad_reduce_in_fp32, o.gradient_accumulation_fusion)
+        wide = grad_bytes(o.dtype, o.zero, o.grad_reduce_in_fp32) > DTYPE_BYTES[o.dtype]
+        reduce_dtype = "float32" if wide else o.dtype  # ZeRO 2/3's reduce-scatter (main_grads.grad_bytes)
         lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
                                                          options.global_batch, o.zero, o.recompute,
                                                          options.layers, reduction, options.async_dgrad,
                                                          options.tp_comm_overlap, options.backward_prefetch,
-                                                         precision)]
+                                                         precision, reduce_dtype)]
     return lines
 
 

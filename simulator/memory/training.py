@@ -19,7 +19,9 @@ before their reduce-scatter, stage 3 also its gathered parameters (a unit of one
 embedding where that is larger; DeepSpeed's buckets are a size, not a layer: an approximation), twice
 where the next unit is gathered before the current one's gradients are computed (``TrainingSetup.prefetch``:
 PyTorch FSDP's default ``BACKWARD_PRE``, whose documentation says it holds the current and the next set of
-parameters and the current gradients at the peak).
+parameters and the current gradients at the peak). A reduction wider than the parameters
+(``TrainingSetup.grad_bytes`` 4 at ZeRO 2/3: FSDP's ``reduce_dtype=torch.float32``) adds the unit's fp32
+reduce-scatter input, which FSDP2's ``foreach_reduce`` fills before it frees the bf16 gradients.
 
 Every rank is sized; the breakdown reported is that of the rank with the largest peak (the lowest
 such rank), so its parts add up to its peak.
@@ -69,6 +71,10 @@ def _zero_units(per_layer: int, embedding: int, dtype: str, setup: TrainingSetup
     unit = max(per_layer, embedding)
     items = [Item("workspace", f"ZeRO-{setup.zero}: one unit's unsharded gradients before their reduce-scatter "
                                f"({unit:,} x {grad_bytes} B)", unit * grad_bytes)]
+    wide = setup.grad_bytes or grad_bytes
+    if wide > grad_bytes:  # FSDP's reduce_dtype: the cast copy beside them (``simulator.training.main_grads``)
+        items.append(Item("workspace", f"ZeRO-{setup.zero}: their fp32 reduce-scatter input ({unit:,} x {wide} B)",
+                          unit * wide))
     if setup.zero == 3:
         units, which = (2, "two units' (the one computing and the next, prefetched)") if setup.prefetch else \
             (1, "one unit's")

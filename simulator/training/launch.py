@@ -22,7 +22,10 @@
   Transformer Engine's userbuffers overlap with ``--tp-comm-overlap`` (sequence parallelism only). ZeRO-1 is Megatron-LM's
   distributed optimizer (``--use-distributed-optimizer``); ZeRO-2 and 3 are DeepSpeed's (Megatron-DeepSpeed
   ``--zero-stage``). Pure data parallelism with ZeRO-3 is what FSDP runs: a second line gives torchtitan's
-  FSDP2 settings (``--parallelism.data_parallel_shard_degree``, ``--activation_checkpoint.mode``).
+  FSDP2 settings (``--parallelism.data_parallel_shard_degree``, ``--activation_checkpoint.mode``, and
+  ``--training.mixed_precision_reduce float32`` for a plan timed reducing in fp32), and a line says the dtype
+  the gradients were reduce-scattered in (FSDP2's ``MixedPrecisionPolicy(reduce_dtype=...)``; torchtitan has
+  no other choice than float32); other ZeRO-2/3 plans get that line where they reduce in float32.
 - 2-D (Optimus), 2.5-D (Tesseract) and 3-D: Colossal-AI's tensor-parallel configuration (its config
   file's ``parallel = dict(tensor=dict(mode=..., size=..., depth=...))``): mode ``2d`` with size q^2,
   ``2.5d`` with size q^2 d and depth d, ``3d`` with size q^3; Colossal-AI also derives the data-parallel
@@ -80,7 +83,7 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
               layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
               tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE",
-              precision: tuple[str, ...] = ()) -> list[str]:
+              precision: tuple[str, ...] = (), reduce_dtype: str | None = None) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -111,15 +114,22 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
             "the torchtitan line runs it" if fsdp else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
     if not async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
         prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
+    titan = a.pp == 1 and a.tp == 1 and zero == 3  # fully sharded data parallelism: PyTorch's own FSDP runs it
+    if zero >= 2 and reduce_dtype is not None and (reduce_dtype == "float32" or titan):
+        prefetch.append(f"  gradients reduce-scattered in {reduce_dtype}: PyTorch FSDP's "
+                        f"MixedPrecisionPolicy(reduce_dtype=torch.{reduce_dtype})" + (
+                            "; torchtitan reduces in float32 only (--accumulate-allreduce-grads-in-fp32 times that)"
+                            if titan and reduce_dtype != "float32" else ""))
     if a.pp == 1:
         lines = ["Megatron-LM: " + " ".join(args),
                  f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
                  f"{a.dp} = {a.gpus} / {a.tp}, derived by Megatron-LM"]
-        if a.tp == 1 and zero == 3:  # fully sharded data parallelism: PyTorch's own FSDP runs it natively
+        if titan:
+            reduce = " --training.mixed_precision_reduce float32" if reduce_dtype == "float32" else ""
             lines.append(f"  or torchtitan (FSDP2): --parallelism.data_parallel_shard_degree {a.dp} "
                          f"--activation_checkpoint.mode {_PER_OP if recompute == 'selective-op' else recompute} "
                          f"--training.local_batch_size {micro_batch} "
-                         f"--training.global_batch_size {global_batch}")
+                         f"--training.global_batch_size {global_batch}{reduce}")
         return lines + prefetch
     lines = ["Megatron-LM: " + " ".join(args),
              f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs, stage s on GPUs "
@@ -134,15 +144,17 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
 def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
                  recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = (),
                  async_dgrad: bool = True, tp_comm_overlap: bool = False,
-                 backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = ()) -> list[str]:
+                 backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = (),
+                 reduce_dtype: str | None = None) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
     arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
     ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's precision arguments (``precision_flags``)
-    and any kernel fusion turned off (``fusion_flags``)."""
+    and any kernel fusion turned off (``fusion_flags``); ``reduce_dtype``: the dtype ZeRO 2/3 reduce-scatters the
+    gradients in (FSDP's ``reduce_dtype``; None: not said)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
-                         tp_comm_overlap, backward_prefetch, precision)
+                         tp_comm_overlap, backward_prefetch, precision, reduce_dtype)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

@@ -30,8 +30,20 @@ writes an fp32 copy of the bf16 gradient before the add reads it: p + g bytes fo
 p + 4 g in all (18 a weight under bf16, against the hook's 10), with or without Megatron-LM's fusion, which the
 DeepSpeed engine does not use.
 
-These settings concern Megatron-LM's ZeRO-0 and ZeRO-1 (its distributed optimizer); ZeRO-2 and 3 (DeepSpeed,
-FSDP) keep reducing gradients in the parameters' dtype, after every micro-batch, overlapped.
+These defaults concern Megatron-LM's ZeRO-0 and ZeRO-1 (its distributed optimizer). ZeRO-2 and 3 (DeepSpeed,
+FSDP) reduce-scatter after every micro-batch, overlapped, in the parameters' dtype by default (``None``, and
+``False``); an explicit fp32 reduction (``True``: ``--accumulate-allreduce-grads-in-fp32``) is PyTorch FSDP's
+``MixedPrecision(reduce_dtype=torch.float32)`` / FSDP2's ``MixedPrecisionPolicy(reduce_dtype=...)``, which
+torchtitan always sets (``--training.mixed_precision_reduce``, default and only choice ``float32``:
+``torchtitan/config_manager.py`` and ``parallelisms/parallelize_llama.py`` ``apply_fsdp`` at github:pytorch/
+torchtitan 9dec370ad, the commit of its Llama 3.1 8B tables). What FSDP2 then does per unit and micro-batch
+(``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py`` ``foreach_reduce``, torch 2.13.0): allocates the
+reduce-scatter input in ``reduce_dtype`` and copies the bf16 unsharded gradients into it
+(``foreach_reduce_scatter_copy_in``, ``chunk_cat``: p read + 4 written per element, ``copy_in_bytes``; the
+bf16 gradients are freed only after it), reduce-scatters 4-byte elements, and keeps the fp32 output as the
+shard's gradient (the sharded parameters are fp32, ``orig_dtype``: no cast back), which the optimizer reads.
+The same copy-in runs at ``reduce_dtype == param_dtype`` (2 p bytes); tpsim has never charged that one, and
+charges the cast's only where the dtypes differ.
 
 Example::
 
@@ -43,6 +55,8 @@ Example::
     (10000000.0, 0.0)
     >>> accumulation_bytes(1e6, 2, 4, fusion=True, cast_copy=True)
     18000000.0
+    >>> grad_bytes("bfloat16", 3, None), grad_bytes("bfloat16", 3, True), copy_in_bytes(1e6, 2, 4, zero=3)
+    (2, 4, 6000000.0)
 """
 
 from __future__ import annotations
@@ -51,15 +65,18 @@ import math
 
 from simulator.ir.schedule import DTYPE_BYTES
 
-__all__ = ["accumulation_bytes", "grad_bytes", "megatron_flags", "reduction_bucket_bytes"]
+__all__ = ["accumulation_bytes", "copy_in_bytes", "grad_bytes", "megatron_flags", "reduction_bucket_bytes"]
 
 
 def grad_bytes(dtype: str, zero: int, grad_reduce_in_fp32: bool | None) -> int:
     """Bytes per element of the gradients the data-parallel group reduces (module docstring); ``None``:
-    Megatron-LM's default for ``dtype`` (fp32 under bf16)."""
+    Megatron-LM's default for ``dtype`` (fp32 under bf16) at ZeRO 0 and 1, the parameters' dtype at ZeRO 2
+    and 3 (fp32 only when ``True``: FSDP's ``reduce_dtype=torch.float32``)."""
     own = DTYPE_BYTES[dtype]
-    if zero >= 2 or own >= 4:
+    if own >= 4:
         return own
+    if zero >= 2:
+        return 4 if grad_reduce_in_fp32 else own
     fp32 = dtype == "bfloat16" if grad_reduce_in_fp32 is None else grad_reduce_in_fp32
     return 4 if fp32 else own
 
@@ -79,6 +96,13 @@ def accumulation_bytes(weights: float, param_bytes: int, grad_bytes: int, fusion
     if cast_copy:
         return float(weights * (param_bytes + 4 * grad_bytes))
     return 0.0 if fusion else float(weights * (param_bytes + 2 * grad_bytes))
+
+
+def copy_in_bytes(weights: float, param_bytes: int, grad_bytes: int, zero: int) -> float:
+    """Bytes one micro-batch's backward moves casting ``weights`` unsharded gradients into FSDP's fp32
+    reduce-scatter input at ZeRO 2 and 3 (module docstring): p read + g written per element where the
+    reduction's dtype is wider than the parameters', else nothing (the same-dtype copy-in is not charged)."""
+    return float(weights * (param_bytes + grad_bytes)) if zero >= 2 and grad_bytes > param_bytes else 0.0
 
 
 def megatron_flags(dtype: str, zero: int, dp: int, overlap_grad_reduce: bool,

@@ -33,7 +33,10 @@ only with ``--overlap-param-gather``); stages 2 and 3 keep only their shard of t
 reduce-scatter after every micro-batch's backward (DeepSpeed's ZeRO-2/3, each micro-batch's tail
 exposed); stage 3 also all-gathers every layer's parameters in each micro-batch's forward and backward,
 unit by unit as PyTorch FSDP does (one unit per block, the next one's all-gather beside the current one's
-compute; ``simulator.training.fsdp_prefetch``), and needs no all-gather after the update.
+compute; ``simulator.training.fsdp_prefetch``), and needs no all-gather after the update. With an fp32
+reduction at ZeRO 2/3 (``--accumulate-allreduce-grads-in-fp32``: FSDP's ``reduce_dtype``) the reduce-scatter
+moves 4-byte elements and each backward pays FSDP's cast of the unit's gradients into its input
+(``main_grads.copy_in_bytes``); the optimizer reads fp32 shard gradients.
 
 ``bound=True`` is the contention-free analytic model: ``simulator.timing.critical_path.analyze`` for the
 passes and closed-form collectives (``dp_reduce.bound_stream``) for the reduction, for ranking at scale.
@@ -63,7 +66,7 @@ from simulator.training.fsdp_prefetch import gather_times
 from simulator.training.gradients import Bucket, aligned_buckets, weight_elements
 from simulator.training.lm_head import lm_head_workload
 from simulator.training.embedding_loss import head_extras
-from simulator.training.main_grads import accumulation_bytes, grad_bytes, reduction_bucket_bytes
+from simulator.training.main_grads import accumulation_bytes, copy_in_bytes, grad_bytes, reduction_bucket_bytes
 from simulator.training.options import StepOptions
 from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
@@ -218,8 +221,8 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
     g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
-    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g,
-           options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer, options.async_dgrad,
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g, options.zero >= 2,
+           options.tied, options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer, options.async_dgrad,
            options.tp_comm_overlap)
     if cache is not None and key in cache:
         return cache[key]
@@ -264,18 +267,23 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms, bf16=True) if head else zero
     t["embed_fwd"] = t["embed_bwd"] = zero
     extra = 0.0
+    # What the backward accumulates into: Megatron-LM's main gradients (g), or at ZeRO 2/3 the unsharded
+    # gradients, in the parameters' dtype whatever the reduction's (FSDP casts them after: copy_in_bytes).
+    acc = DTYPE_BYTES[dtype] if options.zero >= 2 else g
     if head is not None:  # the loss's and the embedding's passes and collectives around the logit GEMM
         per, eff = DTYPE_BYTES[dtype], ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency
-        x = head_extras(G, gpus, block, options.vocab, a.tp, a.algorithm, per, g, eff, router)
+        x = head_extras(G, gpus, block, options.vocab, a.tp, a.algorithm, per, acc, eff, router)
         t["head_fwd"], t["head_bwd"] = t["head_fwd"] + PassTime(*x.loss_fwd), t["head_bwd"] + PassTime(*x.loss_bwd)
         t["embed_fwd"], t["embed_bwd"] = PassTime(*x.embed_fwd), PassTime(*x.embed_bwd)
         extra = x.total_s
     layer_el = tuple(tuple(weight_elements(fwd_s, block, r)) for r in range(a.tp))
-    added = accumulation_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g,
+    added = accumulation_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], acc,
                                options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer)
+    # ZeRO-2/3 with an fp32 reduction: each unit's bf16 gradients cast into FSDP's fp32 reduce-scatter input.
+    added += copy_in_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g, options.zero)
+    rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"],
+                                       ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency)
     if added:  # each backward's hook adds the layer's weight gradients into the main gradients
-        rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"],
-                                           ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency)
         t["block_bwd"] = t["block_bwd"] + PassTime(added / rate, added / rate, 0.0)
     word_el = tuple((sum(weight_elements(head_f, head, r)) if head else 0) for r in range(a.tp))
     x = block.layers()[0].inputs[0]
@@ -283,6 +291,10 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     # Learned position embeddings and the final norm (LayerNorm 2h, RMSNorm h), replicated on every rank.
     positions = block.seq * block.hidden if head and block.position == "learned" else 0
     final_norm = (2 if block.norm == "layernorm" else 1) * block.hidden if head else 0
+    root = max((1 if options.tied else 2) * word_el[r] + positions + final_norm for r in range(a.tp)) if head else 0
+    root_copy = copy_in_bytes(root, DTYPE_BYTES[dtype], g, options.zero)
+    if root_copy:  # the root unit's (embedding, final norm, head) copy-in, after the embedding's backward
+        t["embed_bwd"] = t["embed_bwd"] + PassTime(root_copy / rate, root_copy / rate, 0.0)
     out = BlockTimes(t, layer_el, word_el, positions, final_norm, acts, extra)
     if cache is not None:
         cache[key] = out

@@ -114,3 +114,14 @@ def test_an_a100_row_under_the_triton_kernel_predicts_less_than_under_flash(monk
     triton = repro_fsdp.predicted_row(repro_fsdp.command(run))
     flash = repro_fsdp.predicted_row(repro_fsdp.command(dataclasses.replace(run, attention="flash")))
     assert triton["tokens_per_s"] < flash["tokens_per_s"] and triton["step_time_s"] > flash["step_time_s"]
+
+
+def test_the_rows_known_to_reduce_in_float32_are_run_so_and_only_those():
+    # torchtitan's only choice (--training.mixed_precision_reduce float32 at 9dec370ad); Composer's DEFAULT
+    # where the table's date fixes the version; PURE and the undetermined DEFAULT rows stay in bfloat16.
+    flag = "--accumulate-allreduce-grads-in-fp32"
+    for run in MOSAICML + TORCHTITAN:
+        assert (flag in repro_fsdp.command(run)) == (run.gradient_reduction == "float32"), run.name
+    assert all(flag in repro_fsdp.command(run) for run in TORCHTITAN)
+    assert not any(flag in repro_fsdp.command(r) for r in MOSAICML if r.mixed_precision.endswith("PURE"))
+    assert sum(flag in repro_fsdp.command(r) for r in MOSAICML) == 12  # the 2024 large-scale H100 table
