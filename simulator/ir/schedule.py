@@ -167,7 +167,8 @@ class Schedule:
         writes; a local op's from ``local_work``); 0 for gemm and comm ops."""
         if isinstance(op, Local):
             work = self.local_work(rank, op)
-            return work.elements * DTYPE_BYTES[self.spec(rank, op.out).dtype] + work.mask_bytes
+            return (work.elements * DTYPE_BYTES[self.spec(rank, op.out).dtype] + work.mask_bytes
+                    + 4 * work.fp32_elements)
         if isinstance(op, Slice):
             out = self.spec(rank, op.out)
             rows = _extent(op.out_rows, out.shape[0])
