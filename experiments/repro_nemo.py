@@ -11,7 +11,8 @@ recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or
 ``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
 (``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), the attention kernel
 the run ran (``NemoRun.attention``: cuDNN's fused attention on the Megatron-Bridge rows, FlashAttention-2
-on NeMo 24.07's), no recompute.
+on NeMo 24.07's), Transformer Engine's norms (``--norm-kernel te``: Megatron-Core's TE layer specs run
+TE's LayerNorm / RMSNorm, whose backward is one kernel), no recompute.
 The cluster is the system's preset: ``dgx-h100``, ``dgx-b200``, ``gb200-nvl72`` (DGX-GB200: NVL72 racks).
 
 The figure compared is tokens per second per GPU. tpsim's memory verdict is reported, not enforced: a row
@@ -90,7 +91,8 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
             "--topology", topology_spec or topology(run), "--global-batch", str(run.global_batch),
             "--batch", str(run.micro_batch), "--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp),
             "--algos", "1d-sp" if run.tp > 1 else "1d", "--zero", "3" if run.fsdp else "1",
-            "--recompute", recompute, "--dtype", dtype, "--attention", run.attention, "--simulate-top", "1"]
+            "--recompute", recompute, "--dtype", dtype, "--attention", run.attention, "--norm-kernel", "te",
+            "--simulate-top", "1"]
     if dtype == "fp8":
         argv += ["--fp8-recipe", run.fp8_recipe]
     if run.vp > 1:

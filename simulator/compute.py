@@ -304,5 +304,6 @@ class ComputeModel:
             if self._cache[key] is not None:
                 return self._cache[key]
         products = sum(count * self.gemm_time_s(device, dtype, m, k, n, after_comm) for count, m, k, n in work.gemms)
-        return products + self.memory_time_s(device, work.elements * DTYPE_BYTES[dtype] + work.mask_bytes)
+        return products + self.memory_time_s(device, work.elements * DTYPE_BYTES[dtype] + work.mask_bytes
+                                                    + 4 * work.fp32_elements)
 

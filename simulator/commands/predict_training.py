@@ -51,7 +51,7 @@ from simulator.predict_plot import plot_training
 from simulator.progress import Progress
 from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
-from simulator.training.launch import fusion_flags, launch_lines, precision_flags
+from simulator.training.launch import fusion_flags, launch_lines, norm_note, precision_flags
 from simulator.training.rate_note import gemm_rate_note
 from simulator.training.main_grads import grad_bytes, megatron_flags
 from simulator.training.memory_fit import memory_of
@@ -215,7 +215,7 @@ def training_plan_command(args: argparse.Namespace, G, workload: Workload, micro
     precision = precision_flags(options.dtype, recipe_of(G, device) if args.fp8 else None) + fusion_flags(workload)
     for line in table_lines(rows, title, options, usable, precision):
         print(line)
-    for note in (selective_note(workload.attention, args.recompute), gemm_rate_note(G, device)):
+    for note in (selective_note(workload.attention, args.recompute), norm_note(workload), gemm_rate_note(G, device)):
         if note:
             print(f"  note: {note}")
     for label, path in (("csv", args.csv), ("png", args.png), ("trace", args.trace)):
@@ -251,6 +251,7 @@ def _title(args, G, workload, options, device, usable) -> str:
                     f"{'recompute searched' if args.recompute is None else f'recompute {args.recompute}'}")
     return (f"{name} x {options.layers} layers, vocab {options.vocab:,}, global batch {options.global_batch}, {opt}, "
             f"{settings}, {workload.attention} attention, "
+            f"{'' if workload.norm_kernel == 'fused' else f'{workload.norm_kernel} norms, '}"
             f"{fp8_label(G, device) if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 

@@ -168,7 +168,8 @@ class Schedule:
         (rows its kernels address where they lie: ``Slice``)."""
         if isinstance(op, Local):
             work = self.local_work(rank, op)
-            return work.elements * DTYPE_BYTES[self.spec(rank, op.out).dtype] + work.mask_bytes
+            return (work.elements * DTYPE_BYTES[self.spec(rank, op.out).dtype] + work.mask_bytes
+                    + 4 * work.fp32_elements)
         if isinstance(op, Slice):
             if op.in_place:
                 return 0

@@ -45,6 +45,11 @@ The LayerNorm moments S [rows, 2], which the paper neglects, are their own item 
 comparison with the paper's closed forms leaves them out (``PAPER_KINDS``). They are counted at the
 schedule's element type, as tpsim's IR stores them (apex's fused LayerNorm keeps mean and 1/std in
 fp32, 8 B a row: the difference is 4 B per row, under 0.1% of the layer at h >= 1024).
+
+An eager RMSNorm (``--norm-kernel eager``, ``kernels.norm_variants``) keeps what autograd saves of its ops
+instead of its input and statistic (``eager``): x.float() in fp32, the normalised tensor in the schedule's
+dtype, and the fp32 1/rms per row. Under ``selective-op`` and ``full`` the norms are recomputed (torchtitan's
+policy saves none of their ops), so nothing of them is kept and their eager forward is timed again.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ PAPER_KINDS = ("kept", "mask", "attention")
 
 @dataclass(frozen=True)
 class Kept:
-    """One kind of what a layer keeps on one rank: ``kind`` is kept, fp8, moments, mask, attention or input."""
+    """One kind of what a layer keeps on one rank: ``kind`` is kept, fp8, moments, eager, mask, attention or input."""
 
     kind: str
     what: str
@@ -150,6 +155,18 @@ def _fp8_inputs(layers, tensors: list[str], buffers, recipe: str) -> tuple[list[
     return [n for n in tensors if n not in inputs or n in bf16], Kept("fp8", what, nbytes)
 
 
+def _eager_norms(eager, buffers, dtype: str) -> Kept | None:
+    """What autograd keeps of torchtitan's eager RMSNorm (``kernels.norm_variants``), in place of its input x and
+    statistic: x.float() (4 B), the ``type_as`` output (the dtype's size) per element, rsqrt's fp32 [rows, 1]."""
+    blocks = [buffers[layer.x].shape for layer in eager if layer.x in buffers]
+    if not blocks:
+        return None
+    per = 4 + DTYPE_BYTES[dtype]
+    nbytes = sum(r * c * per + r * 4 for r, c in blocks)
+    return Kept("eager", f"eager RMSNorm autograd tensors of {', '.join(layer.x for layer in eager)}: x.float() (4 B), "
+                         f"the normalised {dtype} ({DTYPE_BYTES[dtype]} B) per element, 1/rms fp32 per row", nbytes)
+
+
 def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None,
                       fp8_recipe: str | None = None) -> list[Kept]:
     """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``
@@ -166,7 +183,10 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     if recompute == "selective-op":
         return _per_op(schedule, rank, workload, buffers, first)
     moments = {layer.stats for layer in layers if isinstance(layer, (LayerNorm, RMSNorm))}
-    names = list(dict.fromkeys(name for layer in layers for name in layer.saved))
+    eager = [layer for layer in layers if isinstance(layer, RMSNorm) and layer.kernel == "eager"]
+    others = {name for layer in layers if layer not in eager for name in layer.saved}
+    names = [name for name in dict.fromkeys(name for layer in layers for name in layer.saved)
+             if name in others or not any(name in layer.saved for layer in eager)]
     out = []
     tensors = [n for n in names if n not in moments and n in buffers]
     copies = None
@@ -180,6 +200,9 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     if stats:
         what = "LayerNorm moments" if any(isinstance(layer, LayerNorm) for layer in layers) else "RMSNorm sums of squares"
         out.append(Kept("moments", f"{what} {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
+    kept = _eager_norms(eager, buffers, schedule.dtype)
+    if kept is not None:
+        out.append(kept)
     drops = {layer.y for layer in layers if isinstance(layer, (Dropout, BiasDropoutAdd)) and layer.p > 0}
     masked = [op for fn in ("dropout", "bias_dropout_add") for op in _forward_locals(schedule, rank, fn, drops)]
     if masked:

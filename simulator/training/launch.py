@@ -6,7 +6,9 @@
   L / (P v)`` (interleaved 1F1B; Megatron-LM runs 1F1B otherwise), ``--micro-batch-size B``,
   ``--global-batch-size G``, the precision the plan was timed in (``precision_flags``: ``--bf16``, ``--fp16``,
   FP8's ``--fp8-format`` / ``--fp8-recipe``), ``--no-bias-gelu-fusion`` / ``--no-bias-dropout-fusion`` for a plan
-  timed without Megatron-LM's fused elementwise kernels (``fusion_flags``; on by default in Megatron-LM); Megatron-LM derives the data-parallel size as world size / (T x P). It has no
+  timed without Megatron-LM's fused elementwise kernels (``fusion_flags``; on by default in Megatron-LM) and
+  ``--transformer-impl transformer_engine`` for one timed with TE's norms (``--norm-kernel te``; an eager norm,
+  torchtitan's, gets a note: ``norm_note``); Megatron-LM derives the data-parallel size as world size / (T x P). It has no
   GPipe schedule: PyTorch's ``torch.distributed.pipelining.ScheduleGPipe`` runs one, as the line says. Recomputation:
   ``--recompute-granularity selective`` (Korthikanti et al.; ``--recompute-activations`` is its older alias) or
   ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``; Megatron-LM has no
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 from simulator.training.arrangement import TrainingArrangement
 
-__all__ = ["fusion_flags", "launch_lines", "precision_flags"]
+__all__ = ["fusion_flags", "launch_lines", "norm_note", "precision_flags"]
 
 _FP8_FLAGS = {"delayed": "--fp8-format hybrid", "current": "--fp8-format hybrid --fp8-recipe tensorwise",
               "mxfp8": "--fp8-format e4m3 --fp8-recipe mxfp8"}
@@ -70,10 +72,21 @@ _PER_OP = "selective --activation_checkpoint.selective_ac_option op"
 
 def fusion_flags(workload) -> tuple[str, ...]:
     """Megatron-LM's flags for the fused elementwise kernels a plan was timed without (``--no-bias-gelu-fusion``,
-    ``--no-bias-dropout-fusion``; both fusions are its default, so nothing is added for a plan timed with them)."""
+    ``--no-bias-dropout-fusion``; both fusions are its default, so nothing is added for a plan timed with them),
+    and ``--transformer-impl transformer_engine`` for one timed with Transformer Engine's norms (``--norm-kernel te``;
+    Megatron-LM's default became ``transformer_engine`` in 2024, ``local`` before: named so either way)."""
+    te = ("--transformer-impl transformer_engine",) if getattr(workload, "norm_kernel", "fused") == "te" else ()
     return tuple(flag for flag, field in (("--no-bias-gelu-fusion", "bias_gelu_fusion"),
                                           ("--no-bias-dropout-fusion", "bias_dropout_fusion"))
-                 if getattr(workload, field, True) is False)
+                 if getattr(workload, field, True) is False) + te
+
+
+def norm_note(workload) -> str | None:
+    """A note for a plan timed with torchtitan's eager RMSNorm, which no Megatron-LM flag runs."""
+    if getattr(workload, "norm_kernel", "fused") != "eager":
+        return None
+    return ("norms timed as torchtitan's eager RMSNorm (--model.norm_type rmsnorm with --training.compile off: "
+            "PyTorch ops in fp32); Megatron-LM has no such norm, its lines run a fused one")
 
 
 _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}

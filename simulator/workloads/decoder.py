@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from simulator.errors import InputError
 from simulator.workloads.attention_cost import KERNELS
+from simulator.workloads.kernels.norm_variants import KERNELS as NORM_KERNELS
 from simulator.workloads.layers import (Attention, BiasDropoutAdd, BiasGelu, Dropout, Elementwise, LayerNorm, Layer,
                                         Linear, Residual, RMSNorm, Rotary, SwiGLU)
 
@@ -30,14 +31,15 @@ if TYPE_CHECKING:  # the workload module imports this one
 __all__ = ["ARCHITECTURE", "CHOICES", "FLAGS", "check_architecture", "decoder_layers"]
 
 ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "position": "learned", "bias": True,
-                "attention": "flash", "bias_gelu_fusion": True, "bias_dropout_fusion": True}
+                "attention": "flash", "bias_gelu_fusion": True, "bias_dropout_fusion": True, "norm_kernel": "fused"}
 """The transformer's optional architecture fields and the GPT block's values of them (``kv_heads`` None:
-as many as ``heads``; the two fusions on, Megatron-LM's default since January 2021); ``to_dict`` stores
+as many as ``heads``; the two fusions on, Megatron-LM's default since January 2021; the norms as apex's fused kernels,
+``kernels.norm_variants``); ``to_dict`` stores
 only those that differ, so a GPT block's record is unchanged."""
 FLAGS = ("bias", "bias_gelu_fusion", "bias_dropout_fusion")
 """The architecture fields that are true or false."""
 CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary"),
-           "attention": KERNELS}
+           "attention": KERNELS, "norm_kernel": NORM_KERNELS}
 """The valid values of the transformer's named architecture choices."""
 
 
@@ -51,8 +53,8 @@ def decoder_layers(w: "Workload") -> tuple[Layer, ...]:
 
     def norm(x: str, n: str, stats: str, y: str) -> Layer:
         if w.norm == "rmsnorm":
-            return RMSNorm(x, f"{n}_g", stats, y, h, part=n)
-        return LayerNorm(x, f"{n}_g", f"{n}_b", stats, y, h, part=n)
+            return RMSNorm(x, f"{n}_g", stats, y, h, part=n, kernel=w.norm_kernel)
+        return LayerNorm(x, f"{n}_g", f"{n}_b", stats, y, h, part=n, kernel=w.norm_kernel)
 
     def bias(name: str) -> str | None:
         return name if w.bias else None

@@ -29,14 +29,15 @@ imported inside them, so the simulator imports this module without torch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from simulator.workloads.attention_cost import attention_work
 from simulator.workloads import llama_rules as llama
-from simulator.workloads.kernels import attention, dropout, fused_bias, fused_norm, layernorm, rmsnorm, rotary, swiglu
+from simulator.workloads.kernels import (attention, dropout, fused_bias, fused_norm, layernorm, norm_variants, rmsnorm,
+                                         rotary, swiglu)
 from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
@@ -262,6 +263,13 @@ def _fused_norms() -> dict[str, LocalFunction]:
             for name, arity, meaning, params, shape in rows}
 
 
+def _norm_variants(fused: dict[str, LocalFunction]) -> dict[str, LocalFunction]:
+    """The norm as Transformer Engine's kernels and as eager PyTorch ops (``kernels.norm_variants``): the fused
+    functions' values and signatures, their own work."""
+    return {name: replace(fused[base], meaning=f"{fused[base].meaning}; as {name.split('_')[1]} runs it",
+                          work=work) for name, (base, work) in norm_variants.VARIANTS.items()}
+
+
 FUNCTIONS: dict[str, LocalFunction] = {
     "gelu": LocalFunction(
         1, "out = gelu(in0), tanh approximation (as torch gelu(approximate='tanh'))",
@@ -378,5 +386,6 @@ FUNCTIONS: dict[str, LocalFunction] = {
     **_fused_attention("triton", "FlashAttention in Triton"),
     **_fused_attention("cudnn", "cuDNN's fused attention"),
     **_fused_norms(),
+    **_norm_variants(_fused_norms()),
 }
 """Every function a ``local`` op may name, by name."""

@@ -18,6 +18,9 @@ class Work:
     mask_bytes: int = 0
     """Bytes of 1-byte dropout masks its passes write or read (Megatron-LM's fused bias-dropout-add saves a
     bool mask in the forward and reads it in the backward): one byte per element whatever the dtype."""
+    fp32_elements: int = 0
+    """Elements of fp32 intermediates its passes read plus write, 4 bytes each whatever the dtype (the upcast
+    ``x.float()`` tensors of an eager-PyTorch RMSNorm, ``kernels.norm_variants``)."""
     flops: int = 0
     """Floating-point operations of its elementwise arithmetic (the gemms' 2mkn come on top)."""
     flash: tuple[str, int, int, int] | None = None

@@ -137,6 +137,10 @@ class Workload:
     """The attention kernel: ``flash`` (FlashAttention-2), ``triton`` (FlashAttention in Triton), ``cudnn``
     (cuDNN's fused attention, Transformer Engine's choice on Hopper) or ``unfused``
     (``simulator.workloads.attention_cost``)."""
+    norm_kernel: str = "fused"
+    """What runs the norms on ranks holding whole rows: ``fused`` (apex's or PyTorch's native kernel), ``te``
+    (Transformer Engine's, one backward kernel) or ``eager`` (torchtitan's RMSNorm from PyTorch ops,
+    ``simulator.workloads.kernels.norm_variants``)."""
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:
@@ -177,6 +181,9 @@ class Workload:
             # probabilities: llm-foundry refuses attn_pdrop > 0 with attn_impl: triton.
             raise InputError(f"--attention triton with dropout {self.dropout:g}: the Triton FlashAttention kernel has "
                              f"no attention dropout; use --dropout 0, or --attention flash or unfused")
+        if self.norm_kernel == "eager" and self.norm != "rmsnorm":
+            raise InputError("--norm-kernel eager is torchtitan's RMSNorm built from PyTorch ops; PyTorch runs "
+                             "LayerNorm as one native kernel: use --norm-kernel fused (or te) with layernorm")
         if self.position == "rotary" and (self.hidden // self.heads) % 2:
             raise InputError(f"rotary position embeddings need an even head width, got hidden/heads = "
                              f"{self.hidden // self.heads}")
@@ -220,7 +227,8 @@ class Workload:
         parts = []
         for key, value in self.architecture().items():
             flag = "no-" + key.replace("_", "-")
-            parts.append(f"KV={value}" if key == "kv_heads" else (flag if key in FLAGS else str(value)))
+            parts.append(f"KV={value}" if key == "kv_heads" else flag if key in FLAGS else
+                         f"{value}-norm" if key == "norm_kernel" else str(value))
         return "".join(f" {part}" for part in parts)
 
     @classmethod

@@ -184,7 +184,9 @@ def _gpt_steps(g: int) -> tuple:
             ("F_fdx", (2, 6), "layernorm_fused_backward", ("F_fln", "F_hb", "F_fm", "F_g"), LN),
             ("F_fdg", (1, 6), "layernorm_fused_gamma_grad", ("F_fdx", "F_hb", "F_fm"), LN),
             ("F_fdb", (1, 6), "layernorm_fused_beta_grad", ("F_fdx",), {}),
-            ("F_bg", (2, 6), "bias_gelu", ("F_fdx", "F_fdg"), {}),
+            ("F_tdg", (1, 6), "layernorm_te_gamma_grad", ("F_fdx", "F_hb", "F_fm"), LN),  # TE's dgamma
+            ("F_fdg2", (1, 6), "add", ("F_fdg", "F_tdg"), {}),
+            ("F_bg", (2, 6), "bias_gelu", ("F_fdx", "F_fdg2"), {}),
             ("F_bgb", (2, 6), "bias_gelu_backward", ("F_bg", "F_fdx", "F_fdb"), {}),
             ("F_bda", (2, 6), "bias_dropout_add", ("F_bgb", "F_fdb", "F_fln"), {**dropout, "stream": 6}),
             ("F_end", (2, 6), "dropout_backward", ("F_bda",), {**dropout, "stream": 6}))
@@ -225,5 +227,12 @@ def _llama_steps(g: int) -> tuple:
             ("L_fdx", (2, 8), "rmsnorm_fused_backward", ("L_fx", "L_h", "L_fss", "L_dg"), RMS),
             ("L_fdg", (1, 8), "rmsnorm_fused_gamma_grad", ("L_fdx", "L_h", "L_fss"), RMS),
             ("L_h2", (2, 8), "bias_add", ("L_fdx", "L_fdg"), {}),
-            ("L_hss", (2, 1), "row_sumsq", ("L_h2",), {}),
+            ("L_tdg", (1, 8), "rmsnorm_te_gamma_grad", ("L_fdx", "L_h", "L_fss"), RMS),  # TE's dgamma
+            # torchtitan's eager RMSNorm (the fused values, eager passes) on what the fused one left
+            ("L_ess", (2, 1), "rmsnorm_eager_stats", ("L_h2",), {}),
+            ("L_ex", (2, 8), "rmsnorm_eager", ("L_h2", "L_ess", "L_tdg"), RMS),
+            ("L_edx", (2, 8), "rmsnorm_eager_backward", ("L_ex", "L_h2", "L_ess", "L_tdg"), RMS),
+            ("L_edg", (1, 8), "rmsnorm_eager_gamma_grad", ("L_edx", "L_h2", "L_ess"), RMS),
+            ("L_h3", (2, 8), "bias_add", ("L_edx", "L_edg"), {}),
+            ("L_hss", (2, 1), "row_sumsq", ("L_h3",), {}),
             ("L_y", (2, 6), "rmsnorm", ("F_end", "L_hss", "F_g"), LN))

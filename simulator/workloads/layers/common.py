@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Sum", "grad", "whole_rows"]
+from simulator.errors import NotApplicable
+from simulator.workloads.kernels.norm_variants import names
+
+__all__ = ["Sum", "grad", "norm_functions", "whole_rows"]
 
 
 def grad(name: str) -> str:
@@ -17,6 +20,21 @@ def whole_rows(layout, cols: int) -> bool:
     """Whether every block of ``layout`` (rank, rows, cols) holds all ``cols`` columns of its rows: where a
     norm needs no row statistic summed across ranks and runs as the frameworks' fused kernel."""
     return all(block_cols == (0, cols) for _, _, block_cols in layout)
+
+
+def norm_functions(low, layout, cols: int, norm: str, kernel: str) -> dict[str, str] | None:
+    """The function names (by role) of the norm's one-kernel version on ``layout``'s whole rows, under
+    ``kernel`` (``kernels.norm_variants``); None where the algorithm splits the columns and the norm runs
+    as its pieces, whose row statistic is all-reduced between kernels: no framework's norm kernel runs
+    there, so any kernel but ``fused`` (the default, which names none) is NotApplicable."""
+    if whole_rows(layout, cols):
+        return names(norm, kernel)
+    if kernel != "fused":
+        raise NotApplicable(f"--norm-kernel {kernel}: {low.alg.name or 'this algorithm'} splits the {norm}'s columns "
+                            f"over ranks (its row statistic all-reduced between the pieces), where no framework's "
+                            f"norm kernel runs; --norm-kernel applies to ranks holding whole rows (1d, 1d-sp, "
+                            f"data parallel)")
+    return None
 
 
 @dataclass(frozen=True)

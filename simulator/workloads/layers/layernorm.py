@@ -12,6 +12,8 @@ Where every rank holds whole rows (1-D, sequence parallel, [1, 1, d] grids: noth
 layer lowers as the frameworks' fused kernel instead (``kernels.fused_norm``, apex's passes): x read once
 forward (``layernorm_fused_stats`` writes S, ``layernorm_fused`` y), dy and x read once for dx
 (``layernorm_fused_backward``) and once more for the gamma and beta sums. Same values, fewer passes.
+``kernel="te"`` runs Transformer Engine's instead, whose backward kernel writes the gamma and beta partial
+sums in its one read (``kernels.norm_variants``); on split columns only the pieces apply (NotApplicable).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.workloads.kernels.layernorm import EPS
-from simulator.workloads.layers.common import grad, whole_rows
+from simulator.workloads.layers.common import grad, norm_functions
 
 __all__ = ["LayerNorm"]
 
@@ -35,6 +37,8 @@ class LayerNorm:
     y: str
     cols: int
     part: str = "ln"
+    kernel: str = "fused"
+    """What runs it on whole rows: ``fused`` (apex), ``te`` (Transformer Engine; ``kernels.norm_variants``)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -91,19 +95,19 @@ class LayerNorm:
 
     def lower_forward(self, low) -> None:
         layout = low.layout[self.x]
-        fused = whole_rows(layout, self.cols)  # no moments to all-reduce: the fused kernel (module doc)
-        low.local("layernorm_fused_stats" if fused else "row_moments", self.stats, (self.x,), low.layout[self.stats])
+        fused = norm_functions(low, layout, self.cols, "layernorm", self.kernel)  # whole rows: one kernel
+        low.local(fused["stats"] if fused else "row_moments", self.stats, (self.x,), low.layout[self.stats])
         low.alg.all_reduce_rows(low.b, self.stats, layout)
         gamma, beta = low.vector(self.gamma, layout), low.vector(self.beta, layout)
         for rank, rows, cols in layout:
             low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "layernorm_fused" if fused else "layernorm", self.y,
+            low.emit(rank, fused["forward"] if fused else "layernorm", self.y,
                      (self.x, self.stats, gamma[rank], beta[rank]), self._params())
 
     def lower_backward(self, low) -> None:
         layout, dy = low.layout[self.x], low.grad_of(self.y)
         gamma = low.vector(self.gamma, layout)
-        fused = whole_rows(layout, self.cols)
+        fused = norm_functions(low, layout, self.cols, "layernorm", self.kernel)
         if not fused:  # the row sums span every column: each rank's part, all-reduced over the row's ranks
             sums = grad(self.stats)
             for rank, rows, _ in layout:
@@ -115,13 +119,13 @@ class LayerNorm:
         for rank, rows, cols in layout:
             low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
             if fused:
-                low.emit(rank, "layernorm_fused_backward", target, (dy, self.x, self.stats, gamma[rank]),
+                low.emit(rank, fused["backward"], target, (dy, self.x, self.stats, gamma[rank]),
                          self._params())
             else:
                 low.emit(rank, "layernorm_backward", target, (dy, self.x, self.stats, gamma[rank], sums),
                          self._params())
         low.grad_written(self.x)
-        gamma_fn, beta_fn = ("layernorm_fused_gamma_grad", "layernorm_fused_beta_grad") if fused else \
+        gamma_fn, beta_fn = (fused["gamma_grad"], fused["beta_grad"]) if fused else \
             ("layernorm_gamma_grad", "col_sum")
         low.alg.reduce_vector_grad(low.b, layout, grad(self.gamma), lambda rank, out: low.emit(
             rank, gamma_fn, out, (dy, self.x, self.stats), self._params()))

@@ -7,7 +7,8 @@ rows (``all_reduce_rows``), and each rank scales its columns; backward likewise 
 g xhat, and dgamma reduced by ``reduce_vector_grad``. gamma lives where the algorithm keeps vectors.
 Where every rank holds whole rows, it lowers as the fused kernel instead (``rmsnorm_fused_stats`` and
 ``rmsnorm_fused``, one read of x; ``rmsnorm_fused_backward`` and ``rmsnorm_fused_gamma_grad``, two reads
-of dy and x: ``kernels.fused_norm``), as LayerNorm does.
+of dy and x: ``kernels.fused_norm``), as LayerNorm does; or, by ``kernel``, as Transformer Engine's or
+torchtitan's eager PyTorch ops run it (``kernels.norm_variants``; NotApplicable on split columns).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.workloads.kernels.rmsnorm import EPS
-from simulator.workloads.layers.common import grad, whole_rows
+from simulator.workloads.layers.common import grad, norm_functions
 
 __all__ = ["RMSNorm"]
 
@@ -30,6 +31,9 @@ class RMSNorm:
     y: str
     cols: int
     part: str = "norm"
+    kernel: str = "fused"
+    """What runs it on whole rows: ``fused`` (apex), ``te`` (Transformer Engine) or ``eager`` (torchtitan's
+    PyTorch ops; ``kernels.norm_variants``)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -84,19 +88,19 @@ class RMSNorm:
 
     def lower_forward(self, low) -> None:
         layout = low.layout[self.x]
-        fused = whole_rows(layout, self.cols)  # no statistic to all-reduce: the fused kernel (module doc)
-        low.local("rmsnorm_fused_stats" if fused else "row_sumsq", self.stats, (self.x,), low.layout[self.stats])
+        fused = norm_functions(low, layout, self.cols, "rmsnorm", self.kernel)  # whole rows: one kernel
+        low.local(fused["stats"] if fused else "row_sumsq", self.stats, (self.x,), low.layout[self.stats])
         low.alg.all_reduce_rows(low.b, self.stats, layout)
         gamma = low.vector(self.gamma, layout)
         for rank, rows, cols in layout:
             low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "rmsnorm_fused" if fused else "rmsnorm", self.y, (self.x, self.stats, gamma[rank]),
+            low.emit(rank, fused["forward"] if fused else "rmsnorm", self.y, (self.x, self.stats, gamma[rank]),
                      self._params())
 
     def lower_backward(self, low) -> None:
         layout, dy = low.layout[self.x], low.grad_of(self.y)
         gamma = low.vector(self.gamma, layout)
-        fused = whole_rows(layout, self.cols)
+        fused = norm_functions(low, layout, self.cols, "rmsnorm", self.kernel)
         if not fused:  # the row sum spans every column: each rank's part, all-reduced over the row's ranks
             total = grad(self.stats)
             for rank, rows, _ in layout:
@@ -107,12 +111,12 @@ class RMSNorm:
         for rank, rows, cols in layout:
             low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
             if fused:
-                low.emit(rank, "rmsnorm_fused_backward", target, (dy, self.x, self.stats, gamma[rank]),
+                low.emit(rank, fused["backward"], target, (dy, self.x, self.stats, gamma[rank]),
                          self._params())
             else:
                 low.emit(rank, "rmsnorm_backward", target, (dy, self.x, self.stats, gamma[rank], total),
                          self._params())
         low.grad_written(self.x)
-        gamma_fn = "rmsnorm_fused_gamma_grad" if fused else "rmsnorm_gamma_grad"
+        gamma_fn = fused["gamma_grad"] if fused else "rmsnorm_gamma_grad"
         low.alg.reduce_vector_grad(low.b, layout, grad(self.gamma), lambda rank, out: low.emit(
             rank, gamma_fn, out, (dy, self.x, self.stats), self._params()))
