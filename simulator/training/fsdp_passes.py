@@ -43,9 +43,10 @@ pass                      what runs (torch 2.13.0 ``torch/distributed/fsdp/``)  
                           ``_saved_grad_shard +=``, FSDP2 ``grad._local_tensor +=``)
 ========================  ===============================================================  =============
 
-Per step (``step_bytes``), both versions alike: ``optimizer.zero_grad()`` sets the gradients to None (torch's
-default ``set_to_none=True`` since 2.0; torchtitan ``train.py`` at github:pytorch/torchtitan 9dec370ad
-``optimizers.zero_grad()``): no kernel. ``grad_norm`` 4 S: the fp32 shard gradients' norm (FSDP1
+Per step (``step_bytes``), both versions alike: ``optimizer.zero_grad()`` sets the gradients to None, no
+kernel (Composer v0.16.4 ``composer/trainer/trainer.py``: ``optimizer.zero_grad(set_to_none=True)``;
+torchtitan ``train.py`` at github:pytorch/torchtitan 9dec370ad: ``optimizers.zero_grad()``, torch's default
+``set_to_none=True`` since 2.0). ``grad_norm`` 4 S: the fp32 shard gradients' norm (FSDP1
 ``FullyShardedDataParallel.clip_grad_norm_`` / ``_get_grad_norm``, ``vector_norm(..., dtype=float32)`` per
 gradient, which Composer's ``gradient_clipping`` algorithm calls for FSDP, composer v0.16.4
 ``composer/algorithms/gradient_clipping/gradient_clipping.py``; torchtitan ``utils.clip_grad_norm_`` ->
