@@ -114,14 +114,15 @@ def topology(run: FsdpRun) -> str:
 def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "") -> list[str]:
     """The ``tpsim predict`` arguments of ``run``: FSDP full sharding as ZeRO-3 over pure data parallelism,
     everything the source prints pinned (the reduction in float32 where known, ``fp32_reduction``; torchtitan's
-    eager RMSNorm); ``topology_spec`` replaces the preset (the GEMM-cap variation),
+    eager RMSNorm; the FSDP each ran: Composer's ``FullyShardedDataParallel``, torchtitan's ``fully_shard``); ``topology_spec`` replaces the preset (the GEMM-cap variation),
     ``recompute`` another recompute mode for a per-op selective row (``full``, its slower bound)."""
     return ["predict", "--gpus", str(run.gpus), "--topology", topology_spec or topology(run), "--model", _model(run),
             "--seq", str(run.seq), "--global-batch", str(run.global_batch), "--batch", str(run.micro_batch),
             "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3" if run.sharding == "FULL_SHARD" else "2",
             "--recompute", _recompute(run, recompute), "--attention", attention(run), "--dtype", "bfloat16",
             "--simulate-top", "1", *(["--norm-kernel", "eager"] if run.framework == "torchtitan" else []),
-            *(["--accumulate-allreduce-grads-in-fp32"] if fp32_reduction(run) else [])]
+            *(["--accumulate-allreduce-grads-in-fp32"] if fp32_reduction(run) else []),
+            "--fsdp-version", "2" if run.framework == "torchtitan" else "1"]
 
 
 def fp32_reduction(run: FsdpRun) -> bool:

@@ -200,7 +200,8 @@ def _no_training_flags(args) -> None:
                                                 ("--tp-sizes", args.tp_sizes, None),
                                                 ("--simulate-top", args.simulate_top, 4),
                                                 ("--bucket-mb", args.bucket_mb, 25.0),
-                                                ("--backward-prefetch", args.backward_prefetch, "BACKWARD_PRE"))
+                                                ("--backward-prefetch", args.backward_prefetch, "BACKWARD_PRE"),
+                                                ("--fsdp-version", args.fsdp_version, 2))
              if value != default]
     if given:
         raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")

@@ -113,6 +113,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--backward-prefetch", default="BACKWARD_PRE", metavar="|".join(BACKWARD_PREFETCH),
                    help="ZeRO-3: when FSDP all-gathers the next unit's parameters in the backward: before the "
                         "current unit's gradients (BACKWARD_PRE, FSDP's default), after them, or on demand (NONE)")
+    g.add_argument("--fsdp-version", type=int, default=2, choices=(1, 2),
+                   help="--zero 2|3: the PyTorch FSDP whose per-micro-batch casts and copies are timed: 1 "
+                        "(FullyShardedDataParallel, Composer / llm-foundry) or 2 (fully_shard, torchtitan; default)")
 
 
 MAX_GLOBAL_BATCH = 1 << 20
@@ -141,7 +144,7 @@ def _options(args, workload: Workload) -> StepOptions:
                        gradient_accumulation_fusion=args.gradient_accumulation_fusion,
                        deepspeed_bf16_optimizer=args.deepspeed_bf16_optimizer,
                        async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
-                       backward_prefetch=args.backward_prefetch)
+                       backward_prefetch=args.backward_prefetch, fsdp_version=args.fsdp_version)
 
 
 def plan_rows(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,

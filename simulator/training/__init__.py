@@ -19,6 +19,7 @@ module              what it holds
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
 ``comm_breakdown``  a step's communication per kind, exposed (critical path) + hidden (under compute)
 ``fsdp_prefetch``   ZeRO-3's all-gathers unit by unit, as FSDP prefetches them (``--backward-prefetch``)
+``fsdp_passes``     ZeRO-2/3's memory passes as PyTorch FSDP1 / FSDP2 run them, per micro-batch and step
 ``search``          every arrangement bounded, the leading ones simulated, ranked (fitting first)
 ``memory_fit``      memory per GPU of an arrangement (``simulator.memory``) and the usable device memory
 ``launch``          the winner's launch line: Megatron-LM arguments or Colossal-AI's tensor config
@@ -27,5 +28,5 @@ module              what it holds
 ==================  ================================================================================
 """
 
-__all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
+__all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_passes", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
            "optimizer_step", "options", "placement", "rate_note", "search", "step", "utilisation"]

@@ -42,8 +42,9 @@ reduce-scatter input in ``reduce_dtype`` and copies the bf16 unsharded gradients
 (``foreach_reduce_scatter_copy_in``, ``chunk_cat``: p read + 4 written per element, ``copy_in_bytes``; the
 bf16 gradients are freed only after it), reduce-scatters 4-byte elements, and keeps the fp32 output as the
 shard's gradient (the sharded parameters are fp32, ``orig_dtype``: no cast back), which the optimizer reads.
-The same copy-in runs at ``reduce_dtype == param_dtype`` (2 p bytes); tpsim has never charged that one, and
-charges the cast's only where the dtypes differ.
+The same copy-in runs at ``reduce_dtype == param_dtype`` (2 p bytes): FSDP2's, charged per micro-batch with
+FSDP's other passes (``simulator.training.fsdp_passes``, ``fsdp_grad_copy_in``); the cast's is charged here,
+where the dtypes differ, for FSDP1's ``flat_param.grad.to(reduce_dtype)`` and FSDP2's alike.
 
 Example::
 

@@ -26,6 +26,10 @@ pass               what Megatron-LM runs                                       b
                    scale`` fp32 master -> bf16 / fp16 parameter
 =================  ==========================================================  ==============  =========
 
+These are Megatron-LM's passes at ZeRO 0 and 1. At ZeRO 2 and 3 there is no main-gradient buffer: PyTorch
+FSDP's step (no ``zero_grad`` kernel, the norm and an unconditional clip, an unfused AdamW of 80 bytes a
+parameter) and its per-micro-batch divides and casts are ``simulator.training.fsdp_passes``.
+
 ``grad_scale`` is counted whatever D: the 2022 code divides by 1 too; megatron-core today skips a factor of
 1 (``param_and_grad_buffer.py``), so a plan without data parallelism is 8 bytes per parameter pessimistic.
 "buffer" is every gradient the rank holds, "shard" its 1/D under ZeRO (Megatron-LM's distributed
@@ -49,6 +53,7 @@ from __future__ import annotations
 from simulator.compute import achievable_memory_bandwidth
 from simulator.errors import InputError
 from simulator.ir.schedule import DTYPE_BYTES
+from simulator.training.fsdp_passes import step_bytes
 
 __all__ = ["OPTIMIZERS", "STEP_BYTES_PER_PARAM", "optimizer_passes", "optimizer_step_s", "optimizer_terms"]
 
@@ -83,9 +88,13 @@ def optimizer_step_s(params: float, optimizer: str, device: dict, memory_efficie
 
 
 def optimizer_terms(params: float, shard: int, optimizer: str, dtype: str, grad_bytes: int, device: dict,
-                    memory_efficiency: float = 1.0) -> dict[str, float]:
+                    memory_efficiency: float = 1.0, zero: int = 0) -> dict[str, float]:
     """Seconds of each pass (module docstring) for a rank holding ``params`` parameters of ``dtype`` whose
-    optimizer state is split ``shard`` ways (ZeRO), its main gradients ``grad_bytes`` per element."""
+    optimizer state is split ``shard`` ways (ZeRO), its main gradients ``grad_bytes`` per element; at ``zero``
+    2 and 3 the step PyTorch FSDP takes instead (``simulator.training.fsdp_passes.step_bytes``)."""
     rate = achievable_memory_bandwidth(device, memory_efficiency)
+    if zero >= 2:  # no main-gradient buffer: FSDP steps its fp32 shard (its per-micro-batch passes: fsdp_terms)
+        passes = step_bytes(params / shard, optimizer, DTYPE_BYTES[dtype], dtype == "float16")
+        return {name: nbytes / rate for name, nbytes in passes.items()}
     passes = optimizer_passes(params / shard, optimizer, params, grad_bytes, DTYPE_BYTES[dtype], dtype == "float16")
     return {name: nbytes / rate for name, nbytes in passes.items()}

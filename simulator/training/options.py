@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from simulator.errors import InputError
 from simulator.memory.setup import TrainingSetup
+from simulator.training.fsdp_passes import check_fsdp_version
 from simulator.training.fsdp_prefetch import check_backward_prefetch
 from simulator.training.gradients import DDP_BUCKET_BYTES
 
@@ -55,6 +56,9 @@ class StepOptions:
     ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
     backward_prefetch: str = "BACKWARD_PRE"
     """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""
+    fsdp_version: int = 2
+    """ZeRO 2/3: which PyTorch FSDP runs them, 1 (``FullyShardedDataParallel``) or 2 (``fully_shard``, the
+    default); they differ in their per-micro-batch memory passes (``simulator.training.fsdp_passes``)."""
     fp8_recipe: str | None = None
     """``--dtype fp8``: Transformer Engine's recipe, which sizes the linears' kept inputs (``TrainingSetup``);
     the step's times take it from the topology (``simulator.fp8``). None: not FP8."""
@@ -66,6 +70,7 @@ class StepOptions:
         if not self.bucket_bytes > 0:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
         check_backward_prefetch(self.backward_prefetch)
+        check_fsdp_version(self.fsdp_version)
         if self.deepspeed_bf16_optimizer and (self.dtype != "bfloat16" or self.zero > 1):
             raise InputError(f"DeepSpeed's BF16_Optimizer runs bf16 at ZeRO 0 or 1, got dtype {self.dtype} and "
                              f"ZeRO {self.zero}; use --dtype bfloat16 and --zero 0 or 1, or drop the option")

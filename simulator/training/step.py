@@ -36,7 +36,8 @@ unit by unit as PyTorch FSDP does (one unit per block, the next one's all-gather
 compute; ``simulator.training.fsdp_prefetch``), and needs no all-gather after the update. With an fp32
 reduction at ZeRO 2/3 (``--accumulate-allreduce-grads-in-fp32``: FSDP's ``reduce_dtype``) the reduce-scatter
 moves 4-byte elements and each backward pays FSDP's cast of the unit's gradients into its input
-(``main_grads.copy_in_bytes``); the optimizer reads fp32 shard gradients.
+(``main_grads.copy_in_bytes``); the optimizer reads fp32 shard gradients. ZeRO 2/3's other memory passes are
+PyTorch FSDP's, per micro-batch and per step, FSDP1 or 2 (``--fsdp-version``; ``fsdp_passes``).
 
 ``bound=True`` is the contention-free analytic model: ``simulator.timing.critical_path.analyze`` for the
 passes and closed-form collectives (``dp_reduce.bound_stream``) for the reduction, for ranking at scale.
@@ -68,6 +69,7 @@ from simulator.training.lm_head import lm_head_workload
 from simulator.training.embedding_loss import head_extras
 from simulator.training.main_grads import accumulation_bytes, copy_in_bytes, grad_bytes, reduction_bucket_bytes
 from simulator.training.options import StepOptions
+from simulator.training.fsdp_passes import fsdp_terms
 from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
 from simulator.training.utilisation import utilisation
@@ -363,8 +365,11 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
-    terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency)
+    terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency, options.zero)
     opt = sum(terms.values())
+    fsdp = fsdp_terms(params, a.dp, m, dtype, per, options.zero, options.fsdp_version, achievable_memory_bandwidth(
+        device, config.memory_efficiency)) if options.zero >= 2 else {}  # FSDP's casts and divides, per micro-batch
+    terms.update(fsdp)
     terms["embedding_loss"] = m * bt.embedding_loss_s
     cast = weight_cast_s(block, layer_el, L, device, config.fp8_recipe, achievable_memory_bandwidth(
         device, config.memory_efficiency)) if config.fp8_gemms else 0.0
@@ -380,11 +385,11 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
                   + fraction.get("all_gather", 0.0) * hidden.get("zero_gather", 0.0))
     if shared:
         terms["dp_overlap_sms"] = shared
-    step = m * micro.time_s + dp + opt + shared + cast
+    step = m * micro.time_s + dp + opt + shared + cast + sum(fsdp.values())
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step,
-                    m * micro.compute_s + opt + shared + cast, m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
+                    m * micro.compute_s + opt + shared + cast + sum(fsdp.values()), m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
                     hidden=hidden, zero_gather_s=gathered)
 

@@ -87,6 +87,13 @@ def test_each_command_pins_what_its_row_publishes():
     assert bound[bound.index("--recompute") + 1] == "full"
 
 
+def test_each_row_runs_the_fsdp_its_framework_ran():
+    # Composer wraps with FullyShardedDataParallel (FSDP1); torchtitan 9dec370ad applies fully_shard (FSDP2).
+    for run in MOSAICML + TORCHTITAN:
+        argv = repro_fsdp.command(run)
+        assert argv[argv.index("--fsdp-version") + 1] == ("2" if run.framework == "torchtitan" else "1"), run.name
+
+
 def test_a_smaller_micro_batch_has_more_fsdp_communication_per_unit_of_compute(monkeypatch):
     # FSDP gathers and reduces the whole model every micro-batch, whatever it holds.
     monkeypatch.chdir(ROOT)
