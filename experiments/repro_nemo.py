@@ -6,7 +6,8 @@ or Megatron FSDP, interleaved pipelines), row by row (``experiments.nemo_tables`
 sources and the recipe settings behind them). Each row pins what the table prints and the recipe sets:
 the model (tpsim's Llama presets, ``gpt3-175b`` with NeMo's dropout 0, NeMo's GPT3-5B and 20B as model
 files in ``experiments/models``), sequence, GPUs, global and micro-batch, TP (``1d-sp`` when TP > 1: the
-recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or ZeRO-3 (Megatron FSDP),
+recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or ZeRO-3 (Megatron FSDP,
+``--use-megatron-fsdp``: Megatron-LM's optimizer passes, not PyTorch FSDP's),
 ``--tp-comm-overlap`` where the recipe overlaps, ``--grad-reduce-in-bf16`` where it reduces in bf16,
 ``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
 (``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), the attention kernel
@@ -91,6 +92,7 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
             "--topology", topology_spec or topology(run), "--global-batch", str(run.global_batch),
             "--batch", str(run.micro_batch), "--tp-sizes", str(run.tp), "--pp-sizes", str(run.pp),
             "--algos", "1d-sp" if run.tp > 1 else "1d", "--zero", "3" if run.fsdp else "1",
+            *(["--use-megatron-fsdp"] if run.fsdp else []),
             "--recompute", recompute, "--dtype", dtype, "--attention", run.attention, "--norm-kernel", "te",
             "--simulate-top", "1"]
     if dtype == "fp8":

@@ -201,7 +201,8 @@ def _no_training_flags(args) -> None:
                                                 ("--simulate-top", args.simulate_top, 4),
                                                 ("--bucket-mb", args.bucket_mb, 25.0),
                                                 ("--backward-prefetch", args.backward_prefetch, "BACKWARD_PRE"),
-                                                ("--fsdp-version", args.fsdp_version, 2))
+                                                ("--fsdp-version", args.fsdp_version, 2),
+                                                ("--use-megatron-fsdp", args.megatron_fsdp, False))
              if value != default]
     if given:
         raise InputError(f"{' '.join(given)} plan a whole model's training step; add --global-batch G")

@@ -116,6 +116,9 @@ def add_training_plan_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fsdp-version", type=int, default=2, choices=(1, 2),
                    help="--zero 2|3: the PyTorch FSDP whose per-micro-batch casts and copies are timed: 1 "
                         "(FullyShardedDataParallel, Composer / llm-foundry) or 2 (fully_shard, torchtitan; default)")
+    g.add_argument("--use-megatron-fsdp", dest="megatron_fsdp", action="store_true",
+                   help="--zero 2|3 as Megatron-Core's own FSDP (Megatron-LM's flag; NeMo, Megatron-Bridge): "
+                        "Megatron-LM's distributed-optimizer passes, none of PyTorch FSDP's casts and copies")
 
 
 MAX_GLOBAL_BATCH = 1 << 20
@@ -144,7 +147,8 @@ def _options(args, workload: Workload) -> StepOptions:
                        gradient_accumulation_fusion=args.gradient_accumulation_fusion,
                        deepspeed_bf16_optimizer=args.deepspeed_bf16_optimizer,
                        async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
-                       backward_prefetch=args.backward_prefetch, fsdp_version=args.fsdp_version)
+                       backward_prefetch=args.backward_prefetch, fsdp_version=args.fsdp_version,
+                       megatron_fsdp=args.megatron_fsdp)
 
 
 def plan_rows(args: argparse.Namespace, G, workload: Workload, micro_batch: int | None,
@@ -338,7 +342,7 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None,
                                                          options.global_batch, o.zero, o.recompute,
                                                          options.layers, reduction, options.async_dgrad,
                                                          options.tp_comm_overlap, options.backward_prefetch,
-                                                         precision, reduce_dtype)]
+                                                         precision, reduce_dtype, o.megatron_fsdp)]
     return lines
 
 

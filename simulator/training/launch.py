@@ -96,7 +96,8 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
               layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
               tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE",
-              precision: tuple[str, ...] = (), reduce_dtype: str | None = None) -> list[str]:
+              precision: tuple[str, ...] = (), reduce_dtype: str | None = None,
+              megatron_fsdp: bool = False) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -115,6 +116,9 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
         args.append("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
     if zero == 1:
         args.append("--use-distributed-optimizer")
+    elif megatron_fsdp:  # Megatron-Core's own FSDP: its sharding strategy names the stage
+        args.append("--use-megatron-fsdp --data-parallel-sharding-strategy "
+                    + ("optim_grads_params" if zero == 3 else "optim_grads"))
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
     args += reduction
@@ -127,8 +131,8 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
             "the torchtitan line runs it" if fsdp else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
     if not async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
         prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
-    titan = a.pp == 1 and a.tp == 1 and zero == 3  # fully sharded data parallelism: PyTorch's own FSDP runs it
-    if zero >= 2 and reduce_dtype is not None and (reduce_dtype == "float32" or titan):
+    titan = a.pp == 1 and a.tp == 1 and zero == 3 and not megatron_fsdp  # PyTorch's own FSDP runs it
+    if zero >= 2 and not megatron_fsdp and reduce_dtype is not None and (reduce_dtype == "float32" or titan):
         prefetch.append(f"  gradients reduce-scattered in {reduce_dtype}: PyTorch FSDP's "
                         f"MixedPrecisionPolicy(reduce_dtype=torch.{reduce_dtype})" + (
                             "; torchtitan reduces in float32 only (--accumulate-allreduce-grads-in-fp32 times that)"
@@ -158,16 +162,17 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
                  recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = (),
                  async_dgrad: bool = True, tp_comm_overlap: bool = False,
                  backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = (),
-                 reduce_dtype: str | None = None) -> list[str]:
+                 reduce_dtype: str | None = None, megatron_fsdp: bool = False) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
     arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
     ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's precision arguments (``precision_flags``)
     and any kernel fusion turned off (``fusion_flags``); ``reduce_dtype``: the dtype ZeRO 2/3 reduce-scatters the
-    gradients in (FSDP's ``reduce_dtype``; None: not said)."""
+    gradients in (FSDP's ``reduce_dtype``; None: not said); ``megatron_fsdp``: ZeRO 2/3 as Megatron-Core's own
+    FSDP (``StepOptions.megatron_fsdp``)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
-                         tp_comm_overlap, backward_prefetch, precision, reduce_dtype)
+                         tp_comm_overlap, backward_prefetch, precision, reduce_dtype, megatron_fsdp)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

@@ -88,12 +88,13 @@ def optimizer_step_s(params: float, optimizer: str, device: dict, memory_efficie
 
 
 def optimizer_terms(params: float, shard: int, optimizer: str, dtype: str, grad_bytes: int, device: dict,
-                    memory_efficiency: float = 1.0, zero: int = 0) -> dict[str, float]:
+                    memory_efficiency: float = 1.0, torch_fsdp: bool = False) -> dict[str, float]:
     """Seconds of each pass (module docstring) for a rank holding ``params`` parameters of ``dtype`` whose
-    optimizer state is split ``shard`` ways (ZeRO), its main gradients ``grad_bytes`` per element; at ``zero``
-    2 and 3 the step PyTorch FSDP takes instead (``simulator.training.fsdp_passes.step_bytes``)."""
+    optimizer state is split ``shard`` ways (ZeRO), its main gradients ``grad_bytes`` per element;
+    ``torch_fsdp`` (ZeRO 2/3 under PyTorch FSDP) the step FSDP takes instead
+    (``simulator.training.fsdp_passes.step_bytes``)."""
     rate = achievable_memory_bandwidth(device, memory_efficiency)
-    if zero >= 2:  # no main-gradient buffer: FSDP steps its fp32 shard (its per-micro-batch passes: fsdp_terms)
+    if torch_fsdp:  # no main-gradient buffer: FSDP steps its fp32 shard (its per-micro-batch passes: fsdp_terms)
         passes = step_bytes(params / shard, optimizer, DTYPE_BYTES[dtype], dtype == "float16")
         return {name: nbytes / rate for name, nbytes in passes.items()}
     passes = optimizer_passes(params / shard, optimizer, params, grad_bytes, DTYPE_BYTES[dtype], dtype == "float16")

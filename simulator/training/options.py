@@ -59,6 +59,10 @@ class StepOptions:
     fsdp_version: int = 2
     """ZeRO 2/3: which PyTorch FSDP runs them, 1 (``FullyShardedDataParallel``) or 2 (``fully_shard``, the
     default); they differ in their per-micro-batch memory passes (``simulator.training.fsdp_passes``)."""
+    megatron_fsdp: bool = False
+    """ZeRO 2/3 as Megatron-Core's own FSDP (Megatron-LM's ``--use-megatron-fsdp``, Megatron-Bridge's
+    ``use_megatron_fsdp``) instead of PyTorch's: Megatron-LM's distributed-optimizer passes
+    (``simulator.training.optimizer_step``), none of PyTorch FSDP's casts and copies."""
     fp8_recipe: str | None = None
     """``--dtype fp8``: Transformer Engine's recipe, which sizes the linears' kept inputs (``TrainingSetup``);
     the step's times take it from the topology (``simulator.fp8``). None: not FP8."""
@@ -71,6 +75,17 @@ class StepOptions:
             raise InputError(f"bucket size must be > 0 bytes, got {self.bucket_bytes!r}")
         check_backward_prefetch(self.backward_prefetch)
         check_fsdp_version(self.fsdp_version)
+        if self.megatron_fsdp and self.zero < 2:
+            raise InputError(f"--use-megatron-fsdp shards gradients (ZeRO 2, its optim_grads) or also parameters "
+                             f"(ZeRO 3, optim_grads_params), got ZeRO {self.zero}; use --zero 2 or 3")
+        if self.megatron_fsdp and self.grad_reduce_in_fp32 is None:  # Megatron-LM's default, not PyTorch FSDP's
+            object.__setattr__(self, "grad_reduce_in_fp32", self.dtype == "bfloat16")
+
+    @property
+    def torch_fsdp(self) -> bool:
+        """ZeRO 2/3 run by PyTorch's FSDP (its casts, copies and step: ``simulator.training.fsdp_passes``), not
+        by Megatron-Core's own (``megatron_fsdp``)."""
+        return self.zero >= 2 and not self.megatron_fsdp
         if self.deepspeed_bf16_optimizer and (self.dtype != "bfloat16" or self.zero > 1):
             raise InputError(f"DeepSpeed's BF16_Optimizer runs bf16 at ZeRO 0 or 1, got dtype {self.dtype} and "
                              f"ZeRO {self.zero}; use --dtype bfloat16 and --zero 0 or 1, or drop the option")

@@ -223,7 +223,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     """The passes of one micro-batch of ``block`` on the first tensor-parallel group of ``a``; ``cache`` (a
     dict kept by the caller) reuses them across arrangements that differ only in pp, schedule and D."""
     g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
-    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g, options.zero >= 2,
+    key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g, options.torch_fsdp,
            options.tied, options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer, options.async_dgrad,
            options.tp_comm_overlap)
     if cache is not None and key in cache:
@@ -269,9 +269,10 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     t["head_bwd"] = _time(head_b, G, gpus, bound, router, algorithms, bf16=True) if head else zero
     t["embed_fwd"] = t["embed_bwd"] = zero
     extra = 0.0
-    # What the backward accumulates into: Megatron-LM's main gradients (g), or at ZeRO 2/3 the unsharded
+    # What the backward accumulates into: Megatron-LM's main gradients (g), or under PyTorch FSDP the unsharded
     # gradients, in the parameters' dtype whatever the reduction's (FSDP casts them after: copy_in_bytes).
-    acc = DTYPE_BYTES[dtype] if options.zero >= 2 else g
+    acc = DTYPE_BYTES[dtype] if options.torch_fsdp else g
+    fsdp_zero = options.zero if options.torch_fsdp else 0  # Megatron-Core's FSDP makes no copy-in
     if head is not None:  # the loss's and the embedding's passes and collectives around the logit GEMM
         per, eff = DTYPE_BYTES[dtype], ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency
         x = head_extras(G, gpus, block, options.vocab, a.tp, a.algorithm, per, acc, eff, router)
@@ -282,7 +283,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     added = accumulation_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], acc,
                                options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer)
     # ZeRO-2/3 with an fp32 reduction: each unit's bf16 gradients cast into FSDP's fp32 reduce-scatter input.
-    added += copy_in_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g, options.zero)
+    added += copy_in_bytes(max(sum(e) for e in layer_el), DTYPE_BYTES[dtype], g, fsdp_zero)
     rate = achievable_memory_bandwidth(G.nodes[gpus[0]]["device"],
                                        ComputeConfig.from_sim(G.graph.get("sim")).memory_efficiency)
     if added:  # each backward's hook adds the layer's weight gradients into the main gradients
@@ -294,7 +295,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     positions = block.seq * block.hidden if head and block.position == "learned" else 0
     final_norm = (2 if block.norm == "layernorm" else 1) * block.hidden if head else 0
     root = max((1 if options.tied else 2) * word_el[r] + positions + final_norm for r in range(a.tp)) if head else 0
-    root_copy = copy_in_bytes(root, DTYPE_BYTES[dtype], g, options.zero)
+    root_copy = copy_in_bytes(root, DTYPE_BYTES[dtype], g, fsdp_zero)
     if root_copy:  # the root unit's (embedding, final norm, head) copy-in, after the embedding's backward
         t["embed_bwd"] = t["embed_bwd"] + PassTime(root_copy / rate, root_copy / rate, 0.0)
     out = BlockTimes(t, layer_el, word_el, positions, final_norm, acts, extra)
@@ -365,10 +366,11 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
     device = G.nodes[groups[0][0]]["device"]
     config = ComputeConfig.from_sim(G.graph.get("sim"))
     shard = a.dp if options.zero >= 1 else 1
-    terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency, options.zero)
+    terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency,
+                            options.torch_fsdp)
     opt = sum(terms.values())
     fsdp = fsdp_terms(params, a.dp, m, dtype, per, options.zero, options.fsdp_version, achievable_memory_bandwidth(
-        device, config.memory_efficiency)) if options.zero >= 2 else {}  # FSDP's casts and divides, per micro-batch
+        device, config.memory_efficiency)) if options.torch_fsdp else {}  # FSDP's casts and divides, per micro-batch
     terms.update(fsdp)
     terms["embedding_loss"] = m * bt.embedding_loss_s
     cast = weight_cast_s(block, layer_el, L, device, config.fp8_recipe, achievable_memory_bandwidth(

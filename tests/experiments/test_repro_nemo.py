@@ -63,6 +63,7 @@ def test_commands_pin_what_the_recipes_set():
     fsdp = next(r for r in ROWS if r.fsdp)
     argv = repro_nemo.command(fsdp)
     assert argv[argv.index("--zero") + 1] == "3" and "--no-gradient-accumulation-fusion" in argv
+    assert "--use-megatron-fsdp" in argv and "--use-megatron-fsdp" not in repro_nemo.command(NEMO_2407[0])
     assert "--grad-reduce-in-bf16" not in repro_nemo.command(NEMO_2407[0])  # NeMo 24.07 reduced in fp32
     # Each row's Transformer Engine recipe: 24.07 delayed scaling, FP8-CS (and 26.04.01's FP8) current, MXFP8.
     recipes = {r.precision + " " + r.container: repro_nemo.command(r)[repro_nemo.command(r).index("--fp8-recipe") + 1]

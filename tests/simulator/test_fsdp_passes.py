@@ -60,13 +60,12 @@ def test_zero_3_fsdp1_fsdp2_and_zero_1_run_different_passes():
         microbatch_bytes(w, d, 2, 2, zero=3, version=3)
 
 
-def test_optimizer_terms_switch_to_fsdps_step_only_at_zero_2_and_3():
+def test_optimizer_terms_switch_to_fsdps_step_only_under_pytorch_fsdp():
     rate = achievable_memory_bandwidth(DEVICE)
-    for zero in (0, 1):  # Megatron-LM's passes, as before this option existed
-        terms = optimizer_terms(1600.0, 16 if zero else 1, "adam", "bfloat16", 4, DEVICE, zero=zero)
-        shard = 100.0 if zero else 1600.0
-        assert terms == {k: v / rate for k, v in optimizer_passes(shard, "adam", 1600.0, 4).items()}
-    assert optimizer_terms(1600.0, 16, "adam", "bfloat16", 2, DEVICE, zero=3) == {
+    for shard in (1, 16):  # Megatron-LM's passes (ZeRO 0 / 1, and Megatron-Core's FSDP), as before FSDP's existed
+        terms = optimizer_terms(1600.0, shard, "adam", "bfloat16", 4, DEVICE)
+        assert terms == {k: v / rate for k, v in optimizer_passes(1600.0 / shard, "adam", 1600.0, 4).items()}
+    assert optimizer_terms(1600.0, 16, "adam", "bfloat16", 2, DEVICE, torch_fsdp=True) == {
         k: v / rate for k, v in step_bytes(100.0, "adam", 2).items()}
 
 
@@ -110,3 +109,19 @@ def test_the_cli_takes_the_version_and_refuses_others(capsys):
     assert status == 2 and "add --global-batch" in err
     with pytest.raises(InputError, match="--fsdp-version 0"):
         StepOptions(global_batch=8, zero=3, fsdp_version=0)
+
+
+def test_megatron_fsdp_takes_megatrons_passes_and_its_launch_flag(capsys):
+    """Megatron-Core's own FSDP (NeMo's and Megatron-Bridge's FSDP rows) steps as Megatron-LM's distributed
+    optimizer does and runs none of PyTorch FSDP's casts and copies; ZeRO 0 / 1 cannot take it."""
+    G = load_topology("dgx-a100:2")
+    mcore = step_time(G, FSDP, BLOCK, dataclasses.replace(BASE, megatron_fsdp=True), bound=True)
+    assert {"zero_grad", "grad_scale", "param_copy"} <= set(mcore.terms)
+    assert not any(k.startswith("fsdp_") for k in mcore.terms) and "grad_clip" not in mcore.terms
+    with pytest.raises(InputError, match="--use-megatron-fsdp .* ZeRO 1"):
+        StepOptions(global_batch=8, zero=1, megatron_fsdp=True)
+    args = ["predict", "--gpus", "8", "--topology", "dgx-a100:1", "--model", "gpt3-1.3b", "--global-batch", "16",
+            "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3", "--simulate-top", "1", "--use-megatron-fsdp"]
+    status, out, _ = run(capsys, *args)
+    assert status == 0 and "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params" in out
+    assert "Megatron-DeepSpeed" not in out and "torchtitan" not in out
