@@ -9,7 +9,8 @@ Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm
 ``simulator.workloads.model_file``) fills the transformer's hidden, heads, kv_heads, ffn, sequence
 length and dropout (any of them given too overrides the model's) and its architecture (norm,
 activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the
-user's. ``--norm-kernel`` picks what runs the norms (``kernels.norm_variants``), ``--pointwise-kernel`` what runs rotary and SwiGLU (``kernels.pointwise_variants``). ``--no-bias-gelu-fusion`` and ``--no-bias-dropout-fusion`` (Megatron-LM's flags) turn the transformer's
+user's. ``--norm-kernel`` picks what runs the norms (``kernels.norm_variants``), ``--pointwise-kernel``
+what runs rotary and SwiGLU (``kernels.pointwise_variants``). ``--no-bias-gelu-fusion`` and ``--no-bias-dropout-fusion`` (Megatron-LM's flags) turn the transformer's
 fused elementwise kernels off (``simulator.workloads.decoder``). ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
 that time it report the whole model as L times the block, derived rather than simulated L times.
 """
@@ -54,7 +55,8 @@ GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--work
                    "--heads": "heads", "--kv-heads": "kv_heads", "--ffn": "ffn", "--dropout": "dropout",
                    "--model": "model",
                    "--attention": "attention", "--norm-kernel": "norm_kernel",
-                   "--pointwise-kernel": "pointwise_kernel", "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
+                   "--pointwise-kernel": "pointwise_kernel", "--pass": "passes", "--dtype": "dtype",
+                   "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
 FUSION_FLAGS = {"--no-bias-gelu-fusion": "bias_gelu_fusion", "--no-bias-dropout-fusion": "bias_dropout_fusion"}
 """Megatron-LM's flags that turn its fused elementwise kernels off -> the workload field each sets (a saved
@@ -199,7 +201,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     if getattr(args, "norm_kernel", None) is not None and args.workload != "transformer":
         raise InputError(f"--norm-kernel is a transformer's norm kernel; --workload {args.workload} has none")
     if getattr(args, "pointwise_kernel", None) is not None and args.workload != "transformer":
-        raise InputError(f"--pointwise-kernel is a transformer's rotary and SwiGLU; --workload {args.workload} has none")
+        raise InputError(f"--pointwise-kernel is a transformer's rotary and SwiGLU; --workload {args.workload} "
+                         f"has none")
     if args.layers is not None and args.workload != "transformer":
         raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
     for flag, dest in FUSION_FLAGS.items():

@@ -179,7 +179,8 @@ def _eager_pointwise(layers, buffers, dtype: str) -> Kept | None:
     items = [(f"silu({layer.x})" if isinstance(layer, SwiGLU) else f"expanded K, V of {layer.y}",
               kept_extra("swiglu", buffers[layer.y].shape) if isinstance(layer, SwiGLU) else
               kept_extra("rotary", buffers[layer.y].shape, layer.group))
-             for layer in layers if isinstance(layer, (Rotary, SwiGLU)) and layer.kernel == "eager" and layer.y in buffers]
+             for layer in layers
+             if isinstance(layer, (Rotary, SwiGLU)) and layer.kernel == "eager" and layer.y in buffers]
     items = [(what, n) for what, n in items if n]
     if not items:
         return None
