@@ -38,7 +38,9 @@ torchtitan's per-op selective checkpointing (every second matmul of a block, the
 and the SwiGLU product recomputed; ``simulator.workloads.op_checkpoint``) runs as ``--recompute
 selective-op``; its rows also give ``--recompute full`` as the slower bound. Its RMSNorm is eager PyTorch
 ops (``norm_type = "rmsnorm"`` with ``compile = false`` in its llama3 8B toml at 9dec370ad): ``--norm-kernel
-eager``; llm-foundry's ``low_precision_layernorm`` is PyTorch's native kernel, the default ``fused``.
+eager``; llm-foundry's ``low_precision_layernorm`` is PyTorch's native kernel, the default ``fused``. Its
+rotary embedding, GQA key/value copies and SwiGLU product run eagerly by the same switch: ``--pointwise-kernel
+eager`` (``simulator.workloads.kernels.pointwise_variants``).
 ``experiments.fsdp_tables.NOT_EXPRESSED`` lists the rows left out and why.
 
 Writes the CSV, the PNG of every row's bars and beside it ``*_share.png``, each row's error against its
@@ -114,13 +116,15 @@ def topology(run: FsdpRun) -> str:
 def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "") -> list[str]:
     """The ``tpsim predict`` arguments of ``run``: FSDP full sharding as ZeRO-3 over pure data parallelism,
     everything the source prints pinned (the reduction in float32 where known, ``fp32_reduction``; torchtitan's
-    eager RMSNorm; the FSDP each ran: Composer's ``FullyShardedDataParallel``, torchtitan's ``fully_shard``); ``topology_spec`` replaces the preset (the GEMM-cap variation),
+    eager RMSNorm, rotary and SwiGLU; the FSDP each ran: Composer's ``FullyShardedDataParallel``, torchtitan's
+    ``fully_shard``); ``topology_spec`` replaces the preset (the GEMM-cap variation),
     ``recompute`` another recompute mode for a per-op selective row (``full``, its slower bound)."""
     return ["predict", "--gpus", str(run.gpus), "--topology", topology_spec or topology(run), "--model", _model(run),
             "--seq", str(run.seq), "--global-batch", str(run.global_batch), "--batch", str(run.micro_batch),
             "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3" if run.sharding == "FULL_SHARD" else "2",
             "--recompute", _recompute(run, recompute), "--attention", attention(run), "--dtype", "bfloat16",
-            "--simulate-top", "1", *(["--norm-kernel", "eager"] if run.framework == "torchtitan" else []),
+            "--simulate-top", "1", *(["--norm-kernel", "eager", "--pointwise-kernel", "eager"]
+                                           if run.framework == "torchtitan" else []),
             *(["--accumulate-allreduce-grads-in-fp32"] if fp32_reduction(run) else []),
             "--fsdp-version", "2" if run.framework == "torchtitan" else "1"]
 

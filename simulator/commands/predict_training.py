@@ -259,6 +259,7 @@ def _title(args, G, workload, options, device, usable) -> str:
     return (f"{name} x {options.layers} layers, vocab {options.vocab:,}, global batch {options.global_batch}, {opt}, "
             f"{settings}, {workload.attention} attention, "
             f"{'' if workload.norm_kernel == 'fused' else f'{workload.norm_kernel} norms, '}"
+            f"{'' if workload.pointwise_kernel == 'fused' else 'eager rotary/SwiGLU, '}"
             f"{fp8_label(G, device) if args.fp8 else options.dtype}, on {args.gpus} GPUs of "
             f"{G.graph.get('name', args.topology)} ({device.get('name', '?')}, {_gb(usable)} usable)")
 

@@ -9,7 +9,8 @@ Either generator arguments ``--algo A (--grid Q,Q,D | --gpus P) --workload {gemm
 ``simulator.workloads.model_file``) fills the transformer's hidden, heads, kv_heads, ffn, sequence
 length and dropout (any of them given too overrides the model's) and its architecture (norm,
 activation, position, biases), and implies ``--workload transformer``; ``--batch`` is still the
-user's. ``--norm-kernel`` picks what runs the norms (``kernels.norm_variants``). ``--no-bias-gelu-fusion`` and ``--no-bias-dropout-fusion`` (Megatron-LM's flags) turn the transformer's
+user's. ``--norm-kernel`` picks what runs the norms (``kernels.norm_variants``), ``--pointwise-kernel``
+what runs rotary and SwiGLU (``kernels.pointwise_variants``). ``--no-bias-gelu-fusion`` and ``--no-bias-dropout-fusion`` (Megatron-LM's flags) turn the transformer's
 fused elementwise kernels off (``simulator.workloads.decoder``). ``--layers L`` says how many identical blocks the model has (a preset's own count by default): a schedule holds one block, and the commands
 that time it report the whole model as L times the block, derived rather than simulated L times.
 """
@@ -31,6 +32,7 @@ from simulator.limits import check_extent, check_ranks
 from simulator.pipeline.lower import lower_pipeline
 from simulator.workloads.attention_cost import KERNELS
 from simulator.workloads.kernels.norm_variants import KERNELS as NORM_KERNELS
+from simulator.workloads.kernels.pointwise_variants import KERNELS as POINTWISE_KERNELS
 from simulator.workloads.models import resolve_model
 from simulator.workloads.workload import FIELDS, PASSES, Workload
 
@@ -52,7 +54,9 @@ GENERATOR_FLAGS = {"--algo": "algo", "--grid": "grid", "--gpus": "gpus", "--work
                    "--k": "k", "--n": "n", "--hidden": "hidden", "--batch": "batch", "--seq": "seq",
                    "--heads": "heads", "--kv-heads": "kv_heads", "--ffn": "ffn", "--dropout": "dropout",
                    "--model": "model",
-                   "--attention": "attention", "--norm-kernel": "norm_kernel", "--pass": "passes", "--dtype": "dtype", "--overlap": "overlap"}
+                   "--attention": "attention", "--norm-kernel": "norm_kernel",
+                   "--pointwise-kernel": "pointwise_kernel", "--pass": "passes", "--dtype": "dtype",
+                   "--overlap": "overlap"}
 """Option -> attribute of every generator argument: what ``--schedule FILE`` replaces."""
 FUSION_FLAGS = {"--no-bias-gelu-fusion": "bias_gelu_fusion", "--no-bias-dropout-fusion": "bias_dropout_fusion"}
 """Megatron-LM's flags that turn its fused elementwise kernels off -> the workload field each sets (a saved
@@ -132,6 +136,10 @@ def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "")
                             "Megatron-Core's: one backward kernel, 3 passes) or eager (torchtitan's RMSNorm from "
                             "PyTorch ops without torch.compile: fp32 intermediates, 36 B forward and 92 B backward "
                             "per element, more kept); not on algorithms that split the norm's columns")
+    group.add_argument("--pointwise-kernel", choices=POINTWISE_KERNELS,
+                       help="transformer with rotary or SwiGLU: fused (one pass each, default) or eager (torchtitan's "
+                            "PyTorch ops without torch.compile: fp32 rotary, 20 B per Q and K element each way, with "
+                            "GQA's key/value copies; silu then mul, 10 B forward and 18 backward per ffn element)")
     group.add_argument("--no-bias-gelu-fusion", dest="bias_gelu_fusion", action="store_false",
                        help="transformer with biases: time FC1's bias add and GELU as two passes (default: one fused "
                             "kernel, as Megatron-LM's default --bias-gelu-fusion runs it)")
@@ -192,6 +200,9 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         raise InputError(f"--attention is a transformer's attention kernel; --workload {args.workload} has none")
     if getattr(args, "norm_kernel", None) is not None and args.workload != "transformer":
         raise InputError(f"--norm-kernel is a transformer's norm kernel; --workload {args.workload} has none")
+    if getattr(args, "pointwise_kernel", None) is not None and args.workload != "transformer":
+        raise InputError(f"--pointwise-kernel is a transformer's rotary and SwiGLU; --workload {args.workload} "
+                         f"has none")
     if args.layers is not None and args.workload != "transformer":
         raise InputError(f"--layers counts transformer blocks; --workload {args.workload} has none")
     for flag, dest in FUSION_FLAGS.items():
@@ -222,6 +233,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     architecture = {**(model.architecture() if model is not None else {}), "kv_heads": args.kv_heads,
                     "attention": getattr(args, "attention", None) or DEFAULT_ATTENTION,
                     "norm_kernel": getattr(args, "norm_kernel", None) or NORM_KERNELS[0],
+                    "pointwise_kernel": getattr(args, "pointwise_kernel", None) or POINTWISE_KERNELS[0],
                     **{dest: getattr(args, dest, True) for dest in FUSION_FLAGS.values()}}
     return Workload.transformer(args.batch, args.seq, args.hidden, args.heads, args.ffn,
                                 0.0 if args.dropout is None else args.dropout, **architecture)

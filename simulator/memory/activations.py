@@ -50,6 +50,10 @@ An eager RMSNorm (``--norm-kernel eager``, ``kernels.norm_variants``) keeps what
 instead of its input and statistic (``eager``): x.float() in fp32, the normalised tensor in the schedule's
 dtype, and the fp32 1/rms per row. Under ``selective-op`` and ``full`` the norms are recomputed (torchtitan's
 policy saves none of their ops), so nothing of them is kept and their eager forward is timed again.
+Eager rotary and SwiGLU (``--pointwise-kernel eager``, ``kernels.pointwise_variants``) keep more the same way
+(``pointwise``): SwiGLU's ``silu(gate)``, and SDPA's keys and values expanded by ``repeat_kv`` to every query
+head (the rotated block holds one per group); nothing of them under ``selective-op`` (the policy saves SDPA's
+output, not its inputs, nor silu's) or ``full``.
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ from simulator.fp8_cost import fp8_copy_bytes
 from simulator.ir.ops import Local
 from simulator.ir.schedule import DTYPE_BYTES, Schedule
 from simulator.workloads.attention_cost import FUSED_FUNCTIONS
-from simulator.workloads.layers import Attention, BiasDropoutAdd, Dropout, LayerNorm, Linear, RMSNorm
+from simulator.workloads.kernels.pointwise_variants import kept_extra
+from simulator.workloads.layers import Attention, BiasDropoutAdd, Dropout, LayerNorm, Linear, RMSNorm, Rotary, SwiGLU
 from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
 
@@ -78,7 +83,8 @@ PAPER_KINDS = ("kept", "mask", "attention")
 
 @dataclass(frozen=True)
 class Kept:
-    """One kind of what a layer keeps on one rank: ``kind`` is kept, fp8, moments, eager, mask, attention or input."""
+    """One kind of what a layer keeps on one rank: ``kind`` is kept, fp8, moments, eager, pointwise, mask, attention
+    or input."""
 
     kind: str
     what: str
@@ -167,6 +173,21 @@ def _eager_norms(eager, buffers, dtype: str) -> Kept | None:
                          f"the normalised {dtype} ({DTYPE_BYTES[dtype]} B) per element, 1/rms fp32 per row", nbytes)
 
 
+def _eager_pointwise(layers, buffers, dtype: str) -> Kept | None:
+    """What autograd keeps of torchtitan's eager rotary and SwiGLU beyond the layers' saved tensors
+    (``kernels.pointwise_variants.kept_extra``): silu(gate), and the keys and values expanded for SDPA."""
+    items = [(f"silu({layer.x})" if isinstance(layer, SwiGLU) else f"expanded K, V of {layer.y}",
+              kept_extra("swiglu", buffers[layer.y].shape) if isinstance(layer, SwiGLU) else
+              kept_extra("rotary", buffers[layer.y].shape, layer.group))
+             for layer in layers
+             if isinstance(layer, (Rotary, SwiGLU)) and layer.kernel == "eager" and layer.y in buffers]
+    items = [(what, n) for what, n in items if n]
+    if not items:
+        return None
+    return Kept("pointwise", f"eager autograd tensors {', '.join(what for what, _ in items)} ({dtype})",
+                sum(n for _, n in items) * DTYPE_BYTES[dtype])
+
+
 def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: Workload | None = None,
                       fp8_recipe: str | None = None) -> list[Kept]:
     """What one block keeps on ``rank`` between its forward and its backward, under ``recompute``
@@ -200,9 +221,9 @@ def layer_activations(schedule: Schedule, rank: int, recompute: str, workload: W
     if stats:
         what = "LayerNorm moments" if any(isinstance(layer, LayerNorm) for layer in layers) else "RMSNorm sums of squares"
         out.append(Kept("moments", f"{what} {', '.join(stats)}", sum(buffers[n].nbytes for n in stats)))
-    kept = _eager_norms(eager, buffers, schedule.dtype)
-    if kept is not None:
-        out.append(kept)
+    for kept in (_eager_norms(eager, buffers, schedule.dtype), _eager_pointwise(layers, buffers, schedule.dtype)):
+        if kept is not None:
+            out.append(kept)
     drops = {layer.y for layer in layers if isinstance(layer, (Dropout, BiasDropoutAdd)) and layer.p > 0}
     masked = [op for fn in ("dropout", "bias_dropout_add") for op in _forward_locals(schedule, rank, fn, drops)]
     if masked:

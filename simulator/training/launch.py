@@ -82,11 +82,13 @@ def fusion_flags(workload) -> tuple[str, ...]:
 
 
 def norm_note(workload) -> str | None:
-    """A note for a plan timed with torchtitan's eager RMSNorm, which no Megatron-LM flag runs."""
-    if getattr(workload, "norm_kernel", "fused") != "eager":
+    """A note for a plan timed with torchtitan's eager RMSNorm, rotary or SwiGLU, which no Megatron-LM flag runs."""
+    eager = [what for what, field in (("RMSNorm", "norm_kernel"), ("rotary and SwiGLU", "pointwise_kernel"))
+             if getattr(workload, field, "fused") == "eager"]
+    if not eager:
         return None
-    return ("norms timed as torchtitan's eager RMSNorm (--model.norm_type rmsnorm with --training.compile off: "
-            "PyTorch ops in fp32); Megatron-LM has no such norm, its lines run a fused one")
+    return (f"{' and '.join(eager)} timed as torchtitan's eager PyTorch ops (--training.compile off: fp32 "
+            f"intermediates, one kernel per op); Megatron-LM has no such flag, its lines run fused ones")
 
 
 _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from simulator.errors import InputError
 from simulator.workloads.attention_cost import KERNELS
 from simulator.workloads.kernels.norm_variants import KERNELS as NORM_KERNELS
+from simulator.workloads.kernels.pointwise_variants import KERNELS as POINTWISE_KERNELS
 from simulator.workloads.layers import (Attention, BiasDropoutAdd, BiasGelu, Dropout, Elementwise, LayerNorm, Layer,
                                         Linear, Residual, RMSNorm, Rotary, SwiGLU)
 
@@ -31,15 +32,17 @@ if TYPE_CHECKING:  # the workload module imports this one
 __all__ = ["ARCHITECTURE", "CHOICES", "FLAGS", "check_architecture", "decoder_layers"]
 
 ARCHITECTURE = {"kv_heads": None, "norm": "layernorm", "activation": "gelu", "position": "learned", "bias": True,
-                "attention": "flash", "bias_gelu_fusion": True, "bias_dropout_fusion": True, "norm_kernel": "fused"}
+                "attention": "flash", "bias_gelu_fusion": True, "bias_dropout_fusion": True, "norm_kernel": "fused",
+                "pointwise_kernel": "fused"}
 """The transformer's optional architecture fields and the GPT block's values of them (``kv_heads`` None:
 as many as ``heads``; the two fusions on, Megatron-LM's default since January 2021; the norms as apex's fused kernels,
-``kernels.norm_variants``); ``to_dict`` stores
+``kernels.norm_variants``, rotary and SwiGLU one pass each, ``kernels.pointwise_variants``); ``to_dict`` stores
 only those that differ, so a GPT block's record is unchanged."""
 FLAGS = ("bias", "bias_gelu_fusion", "bias_dropout_fusion")
 """The architecture fields that are true or false."""
 CHOICES = {"norm": ("layernorm", "rmsnorm"), "activation": ("gelu", "swiglu"), "position": ("learned", "rotary"),
-           "attention": KERNELS, "norm_kernel": NORM_KERNELS}
+           "attention": KERNELS, "norm_kernel": NORM_KERNELS,
+           "pointwise_kernel": POINTWISE_KERNELS}
 """The valid values of the transformer's named architecture choices."""
 
 
@@ -74,13 +77,13 @@ def decoder_layers(w: "Workload") -> tuple[Layer, ...]:
 
     return (norm("X", "ln1", "S1", "A1"),
             Linear("A1", "Wqkv", "QKV", h, qkv, "hidden", qkv_label, index=0, bias=bias("bqkv"), part="qkv"),
-            *((Rotary("QKV", "QKR", qkv, group, d, w.seq),) if core == "QKR" else ()),
+            *((Rotary("QKV", "QKR", qkv, group, d, w.seq, kernel=w.pointwise_kernel),) if core == "QKR" else ()),
             Attention(core, "CTX", a, d, w.seq, p, stream=0, group=group, kernel=w.attention),
             linear("CTX", "Wproj", "P", h, h, "hidden", "hidden", 1, "bproj", "proj", fuse_dropout),
             *residual("P", "bproj", "X", "X2", 1, 1),
             norm("X2", "ln2", "S2", "A2"),
             *((Linear("A2", "W1", "H", h, 2 * f, "hidden", "2*ffn", index=2, bias=bias("b1"), part="fc1"),
-               SwiGLU("H", "Z", f, part="swiglu")) if swiglu else
+               SwiGLU("H", "Z", f, part="swiglu", kernel=w.pointwise_kernel)) if swiglu else
               (linear("A2", "W1", "H", h, f, "hidden", "ffn", 2, "b1", "fc1", fuse_gelu),
                BiasGelu("H", "b1", "Z", f, part="bias_gelu") if fuse_gelu else
                Elementwise("gelu", "H", "Z", f, part="gelu"))),

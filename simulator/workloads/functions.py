@@ -36,8 +36,8 @@ import numpy as np
 
 from simulator.workloads.attention_cost import attention_work
 from simulator.workloads import llama_rules as llama
-from simulator.workloads.kernels import (attention, dropout, fused_bias, fused_norm, layernorm, norm_variants, rmsnorm,
-                                         rotary, swiglu)
+from simulator.workloads.kernels import (attention, dropout, fused_bias, fused_norm, layernorm, norm_variants,
+                                         pointwise_variants, rmsnorm, rotary, swiglu)
 from simulator.workloads.work import Work
 
 __all__ = ["FUNCTIONS", "LocalFunction", "Work", "gelu", "gelu_grad"]
@@ -263,11 +263,11 @@ def _fused_norms() -> dict[str, LocalFunction]:
             for name, arity, meaning, params, shape in rows}
 
 
-def _norm_variants(fused: dict[str, LocalFunction]) -> dict[str, LocalFunction]:
-    """The norm as Transformer Engine's kernels and as eager PyTorch ops (``kernels.norm_variants``): the fused
-    functions' values and signatures, their own work."""
+def _variants(fused: dict[str, LocalFunction], variants: dict) -> dict[str, LocalFunction]:
+    """Other implementations of a function (``kernels.norm_variants``: TE's and eager norms; ``kernels.
+    pointwise_variants``: eager rotary and SwiGLU): the fused functions' values and signatures, their own work."""
     return {name: replace(fused[base], meaning=f"{fused[base].meaning}; as {name.split('_')[1]} runs it",
-                          work=work) for name, (base, work) in norm_variants.VARIANTS.items()}
+                          work=work) for name, (base, work) in variants.items()}
 
 
 FUNCTIONS: dict[str, LocalFunction] = {
@@ -386,6 +386,6 @@ FUNCTIONS: dict[str, LocalFunction] = {
     **_fused_attention("triton", "FlashAttention in Triton"),
     **_fused_attention("cudnn", "cuDNN's fused attention"),
     **_fused_norms(),
-    **_norm_variants(_fused_norms()),
 }
 """Every function a ``local`` op may name, by name."""
+FUNCTIONS.update(_variants(FUNCTIONS, {**norm_variants.VARIANTS, **pointwise_variants.VARIANTS}))

@@ -141,6 +141,9 @@ class Workload:
     """What runs the norms on ranks holding whole rows: ``fused`` (apex's or PyTorch's native kernel), ``te``
     (Transformer Engine's, one backward kernel) or ``eager`` (torchtitan's RMSNorm from PyTorch ops,
     ``simulator.workloads.kernels.norm_variants``)."""
+    pointwise_kernel: str = "fused"
+    """What runs rotary and SwiGLU: ``fused`` (one pass each) or ``eager`` (torchtitan's PyTorch ops, with GQA's
+    key/value copies: ``simulator.workloads.kernels.pointwise_variants``)."""
 
     def __post_init__(self) -> None:
         if self.name not in _KINDS:
@@ -184,6 +187,8 @@ class Workload:
         if self.norm_kernel == "eager" and self.norm != "rmsnorm":
             raise InputError("--norm-kernel eager is torchtitan's RMSNorm built from PyTorch ops; PyTorch runs "
                              "LayerNorm as one native kernel: use --norm-kernel fused (or te) with layernorm")
+        if self.pointwise_kernel == "eager" and self.position != "rotary" and self.activation != "swiglu":
+            raise InputError("--pointwise-kernel eager is torchtitan's eager rotary and SwiGLU; this block has neither")
         if self.position == "rotary" and (self.hidden // self.heads) % 2:
             raise InputError(f"rotary position embeddings need an even head width, got hidden/heads = "
                              f"{self.hidden // self.heads}")
@@ -228,7 +233,8 @@ class Workload:
         for key, value in self.architecture().items():
             flag = "no-" + key.replace("_", "-")
             parts.append(f"KV={value}" if key == "kv_heads" else flag if key in FLAGS else
-                         f"{value}-norm" if key == "norm_kernel" else str(value))
+                         f"{value}-norm" if key == "norm_kernel" else
+                         f"{value}-pointwise" if key == "pointwise_kernel" else str(value))
         return "".join(f" {part}" for part in parts)
 
     @classmethod

@@ -234,5 +234,11 @@ def _llama_steps(g: int) -> tuple:
             ("L_edx", (2, 8), "rmsnorm_eager_backward", ("L_ex", "L_h2", "L_ess", "L_tdg"), RMS),
             ("L_edg", (1, 8), "rmsnorm_eager_gamma_grad", ("L_edx", "L_h2", "L_ess"), RMS),
             ("L_h3", (2, 8), "bias_add", ("L_edx", "L_edg"), {}),
-            ("L_hss", (2, 1), "row_sumsq", ("L_h3",), {}),
+            # torchtitan's eager rotary and SwiGLU (the fused values, eager passes) on the normalised L_x
+            ("L_erot", (2, 8), "rotary_eager", ("L_x",), ROPE),
+            ("L_edrot", (2, 8), "rotary_eager_backward", ("L_erot",), ROPE),
+            ("L_ez", (2, 4), "swiglu_eager", ("L_edrot",), {}),
+            ("L_edh", (2, 8), "swiglu_eager_backward", ("L_ez", "L_edrot"), {}),
+            ("L_h4", (2, 8), "add", ("L_h3", "L_edh"), {}),
+            ("L_hss", (2, 1), "row_sumsq", ("L_h4",), {}),
             ("L_y", (2, 6), "rmsnorm", ("F_end", "L_hss", "F_g"), LN))

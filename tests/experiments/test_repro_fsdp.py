@@ -132,3 +132,11 @@ def test_the_rows_known_to_reduce_in_float32_are_run_so_and_only_those():
     assert all(flag in repro_fsdp.command(run) for run in TORCHTITAN)
     assert not any(flag in repro_fsdp.command(r) for r in MOSAICML if r.mixed_precision.endswith("PURE"))
     assert sum(flag in repro_fsdp.command(r) for r in MOSAICML) == 12  # the 2024 large-scale H100 table
+
+
+def test_torchtitans_rows_run_its_eager_ops_and_only_those():
+    # compile = false in its llama3 8B toml at 9dec370ad: the RMSNorm, rotary and SwiGLU run as PyTorch ops
+    for run in MOSAICML + TORCHTITAN:
+        argv = repro_fsdp.command(run)
+        eager = [argv[i + 1] for i, a in enumerate(argv) if a in ("--norm-kernel", "--pointwise-kernel")]
+        assert eager == (["eager", "eager"] if run in TORCHTITAN else []), run.name

@@ -54,6 +54,8 @@ def _case(name: str) -> tuple[list[np.ndarray], dict]:
         "rmsnorm_eager_backward": ([dy, x, sumsq, row], ln), "rmsnorm_eager_gamma_grad": ([dy, x, sumsq], ln),
         "swiglu": ([x], {}), "swiglu_backward": ([dy[:, :4], x], {}),
         "rotary": ([gqa_qkv], rotary), "rotary_backward": ([gqa_qkv], rotary),
+        "swiglu_eager": ([x], {}), "swiglu_eager_backward": ([dy[:, :4], x], {}),
+        "rotary_eager": ([gqa_qkv], rotary), "rotary_eager_backward": ([gqa_qkv], rotary),
         "attention_gqa": ([gqa_qkv], gqa), "attention_gqa_backward": ([gqa_ctx, gqa_qkv], gqa),
         "flash_attention": ([gqa_qkv], gqa), "flash_attention_backward": ([gqa_ctx, gqa_qkv], gqa),
         "triton_attention": ([gqa_qkv], gqa), "triton_attention_backward": ([gqa_ctx, gqa_qkv], gqa),

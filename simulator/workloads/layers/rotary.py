@@ -4,11 +4,15 @@ Lowered as one ``local`` op on every block of its input, wherever the algorithm 
 those the attention core reads next, whole sequences and whole key/value groups (``kernels.rotary``),
 so the rotation is local on every algorithm. It keeps nothing for its backward (a rotation's transpose
 needs only the angles): the rotated activation is what the attention core keeps instead of the QKV.
+``kernel="eager"`` emits torchtitan's eager ops instead, with its GQA key/value copies
+(``kernels.pointwise_variants``: the same values, their passes); on every algorithm, as the block is local.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from simulator.workloads.kernels.pointwise_variants import names
 
 __all__ = ["Rotary"]
 
@@ -24,6 +28,8 @@ class Rotary:
     head_dim: int
     seq: int
     part: str = "rope"
+    kernel: str = "fused"
+    """``fused`` (one pass) or ``eager`` (torchtitan's PyTorch ops and ``repeat_kv``: ``kernels.pointwise_variants``)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -64,11 +70,11 @@ class Rotary:
     def lower_forward(self, low) -> None:
         for rank, rows, cols in low.layout[self.x]:
             low.b.buffer(rank, self.y, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "rotary", self.y, (self.x,), self.params())
+            low.emit(rank, names("rotary", self.kernel)[0], self.y, (self.x,), self.params())
 
     def lower_backward(self, low) -> None:
         dy, target = low.grad_of(self.y), low.grad_target(self.x)
         for rank, rows, cols in low.layout[self.x]:
             low.b.buffer(rank, target, (rows[1] - rows[0], cols[1] - cols[0]))
-            low.emit(rank, "rotary_backward", target, (dy,), self.params())
+            low.emit(rank, names("rotary", self.kernel)[1], target, (dy,), self.params())
         low.grad_written(self.x)

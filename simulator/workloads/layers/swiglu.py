@@ -3,12 +3,16 @@
 Lowered as one ``local`` op on every block of its input, wherever the algorithm left it: an equal split
 of the 2f columns keeps each gate column next to its up column (``kernels.swiglu``), so z's block is
 the input block's rows with half its columns, which is where the algorithm reads the next linear's
-input (f columns split the same ways). The backward reads the saved gate/up block.
+input (f columns split the same ways). The backward reads the saved gate/up block. ``kernel="eager"``
+emits torchtitan's ``silu`` then ``mul`` instead (``kernels.pointwise_variants``: the same values, their passes),
+on every algorithm, as the product is local.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from simulator.workloads.kernels.pointwise_variants import names
 
 __all__ = ["SwiGLU"]
 
@@ -22,6 +26,8 @@ class SwiGLU:
     cols: int
     """The output's columns (the SwiGLU width f); the input has twice as many."""
     part: str = "swiglu"
+    kernel: str = "fused"
+    """``fused`` (one pass) or ``eager`` (torchtitan's ``silu`` and ``mul``: ``kernels.pointwise_variants``)."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -62,9 +68,9 @@ class SwiGLU:
         raise KeyError(name)
 
     def lower_forward(self, low) -> None:
-        low.local("swiglu", self.y, (self.x,), low.layout[self.y])
+        low.local(names("swiglu", self.kernel)[0], self.y, (self.x,), low.layout[self.y])
 
     def lower_backward(self, low) -> None:
         target = low.grad_target(self.x)
-        low.local("swiglu_backward", target, (low.grad_of(self.y), self.x), low.layout[self.x])
+        low.local(names("swiglu", self.kernel)[1], target, (low.grad_of(self.y), self.x), low.layout[self.x])
         low.grad_written(self.x)
