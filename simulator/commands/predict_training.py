@@ -343,7 +343,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None,
                                                          options.global_batch, o.zero, o.recompute,
                                                          options.layers, reduction, options.async_dgrad,
                                                          options.tp_comm_overlap, options.backward_prefetch,
-                                                         precision, reduce_dtype, o.megatron_fsdp)]
+                                                         precision, reduce_dtype, o.megatron_fsdp,
+                                                         o.fsdp_version if o.torch_fsdp else None)]
     return lines
 
 

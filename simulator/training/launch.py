@@ -99,7 +99,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
               layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
               tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE",
               precision: tuple[str, ...] = (), reduce_dtype: str | None = None,
-              megatron_fsdp: bool = False) -> list[str]:
+              megatron_fsdp: bool = False, fsdp_version: int | None = None) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -139,6 +139,11 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
                         f"MixedPrecisionPolicy(reduce_dtype=torch.{reduce_dtype})" + (
                             "; torchtitan reduces in float32 only (--accumulate-allreduce-grads-in-fp32 times that)"
                             if titan and reduce_dtype != "float32" else ""))
+    if zero >= 2 and fsdp_version is not None:  # the step was timed with PyTorch FSDP's passes (fsdp_passes)
+        how = ("FullyShardedDataParallel" + (", ShardingStrategy.SHARD_GRAD_OP" if zero == 2 else "")
+               if fsdp_version == 1 else "fully_shard" + (", reshard_after_forward=False" if zero == 2 else ""))
+        prefetch.append(f"  timed with PyTorch FSDP{fsdp_version}'s casts, copies and optimizer step ({how}; "
+                        f"--fsdp-version), not DeepSpeed's")
     if a.pp == 1:
         lines = ["Megatron-LM: " + " ".join(args),
                  f"  on {a.gpus} GPUs, each tensor-parallel group on {a.tp} consecutive GPUs; data-parallel size "
@@ -164,17 +169,20 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
                  recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = (),
                  async_dgrad: bool = True, tp_comm_overlap: bool = False,
                  backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = (),
-                 reduce_dtype: str | None = None, megatron_fsdp: bool = False) -> list[str]:
+                 reduce_dtype: str | None = None, megatron_fsdp: bool = False,
+                 fsdp_version: int | None = None) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
     arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
     ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's precision arguments (``precision_flags``)
     and any kernel fusion turned off (``fusion_flags``); ``reduce_dtype``: the dtype ZeRO 2/3 reduce-scatters the
     gradients in (FSDP's ``reduce_dtype``; None: not said); ``megatron_fsdp``: ZeRO 2/3 as Megatron-Core's own
-    FSDP (``StepOptions.megatron_fsdp``)."""
+    FSDP (``StepOptions.megatron_fsdp``); ``fsdp_version``: the PyTorch FSDP whose passes timed ZeRO 2/3 (None:
+    not PyTorch's)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
-                         tp_comm_overlap, backward_prefetch, precision, reduce_dtype, megatron_fsdp)
+                         tp_comm_overlap, backward_prefetch, precision, reduce_dtype, megatron_fsdp,
+                         fsdp_version)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

@@ -11,6 +11,7 @@ from simulator.compute import achievable_memory_bandwidth
 from simulator.errors import InputError
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.fsdp_passes import microbatch_bytes, predivide_factor, step_bytes
+from simulator.training.launch import launch_lines
 from simulator.training.optimizer_step import optimizer_passes, optimizer_terms
 from simulator.training.step import StepOptions, step_time
 from simulator.workloads.workload import Workload
@@ -125,3 +126,15 @@ def test_megatron_fsdp_takes_megatrons_passes_and_its_launch_flag(capsys):
     status, out, _ = run(capsys, *args)
     assert status == 0 and "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params" in out
     assert "Megatron-DeepSpeed" not in out and "torchtitan" not in out
+
+
+def test_the_launch_lines_say_which_fsdp_timed_zero_2_and_3():
+    """A ZeRO-2/3 plan timed with PyTorch FSDP's passes says so beside Megatron-DeepSpeed's line; Megatron-Core's
+    FSDP and ZeRO 1 say nothing of it."""
+    a = TrainingArrangement(Arrangement("1d", (1,)), 16)
+    two = launch_lines(a, 4, 64, 2, fsdp_version=2)
+    assert any("PyTorch FSDP2's" in line and "reshard_after_forward=False" in line for line in two)
+    one = launch_lines(a, 4, 64, 3, fsdp_version=1)
+    assert any("FSDP1's" in line and "FullyShardedDataParallel" in line for line in one)
+    for lines in (launch_lines(a, 4, 64, 3, megatron_fsdp=True), launch_lines(a, 4, 64, 1)):
+        assert not any("PyTorch FSDP" in line and "timed with" in line for line in lines)
