@@ -65,7 +65,7 @@ def _percent(text: str) -> str:
 
 def _seconds(text: str) -> str:
     value = float(text)
-    return f"{value:.2f}" if value < 10 else f"{value:.1f}"  # three significant figures, one decimal above 100
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"  # 1.10 s, 94.4 s, 104.7 s: as the papers' tables give them
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,17 @@ class Line:
     where: Mapping[str, str | tuple[str, ...]]
     """A row belongs to the line when each named CSV field starts with the given text (or one of them)."""
     shape: str = "one"
-    """"one" row; "joined": ``rows`` rows as "a / b / c"; "range": any number of rows as "min-max"."""
+    """``one`` row; ``joined``: ``rows`` rows as "a / b / c"; ``range``: any number of rows as "min-max"."""
     rows: int = 1
     """How many rows a "one" or "joined" line takes (its claim text names them, so the count is fixed)."""
     published: Callable[[str], str] = _written
+    """Formats one published figure from its CSV text."""
     tpsim: Callable[[str], str] = _two
+    """Formats one prediction from its CSV text."""
     published_unit: str = ""
     """Printed after the published figure(s), e.g. "x", "%", " s"."""
     tpsim_unit: str = ""
+    """Printed after tpsim's figure(s)."""
     counted: bool = False
     """The verdict as "n of m" even when every row or none is reproduced (else "yes" / "no" then)."""
     companion: str = ""
@@ -97,6 +100,13 @@ class Line:
     """What the companion is, e.g. "paper code": named in the table's first parenthesis and in the verdict."""
     note: str = ""
     """Said after a "no" verdict: what the gap is put down to."""
+
+    def __post_init__(self):
+        if self.shape not in ("one", "joined", "range"):
+            raise ValueError(f"Line shape must be one, joined or range, not {self.shape!r}")
+        if self.shape == "one" and self.rows != 1 or self.shape == "joined" and not 2 <= self.rows <= 4:
+            raise ValueError(f"a {self.shape} line takes {'1 row' if self.shape == 'one' else '2-4 rows'}, "
+                             f"not {self.rows}")
 
 
 TESSERACT = "repro_tesseract.csv"

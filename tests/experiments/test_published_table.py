@@ -79,3 +79,10 @@ def test_a_file_without_the_markers_in_order_is_one_line_and_status_2(tmp_path, 
 def test_the_doctest_of_the_range_format():
     assert published_table._range(["1.1", "94.42", "18.13"], published_table._seconds) == "1.10-94.4"
     assert published_table._range(["2.0", "2.0"], published_table._two) == "2.00"
+
+
+@pytest.mark.parametrize("shape, rows, match", [("ranges", 1, "not 'ranges'"), ("joined", 5, "2-4 rows, not 5"),
+                                                ("one", 2, "1 row, not 2")])
+def test_a_line_of_an_unknown_shape_or_row_count_is_refused(shape, rows, match):
+    with pytest.raises(ValueError, match=match):
+        published_table.Line("P", "c", "x.csv", {"claim": "c"}, shape, rows)
