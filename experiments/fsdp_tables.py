@@ -22,7 +22,8 @@ Two sources, each row as printed; nothing here is derived from tpsim.
 - torchtitan, ``benchmarks/llama3_h100_202412_torchtitan.md`` (github:pytorch/torchtitan, torchtitan
   commit 9dec370 of 2024-12-26, torch 1963fc8 of 2024-12-23): Llama 3.1 8B with FSDP on 8 and 128 H100s
   of Meta's Grand Teton (96 GB HBM2e, 500 W, 400 Gb/s RDMA per GPU), Tables 1 and 3, the rows without
-  torch.compile or Float8. The rows it also prints that tpsim cannot express are ``NOT_EXPRESSED``.
+  Float8: ``FSDP`` (eager) and ``FSDP + torch.compile`` (``FsdpRun.compiled``). The rows it also prints that
+  tpsim cannot express are ``NOT_EXPRESSED``.
 
 Example::
 
@@ -79,6 +80,10 @@ class FsdpRun:
     """The attention kernel the run ran: ``triton`` (llm-foundry's ``attn_impl: triton``, FlashAttention in
     Triton) or ``flash`` (FlashAttention-2: llm-foundry's ``attn_impl: flash`` with flash-attn 2;
     torchtitan's ``scaled_dot_product_attention``, whose CUDA backend on an H100 is FlashAttention-2)."""
+    compiled: bool = False
+    """torchtitan's ``--training.compile``: ``torch.compile(fullgraph=True)`` on each TransformerBlock
+    (``apply_compile`` in ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370ad); its norms, rotary and
+    SwiGLU then run as inductor's fused kernels instead of eager PyTorch ops."""
 
     def __post_init__(self) -> None:
         if self.micro_batch * self.grad_accum * self.gpus != self.global_batch:
@@ -88,7 +93,7 @@ class FsdpRun:
     @property
     def name(self) -> str:
         """A short label: model, sequence, GPUs, device."""
-        return f"{self.model} seq {self.seq} on {self.gpus} {self.device}"
+        return f"{self.model} seq {self.seq} on {self.gpus} {self.device}" + (", torch.compile" if self.compiled else "")
 
 
 _LLMF = ("MosaicML llm-foundry, scripts/train/benchmarking/README.md (github:mosaicml/llm-foundry, rows of "
@@ -209,35 +214,43 @@ MOSAICML_PARAMS = {"7b": 6_658_859_008, "13b": 12_853_954_560, "30b": 29_975_214
 """The tables' ``NumParams`` at sequence 2048 (learned positions make it grow with the sequence)."""
 
 _TT = ("torchtitan, benchmarks/llama3_h100_202412_torchtitan.md (github:pytorch/torchtitan, torchtitan 9dec370, "
-       "2024-12-26), Table {}, row 'FSDP'")
+       "2024-12-26), Table {}, row '{}'")
+_T1 = "Table 1: 1D Parallelism (FSDP), Llama 3.1 8B, 8 GPUs"
+_T3 = "Table 3: 1D Parallelism (FSDP), Llama 3.1 8B, 128 GPUs"
 TORCHTITAN = (
     # Table 1: 8 GPUs, local batch 2, global batch 16, selective activation checkpointing; seq 8192 is
     # torchtitan's llama3_8b.toml (training.seq_len) at that commit.
-    FsdpRun("torchtitan", "Table 1: 1D Parallelism (FSDP), Llama 3.1 8B, 8 GPUs", "llama3-8b", 8192, 8,
-            "h100_96gb_500w", 2, 1, 16, 5762, "selective-op", gradient_reduction="float32", source=_TT.format(1)),
+    FsdpRun("torchtitan", _T1, "llama3-8b", 8192, 8, "h100_96gb_500w", 2, 1, 16, 5762, "selective-op",
+            gradient_reduction="float32", source=_TT.format(1, "FSDP")),
+    # The same with torch.compile on each block (the table's second row).
+    FsdpRun("torchtitan", _T1, "llama3-8b", 8192, 8, "h100_96gb_500w", 2, 1, 16, 6667, "selective-op",
+            gradient_reduction="float32", source=_TT.format(1, "FSDP + torch.compile"), compiled=True),
     # Table 3: the same on 128 GPUs, global batch 256.
-    FsdpRun("torchtitan", "Table 3: 1D Parallelism (FSDP), Llama 3.1 8B, 128 GPUs", "llama3-8b", 8192, 128,
-            "h100_96gb_500w", 2, 1, 256, 5605, "selective-op", gradient_reduction="float32",
-            source=_TT.format(3)),
+    FsdpRun("torchtitan", _T3, "llama3-8b", 8192, 128, "h100_96gb_500w", 2, 1, 256, 5605, "selective-op",
+            gradient_reduction="float32", source=_TT.format(3, "FSDP")),
+    FsdpRun("torchtitan", _T3, "llama3-8b", 8192, 128, "h100_96gb_500w", 2, 1, 256, 6514, "selective-op",
+            gradient_reduction="float32", source=_TT.format(3, "FSDP + torch.compile"), compiled=True),
 )
-"""torchtitan's two plain FSDP rows (bfloat16, eager, no Float8)."""
+"""torchtitan's four FSDP rows without Float8 (bfloat16; eager, and with torch.compile), in the published order."""
 
 NOT_EXPRESSED = (
-    ("torchtitan 2024-12, Tables 1 and 3, 'FSDP + torch.compile' (6,667 and 6,514 TPS/GPU)",
-     "torch.compile fuses the elementwise and normalization kernels; tpsim times each as its own memory-bound "
-     "pass and has no fused-kernel option"),
     ("torchtitan 2024-12, Tables 1 and 3, '+ Float8' (8,532 and 8,380 TPS/GPU)",
-     "torch.compile as above, and torchao's tensorwise float8 linears with dynamic scaling (tpsim's --dtype "
-     "fp8 is its own hybrid recipe, not torchao's)"),
+     "torchao's Float8Linear on every linear but the output, dynamic per-tensor scaling, its amax and casts "
+     "compiled by inductor (torchtitan/float8.py at 9dec370ad): the nearest of tpsim's recipes, --dtype fp8 "
+     "--fp8-recipe current, charges Transformer Engine's cast kernels and weight copies instead, and the "
+     "benchmark does not say whether FSDP2's float8 all-gather (--float8.enable_fsdp_float8_all_gather, off by "
+     "default) was on, which halves what FSDP gathers"),
     ("torchtitan 2024-12, Table 2 (FSDP + context parallel, 32K-262K tokens) and Table 6 (4-D, 405B)",
-     "context parallelism (ring attention) is not one of tpsim's parallelisms; torch.compile and Float8 too"),
+     "context parallelism (ring attention) is not one of tpsim's parallelisms; Float8 too"),
     ("torchtitan 2024-12, Table 4 (Llama 3.1 70B, FSDP 32 x TP 8, 256 GPUs, 829 / 876 TPS/GPU)",
-     "torch.compile and Float8 throughout; async TP as torchtitan's SymmetricMemory micro-pipelining"),
+     "Float8 throughout (above); async TP as torchtitan's SymmetricMemory micro-pipelining"),
     ("torchtitan 2024-12, Table 5 (Llama 3.1 405B, FSDP 8 x TP 8 x PP 8, 100 / 128 TPS/GPU)",
-     "torch.compile, Float8 and async TP as above"),
+     "Float8 and async TP as above"),
     ("torchtitan 2025-06, benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (70B on 256, 8B on 64 H100s, "
      "vanilla and async TP)",
-     "every row runs torch.compile; the float8 rows torchao's tensorwise or rowwise scaling"),
+     "the float8 rows run torchao's tensorwise or rowwise scaling, the async TP rows SymmetricMemory "
+     "micro-pipelining; the two vanilla-TP bfloat16 rows (FSDP x TP 8 with torch.compile) are not 1-D FSDP, "
+     "this table's kind, and are not taken here"),
     ("llm-foundry, 'H100 80GB FP8' table (MPT 1B and 3B)",
      "Transformer Engine's float8 recipe, and no model of 7B or more"),
     ("llm-foundry, rows of MPT 125M to 3B",

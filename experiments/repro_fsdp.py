@@ -40,7 +40,11 @@ selective-op``; its rows also give ``--recompute full`` as the slower bound. Its
 ops (``norm_type = "rmsnorm"`` with ``compile = false`` in its llama3 8B toml at 9dec370ad): ``--norm-kernel
 eager``; llm-foundry's ``low_precision_layernorm`` is PyTorch's native kernel, the default ``fused``. Its
 rotary embedding, GQA key/value copies and SwiGLU product run eagerly by the same switch: ``--pointwise-kernel
-eager`` (``simulator.workloads.kernels.pointwise_variants``).
+eager`` (``simulator.workloads.kernels.pointwise_variants``). Its rows with ``torch.compile`` (``FsdpRun.compiled``:
+each TransformerBlock compiled by inductor) run ``--norm-kernel fused --pointwise-kernel fused`` instead; what
+inductor fuses beyond those kernels, and what it does not, each such row's explanation says (``COMPILE_NOTE``).
+A row whose predicted peak memory is ``MEMORY_PRESSURE`` of the usable or more, and which tpsim reads fast, names
+the caching allocator's retries under memory pressure among its suspects (``memory_pressure``).
 ``experiments.fsdp_tables.NOT_EXPRESSED`` lists the rows left out and why.
 
 Writes the CSV, the PNG of every row's bars and beside it ``*_share.png``, each row's error against its
@@ -69,8 +73,8 @@ from topologies import gpu_nodes
 from topologies.presets import build_preset
 from topologies.triton_rates import triton_devices
 
-__all__ = ["Result", "attention", "command", "fp32_reduction", "predicted_row", "comm_share", "results", "comparisons", "quick_runs",
-           "summary", "by_comm_share", "cli"]
+__all__ = ["Result", "attention", "command", "fp32_reduction", "predicted_row", "comm_share", "memory_pressure", "results",
+           "comparisons", "quick_runs", "summary", "by_comm_share", "cli"]
 
 NAME = "repro_fsdp"
 MODELS = os.path.join("experiments", "models")
@@ -82,6 +86,20 @@ GEMM_CAP = 0.7
 QUICK = (("h100_80gb", "7b", 2048, 8), ("a100_80gb", "7b", 2048, 8), ("a100_40gb", "13b", 2048, 8),
          ("h100_96gb_500w", "llama3-8b", 8192, 8))
 """(device, model, seq, GPUs) of the ``--quick`` rows: one per cluster, each on one server."""
+MEMORY_PRESSURE = 0.95
+"""Predicted peak over usable memory from which a fast row names memory pressure: the usable memory already sets
+aside 5% of the device for the allocator's fragmentation (``simulator.memory.device.RESERVE_FRACTION``), and a
+peak at 95% of it leaves less than that again; no row of the tables lies between 0.943 and 0.959, so the split
+does not hang on the figure (experiments/README.md, "Memory pressure"). Not fitted: no time is charged."""
+PRESET_MEMORY_DIFFERS = {"h100_96gb_500w": "96 GB HBM2e against the preset's 80 GB"}
+"""Devices whose memory the preset does not have: their peak over usable says nothing of the run's pressure."""
+COMPILE_NOTE = (
+    "torch.compile on each block (apply_compile, fullgraph=True, at 9dec370ad) timed as --norm-kernel fused "
+    "--pointwise-kernel fused; inductor also fuses the first residual add into ffn_norm and the residual gradients "
+    "into the norms' backward, and leaves V out of the rotary, which tpsim's kernels charge (tpsim slow there), "
+    "while it still copies repeat_kv's keys and values for SDPA and runs the final norm, outside the blocks, "
+    "eagerly, which tpsim's fused kernels do not charge (fast there)")
+"""What a compiled torchtitan row's explanation says of the kernels it is timed with."""
 
 
 def _model(run: FsdpRun) -> str:
@@ -123,10 +141,16 @@ def command(run: FsdpRun, topology_spec: str | None = None, recompute: str = "")
             "--seq", str(run.seq), "--global-batch", str(run.global_batch), "--batch", str(run.micro_batch),
             "--tp-sizes", "1", "--pp-sizes", "1", "--zero", "3" if run.sharding == "FULL_SHARD" else "2",
             "--recompute", _recompute(run, recompute), "--attention", attention(run), "--dtype", "bfloat16",
-            "--simulate-top", "1", *(["--norm-kernel", "eager", "--pointwise-kernel", "eager"]
-                                           if run.framework == "torchtitan" else []),
+            "--simulate-top", "1", *(_kernels(run) if run.framework == "torchtitan" else []),
             *(["--accumulate-allreduce-grads-in-fp32"] if fp32_reduction(run) else []),
             "--fsdp-version", "2" if run.framework == "torchtitan" else "1"]
+
+
+def _kernels(run: FsdpRun) -> list[str]:
+    """torchtitan's norm and pointwise kernels: eager PyTorch ops (``compile = false`` in its llama3 8B toml at
+    9dec370ad), or inductor's fused kernels where the row compiled each block."""
+    kernel = "fused" if run.compiled else "eager"
+    return ["--norm-kernel", kernel, "--pointwise-kernel", kernel]
 
 
 def fp32_reduction(run: FsdpRun) -> bool:
@@ -168,6 +192,14 @@ def comm_share(run: FsdpRun, row: dict) -> float:
     return comm / ((row["compute_s"] - row["optimizer_s"]) / row["micro_batches"])
 
 
+def memory_pressure(run: FsdpRun, row: dict) -> float | None:
+    """tpsim's predicted peak memory over the usable memory of ``run``'s GPU, or None where the preset's memory
+    is not the run's (``PRESET_MEMORY_DIFFERS``)."""
+    if run.device in PRESET_MEMORY_DIFFERS:
+        return None
+    return row["memory"]["peak_bytes"] / row["device_memory_bytes"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Result:
     """One row: the published run, its comparison, its ``comm_share`` and (full runs) tpsim's figure over the
@@ -179,10 +211,18 @@ class Result:
     capped_ratio: float | None = None
 
 
-def _suspected(run: FsdpRun, ratio: float, share: float, capped: float | None, sms_s: float) -> str:
+def _suspected(run: FsdpRun, ratio: float, share: float, capped: float | None, sms_s: float,
+               pressure: float | None = None) -> str:
     """One sentence on what the row's own variations point to, for an error over 5%; ``sms_s``: the step's
-    ``dp_overlap_sms`` term."""
+    ``dp_overlap_sms`` term, ``pressure``: ``memory_pressure`` of the row."""
     causes = []
+    if pressure is not None and pressure >= MEMORY_PRESSURE and ratio > 1:
+        # PyTorch's caching allocator, short of a free block, frees its cache and retries cudaMalloc
+        # (torch.cuda.memory_stats' num_alloc_retries); pytorch/pytorch#104509 measured 7.3 s an iteration with
+        # 46 retries against 5.0 s with none (FSDP's limit_all_gathers).
+        causes.append(f"memory pressure: the predicted peak is {pressure:.0%} of the usable memory, where PyTorch's "
+                      f"caching allocator frees its cache and retries cudaMalloc (num_alloc_retries), which tpsim "
+                      f"does not model")
     if share >= 0.1:
         causes.append(f"FSDP's collectives run beside {share:.0%} of the compute, which tpsim charges only the SMs "
                       f"their NCCL kernels hold ({sms_s:.3f} s a step), not the memory bandwidth they share")
@@ -210,6 +250,11 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
         full = _per_gpu(predicted_row(command(run, recompute="full")), run)
         notes.append(f"per-op selective checkpointing timed as --recompute selective-op; with --recompute full "
                      f"tpsim gives {full:,.0f} tokens/s/GPU ({full / run.tokens_per_s_per_gpu - 1:+.1%})")
+    if run.compiled:
+        eager = next(r for r in TORCHTITAN if r.table == run.table and not r.compiled)
+        gain = _per_gpu(row, run) / _per_gpu(predicted_row(command(eager)), eager)
+        notes.append(f"{COMPILE_NOTE}; torch.compile's gain: published x{run.tokens_per_s_per_gpu / eager.tokens_per_s_per_gpu:.3f} "
+                     f"({run.tokens_per_s_per_gpu:,.0f} / {eager.tokens_per_s_per_gpu:,.0f}), tpsim x{gain:.3f} (fused / eager)")
     if attention(run) != run.attention:
         notes.append(f"the run's attention kernel was attn_impl: {run.attention}, which has no published figure on "
                      f"this GPU: timed as --attention {attention(run)} (FlashAttention-2, faster)")
@@ -225,10 +270,11 @@ def _result(run: FsdpRun, vary_folder: str | None) -> Result:
     ratio = _per_gpu(row, run) / run.tokens_per_s_per_gpu
     if abs(ratio - 1) > 0.05:
         notes.insert(0, _suspected(run, ratio, share, None if capped is None else capped / run.tokens_per_s_per_gpu,
-                                   row["terms_s"].get("dp_overlap_sms", 0.0)))
+                                   row["terms_s"].get("dp_overlap_sms", 0.0), memory_pressure(run, row)))
     config = (f"{run.gpus} {run.device}, seq {run.seq}, micro-batch {run.micro_batch} x {run.grad_accum}, "
               f"batch {run.global_batch}, {run.sharding}, checkpointing {run.checkpointing}")
-    comparison = Comparison(paper=run.framework, claim=f"{run.model} seq {run.seq} tokens/s/GPU",
+    claim = f"{run.model} seq {run.seq}{' torch.compile' if run.compiled else ''} tokens/s/GPU"
+    comparison = Comparison(paper=run.framework, claim=claim,
                             configuration=config, published=run.tokens_per_s_per_gpu, predicted=_per_gpu(row, run),
                             unit="tokens/s/GPU", source=run.source, explanation="; ".join(notes),
                             commands=("tpsim " + " ".join(argv),))
@@ -265,7 +311,8 @@ def summary(rows: list[Result]) -> str:
         lines[0] += f"; every GEMM capped at {GEMM_CAP:.0%} of peak: geomean error {cap:.1%}"
     groups: dict[str, list[Result]] = {}
     for r in rows:
-        groups.setdefault(f"{r.run.framework}, {r.run.device}, checkpointing {r.run.checkpointing}", []).append(r)
+        label = f"{r.run.framework}, {r.run.device}, checkpointing {r.run.checkpointing}"
+        groups.setdefault(label + (", torch.compile" if r.run.compiled else ""), []).append(r)
     for label, group in groups.items():
         ratios = [r.comparison.ratio for r in group]
         line = (f"  {label}: {len(group)} rows, tpsim / published {min(ratios):.2f}-{max(ratios):.2f}, geomean "

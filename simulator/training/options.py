@@ -80,12 +80,12 @@ class StepOptions:
                              f"(ZeRO 3, optim_grads_params), got ZeRO {self.zero}; use --zero 2 or 3")
         if self.megatron_fsdp and self.grad_reduce_in_fp32 is None:  # Megatron-LM's default, not PyTorch FSDP's
             object.__setattr__(self, "grad_reduce_in_fp32", self.dtype == "bfloat16")
+        if self.deepspeed_bf16_optimizer and (self.dtype != "bfloat16" or self.zero > 1):
+            raise InputError(f"DeepSpeed's BF16_Optimizer runs bf16 at ZeRO 0 or 1, got dtype {self.dtype} and "
+                             f"ZeRO {self.zero}; use --dtype bfloat16 and --zero 0 or 1, or drop the option")
 
     @property
     def torch_fsdp(self) -> bool:
         """ZeRO 2/3 run by PyTorch's FSDP (its casts, copies and step: ``simulator.training.fsdp_passes``), not
         by Megatron-Core's own (``megatron_fsdp``)."""
         return self.zero >= 2 and not self.megatron_fsdp
-        if self.deepspeed_bf16_optimizer and (self.dtype != "bfloat16" or self.zero > 1):
-            raise InputError(f"DeepSpeed's BF16_Optimizer runs bf16 at ZeRO 0 or 1, got dtype {self.dtype} and "
-                             f"ZeRO {self.zero}; use --dtype bfloat16 and --zero 0 or 1, or drop the option")
