@@ -163,7 +163,11 @@ LINES: tuple[Line, ...] = (
     _tokens("MosaicML llm-foundry", "FSDP (ZeRO-3) tokens/s per GPU, MPT 7B to 70B, 8 to 512 A100 40/80GB and H100 "
             "80GB, sequence 512 to 64K", {"paper": "llm-foundry"}),
     Line("torchtitan", "FSDP tokens/s per GPU, Llama 3.1 8B, 8 and 128 H100s (500 W)", "repro_fsdp.csv",
-         {"paper": "torchtitan"}, "joined", 2, published=_whole, tpsim=_whole, counted=True),
+         {"paper": "torchtitan", "claim": "llama3-8b seq 8192 tokens"}, "joined", 2, published=_whole, tpsim=_whole,
+         counted=True),
+    Line("torchtitan", "the same, FSDP + torch.compile", "repro_fsdp.csv",
+         {"paper": "torchtitan", "claim": "llama3-8b seq 8192 torch.compile"}, "joined", 2, published=_whole,
+         tpsim=_whole, counted=True),
     _tokens("NVIDIA NeMo 24.07", "Megatron-Core tokens/s per GPU, FP8, GPT3 5B-175B and Llama 2 7B-70B, 8 to 512 "
             "H100s", {"paper": "NeMo 24.07"}),
     _tokens("NVIDIA Megatron-Bridge 25.11, 26.04.01", "Megatron-Core tokens/s per GPU, FP8, Llama 3 8B and 70B, 8 "
