@@ -39,6 +39,7 @@ module                     what it holds
 ``nemo_tables``            NVIDIA's NeMo / Megatron-Bridge pre-training rows on H100, B200, GB200, as published
 ``repro_nemo``             those rows, published vs predicted, with the FP8 GEMM rate and TP overlap varied
 ``step_calibration``       calibrate --from-steps on the published tables: one row fitted, the rest of its GPU predicted
+``published_table``        docs/published.md's table of every published figure, from the committed CSVs (--check, --write)
 =========================  ==========================================================================
 
 Their results and the lab notes behind them are in experiments/README.md; ``models/`` holds the model files
@@ -49,6 +50,6 @@ __all__ = ["bench_cli_start", "bench_network", "bench_plan", "bench_scale", "ben
            "calibration_holdout",
            "cpu_loop", "fsdp_share_plot", "fsdp_tables", "gemm_cap", "gemm_cap_sweep", "gpu_check", "guard_costs",
            "nccl_fidelity", "nccl_realism", "nemo_tables", "outputs", "paper_25d_claim", "paper_code", "pipeline_tables", "pp_dp_overlap",
-           "published", "quiet_host",
+           "published", "published_table", "quiet_host",
            "repro_3d", "repro_fsdp", "repro_megatron", "repro_nemo", "repro_pipeline", "repro_training", "repro_optimus", "repro_tesseract", "speedup", "step_calibration", "step_time",
            "sustained_gemm"]
