@@ -101,6 +101,8 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
         argv += ["--virtual-stages", str(run.vp)]
     if run.tp > 1 and (run.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap):
         argv.append("--tp-comm-overlap")
+        if run.tp_comm_overlap and run.tp_comm_overlap_cfg:  # the recipe's tuned num_sm (its own overlap only)
+            argv += ["--tp-comm-overlap-cfg", run.tp_comm_overlap_cfg]
     if run.grad_reduce_bf16:
         argv.append("--grad-reduce-in-bf16")
     if not run.gradient_accumulation_fusion:

@@ -101,9 +101,9 @@ def ring_exchange_dgrad(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, dy
     ring_exchange(b, p, r, dy, lin.w, dx, lin.m, lin.n, cols, trans_b=True, keep=f"{dy}_full")
 
 
-def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str) -> None:
+def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str, sms: int) -> None:
     """Rank r's shard of Y = reduce_scatter(X_r W_r), as p chunk GEMMs each reduced onto its owner beside the
-    next chunk's GEMM."""
+    next chunk's GEMM, each reduce holding ``sms`` SMs (TE's ``num_sm``)."""
     rows = lin.m // p
     b.buffer(r, lin.y, (rows, lin.n))
     x = b.buffer(r, f"{lin.x}_rows", (rows, lin.k // p))
@@ -112,7 +112,7 @@ def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearName
         # TE's GEMM reads the chunk's rows of X where they lie (split_overlap_rs): no pass of its own
         b.emit(r, Slice(out=x, src=lin.x, src_rows=(j * rows, (j + 1) * rows), in_place=True))
         b.emit(r, Gemm(out=part, a=x, b=lin.w))
-        b.emit(r, Reduce(group=group, root=j, buf=part, out=lin.y, handle=f"{lin.y}.rd{j}"))
+        b.emit(r, Reduce(group=group, root=j, buf=part, out=lin.y, handle=f"{lin.y}.rd{j}", sms=sms))
         if j > 0:  # part{(j+1) % 2} is written next: its reduce (chunk j - 1) must be done
             b.emit(r, Wait(f"{lin.y}.rd{j - 1}"))
     b.emit(r, Wait(f"{lin.y}.rd{p - 1}"))
