@@ -70,6 +70,10 @@ class NemoRun:
     optimizer (ZeRO-1)."""
     tp_comm_overlap: bool = False
     """The recipe overlaps TP's all-gathers and reduce-scatters with the GEMMs (userbuffers)."""
+    tp_comm_overlap_cfg: str | None = None
+    """The userbuffers config the recipe names (``simulator.algorithms.ub_configs``, whose docstring cites where
+    each recipe names it: NeMo-Framework-Launcher 24.07's training YAMLs for NeMo 24.07, the perf scripts'
+    ``llama3_llm_pretrain.py`` for Megatron-Bridge); None: Transformer Engine's default."""
     recompute_layers: int = 0
     """Layers per pipeline rank recomputed whole (``recompute_granularity full``, method ``block``)."""
     offload_layers: int = 0
@@ -141,19 +145,21 @@ _NEMO_RECIPE = ("NeMo 1.0 launcher configs not in the repository; settings of Ne
                 "overlap and sequence parallel with TP > 1, distributed optimizer, no recompute)")
 
 
-def _nemo(model, gpus, gbs, mbs, seq, tp, pp, vp, tokens, tflops, note=""):
+def _nemo(model, gpus, gbs, mbs, seq, tp, pp, vp, tokens, tflops, note="", ub=None):
     return NemoRun("24.07", "DGX-H100", model, gpus, "FP8", gbs, mbs, seq, tp, pp, vp, tokens, tflops,
-                   tp_comm_overlap=tp > 1, grad_reduce_bf16=False, source=_NEMO_SRC, recipe=_NEMO_RECIPE, note=note)
+                   tp_comm_overlap=tp > 1, tp_comm_overlap_cfg=ub, grad_reduce_bf16=False, source=_NEMO_SRC,
+                   recipe=_NEMO_RECIPE, note=note)
 
 
 NEMO_2407 = (
     _nemo("GPT3-5B", 64, 2048, 4, 2048, 1, 1, 1, 23406, 765),
-    _nemo("GPT3-20B", 64, 256, 2, 2048, 2, 1, 1, 5851, 750),
-    _nemo("GPT3-175B", 128, 256, 1, 2048, 4, 8, 6, 716, 771),
-    _nemo("GPT3-175B", 512, 2048, 2, 2048, 4, 8, 6, 825, 888, note="its TFLOP/s cell links to MLPerf Training"),
+    _nemo("GPT3-20B", 64, 256, 2, 2048, 2, 1, 1, 5851, 750, ub="ub_cfg_h100_h6144_tp2_mbs2_seqlen2048"),
+    _nemo("GPT3-175B", 128, 256, 1, 2048, 4, 8, 6, 716, 771, ub="ub_cfg_h100_h12288_tp4_mbs1_seqlen2048"),
+    _nemo("GPT3-175B", 512, 2048, 2, 2048, 4, 8, 6, 825, 888, note="its TFLOP/s cell links to MLPerf Training",
+          ub="ub_cfg_h100_h12288_tp4_mbs1_seqlen2048"),
     _nemo("LLAMA2-7B", 8, 128, 1, 4096, 1, 1, 1, 16934, 780),
     _nemo("LLAMA2-13B", 16, 128, 1, 4096, 1, 4, 10, 8715, 760),
-    _nemo("LLAMA2-70B", 64, 128, 1, 4096, 4, 4, 20, 1728, 768),
+    _nemo("LLAMA2-70B", 64, 128, 1, 4096, 4, 4, 20, 1728, 768, ub="ub_cfg_h100_h8192_tp4_mbs1_seqlen4096"),
 )
 """The 24.07 table's dense rows without context parallelism (Nemotron and LLAMA3 rows: ``NOT_EXPRESSED``)."""
 
@@ -187,7 +193,7 @@ BRIDGE_2511 = (
             note="the recipe recomputes 5 of 32 layers whole (recompute_num_layers 5, method block); tpsim "
                  "recomputes all layers or none"),
     _mb2511("DGX-H100", "LLAMA3_70B", 64, 128, 1, 4, 8, 5, 1602, 719, "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS",
-            tp_comm_overlap=True),
+            tp_comm_overlap=True, tp_comm_overlap_cfg="userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"),
 )
 """The 25.11 tables' dense rows without context parallelism, on the systems tpsim has presets for."""
 
@@ -202,9 +208,10 @@ BRIDGE_260401 = (
     _mb2604("DGX-GB200", "FP8", 256, 2, 1, 1, 1, 4224, 1892, "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2",
             fsdp=True, offload_layers=40, gradient_accumulation_fusion=False, note=_OFFLOAD),
     _mb2604("DGX-GB200", "MXFP8", 256, 1, 2, 4, 5, 3712, 1664, "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
-            tp_comm_overlap=True, note="MXFP8: 32-element block scaling"),
+            tp_comm_overlap=True, tp_comm_overlap_cfg="userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192",
+            note="MXFP8: 32-element block scaling"),
     _mb2604("DGX-H100", "FP8", 256, 1, 4, 8, 5, 1664, 731, "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2",
-            tp_comm_overlap=True),
+            tp_comm_overlap=True, tp_comm_overlap_cfg="userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"),
 )
 """The 26.04.01 LLAMA3_70B table's rows on GB200 and H100 that tpsim can express (GB300 and NVFP4: left out)."""
 

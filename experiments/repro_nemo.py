@@ -8,7 +8,8 @@ the model (tpsim's Llama presets, ``gpt3-175b`` with NeMo's dropout 0, NeMo's GP
 files in ``experiments/models``), sequence, GPUs, global and micro-batch, TP (``1d-sp`` when TP > 1: the
 recipes run sequence parallel), PP and VP, ZeRO-1 (the distributed optimizer) or ZeRO-3 (Megatron FSDP,
 ``--use-megatron-fsdp``: Megatron-LM's optimizer passes, not PyTorch FSDP's),
-``--tp-comm-overlap`` where the recipe overlaps, ``--grad-reduce-in-bf16`` where it reduces in bf16,
+``--tp-comm-overlap`` where the recipe overlaps (``--tp-comm-overlap-cfg``: the userbuffers config the recipe
+names, ``NemoRun.tp_comm_overlap_cfg``), ``--grad-reduce-in-bf16`` where it reduces in bf16,
 ``--no-gradient-accumulation-fusion`` under Megatron FSDP, ``--dtype fp8`` with the row's ``--fp8-recipe``
 (``NemoRun.fp8_recipe``: delayed, current or MXFP8 scaling, whose casts tpsim times), the attention kernel
 the run ran (``NemoRun.attention``: cuDNN's fused attention on the Megatron-Bridge rows, FlashAttention-2
@@ -101,6 +102,8 @@ def command(run: NemoRun, topology_spec: str | None = None, dtype: str = "fp8", 
         argv += ["--virtual-stages", str(run.vp)]
     if run.tp > 1 and (run.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap):
         argv.append("--tp-comm-overlap")
+        if run.tp_comm_overlap and run.tp_comm_overlap_cfg:  # the recipe's tuned num_sm (its own overlap only)
+            argv += ["--tp-comm-overlap-cfg", run.tp_comm_overlap_cfg]
     if run.grad_reduce_bf16:
         argv.append("--grad-reduce-in-bf16")
     if not run.gradient_accumulation_fusion:

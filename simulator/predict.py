@@ -49,6 +49,7 @@ import networkx as nx
 
 from simulator.algorithms.arrangement import Arrangement, arrangements
 from simulator.algorithms.registry import algorithm_class, build_schedule
+from simulator.algorithms.ub_configs import TE_DEFAULT
 from simulator.errors import NotApplicable
 from simulator.ir.schedule import Schedule
 from simulator.network.topology_cache import TopologyCache
@@ -138,6 +139,9 @@ class Overlaps:
     """1d / 1d-sp: Megatron-LM's asynchronous dX communication beside the dW GEMM (the command's default)."""
     tp_comm_overlap: bool = False
     """1d-sp: Transformer Engine's chunked overlap, forward and the backward's dY gathers (``--tp-comm-overlap``)."""
+    tp_comm_overlap_cfg: str = TE_DEFAULT
+    """The userbuffers config whose SMs its kernels hold (``--tp-comm-overlap-cfg``,
+    ``simulator.algorithms.ub_configs``)."""
 
 
 NO_OVERLAPS = Overlaps()
@@ -147,7 +151,8 @@ def _build(a: Arrangement, workload: Workload, passes: str, dtype: str, overlaps
     cls = algorithm_class(a.algorithm)
     if not cls.square_grid:
         return build_schedule(a.algorithm, workload, passes, dtype, gpus=a.grid[0], async_dgrad=overlaps.async_dgrad,
-                              tp_comm_overlap=overlaps.tp_comm_overlap and cls.supports_tp_comm_overlap)
+                              tp_comm_overlap=overlaps.tp_comm_overlap and cls.supports_tp_comm_overlap,
+                              tp_comm_overlap_cfg=overlaps.tp_comm_overlap_cfg)
     return build_schedule(a.algorithm, workload, passes, dtype, grid=a.grid, overlap=a.overlap)
 
 

@@ -68,6 +68,11 @@ CASES = [
      "--ranks 4 is the deprecated name of --group-size, given too (8); give --group-size N only"),
     ([*COLLECTIVE, "--ranks", "9"], "--group-size 9: topology dgx-a100 has only 8 GPUs"),
     ([*COLLECTIVE, "--ranks", "0"], "--group-size 0: a group has at least 1 rank"),
+    # --tp-comm-overlap-cfg: configures --tp-comm-overlap, and names one of simulator.algorithms.ub_configs
+    (["schedule", "--algo", "1d-sp", "--gpus", "2", *GEMM, "--tp-comm-overlap-cfg", "te-default", "--out", "{out}"],
+     "--tp-comm-overlap-cfg te-default configures --tp-comm-overlap: give both"),
+    (["schedule", "--algo", "1d-sp", "--gpus", "2", *GEMM, "--tp-comm-overlap", "--tp-comm-overlap-cfg", "nope"],
+     "unknown --tp-comm-overlap-cfg 'nope'; valid: te-default, ub_cfg_h100_h6144_tp2_mbs2_seqlen2048"),
     # run and bench: what decides whether they can start, before torch is imported
     (["run", "--algo", "1d", "--gpus", "2", *GEMM, "--nproc", "0", "--out", "{out}"],
      "--nproc 0: give at least 1 local rank (--nproc N, N >= 1)"),

@@ -11,6 +11,7 @@ module              what it holds
 ``megatron_1d``     1-D Megatron-LM (column- then row-parallel)
 ``megatron_1d_sp``  1-D Megatron-LM with sequence parallelism (all-gather / reduce-scatter)
 ``tp_comm_overlap`` 1d-sp's gathers and scatters in chunks beside chunked GEMMs (Transformer Engine's userbuffers)
+``ub_configs``      the SMs TE's userbuffers kernels hold (``num_sm``): TE's default and published tuned configs
 ``summa_steps``     the SUMMA steps of one linear, shared by 2-D SUMMA and SUMMA2.5
 ``summa2d``         2-D SUMMA / Optimus on [q, q, 1]
 ``summa25d``        SUMMA2.5 / Tesseract on [q, q, d]
@@ -22,4 +23,4 @@ module              what it holds
 """
 
 __all__ = ["arrangement", "base", "cannon25d", "cannon_steps", "compose", "cube", "grid", "megatron_1d", "megatron_1d_sp", "registry",
-           "summa25d", "summa2d", "summa_steps", "tensor3d", "tp_comm_overlap"]
+           "summa25d", "summa2d", "summa_steps", "tensor3d", "tp_comm_overlap", "ub_configs"]

@@ -44,7 +44,9 @@ beside the dW GEMM, waited for after it. Same ops and sizes, in that order.
 ``tp_comm_overlap`` (Megatron-LM's ``--tp-comm-overlap``, off by default there too) runs the forward's
 gathers and reduce-scatters, and the row-parallel backward's gathers of dY, in chunks beside chunked GEMMs,
 as Transformer Engine's userbuffers do (``simulator.algorithms.tp_comm_overlap``); the column-parallel
-backward stays as above (asynchronous under ``async_dgrad``: TE's bulk overlaps).
+backward stays as above (asynchronous under ``async_dgrad``: TE's bulk overlaps). Under it the collectives TE
+runs as userbuffers kernels (the forward's reduces, the column-parallel backward's gather and reduce-scatter)
+carry the SMs those kernels hold (``sms``: ``tp_comm_overlap_cfg``, ``simulator.algorithms.ub_configs``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from typing import ClassVar
 from simulator.algorithms.base import Blocks, LinearNames
 from simulator.algorithms.megatron_1d import WORLD, Megatron1D, _column, _split
 from simulator.algorithms.tp_comm_overlap import pipelined_reduce_forward, ring_exchange_dgrad, ring_exchange_forward
+from simulator.algorithms.ub_configs import TE_DEFAULT, ub_config
 from simulator.ir.builder import ScheduleBuilder
 from simulator.ir.ops import AllGather, Gemm, ReduceScatter, Wait
 from simulator.workloads.workload import Workload
@@ -67,6 +70,9 @@ class Megatron1DSP(Megatron1D):
     tp_comm_overlap: bool = False
     """Transformer Engine's userbuffers overlap of the forward's gathers and scatters and of the row-parallel
     backward's dY gathers (``tp_comm_overlap``)."""
+    tp_comm_overlap_cfg: str = TE_DEFAULT
+    """Under ``tp_comm_overlap``: the userbuffers config whose ``num_sm`` its kernels hold
+    (``simulator.algorithms.ub_configs``)."""
     name: ClassVar[str] = "1d-sp"
     aliases: ClassVar[tuple[str, ...]] = ("megatron-sp",)
     summary: ClassVar[str] = ("Megatron-LM with sequence parallelism (Korthikanti et al. 2022): all-gather and "
@@ -87,12 +93,20 @@ class Megatron1DSP(Megatron1D):
     def output_blocks(self, lin: LinearNames) -> Blocks:
         return self._columns(lin.m, lin.n) if _column(lin) else self._shards(lin.m, lin.n)
 
-    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int, handle: str | None = None) -> str:
+    def _gather(self, b: ScheduleBuilder, r: int, shard: str, rows: int, cols: int, handle: str | None = None,
+                sms: int | None = None) -> str:
         """All-gather the shards of ``shard`` into ``<shard>_full`` [rows, cols] on rank r (asynchronously
-        with ``handle``)."""
+        with ``handle``; ``sms``: as ``AllGather.sms``)."""
         full = b.buffer(r, f"{shard}_full", (rows, cols))
-        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0, handle=handle))
+        b.emit(r, AllGather(group=WORLD, inp=shard, out=full, axis=0, handle=handle, sms=sms))
         return full
+
+    def _ub_backward(self, lin: LinearNames) -> tuple[int | None, int | None]:
+        """The SMs of a column-parallel linear's (X gather, dX reduce-scatter) as TE's bulk overlaps under
+        ``tp_comm_overlap`` (``qkv_dgrad``, ``qkv_wgrad`` / ``fc1_*``); NCCL's channels (None) otherwise."""
+        if not (self.tp_comm_overlap and self.p > 1):
+            return None, None
+        return ub_config(self.tp_comm_overlap_cfg).backward_sms(lin.index)
 
     def forward(self, b: ScheduleBuilder, lin: LinearNames) -> None:
         """Y_r = all_gather(X) W_r (column), or Y = reduce_scatter(X_r W_r) (row); chunked beside the GEMMs
@@ -102,7 +116,8 @@ class Megatron1DSP(Megatron1D):
             if chunked and _column(lin):
                 ring_exchange_forward(b, self.p, r, lin, cols[1] - cols[0])
             elif chunked:
-                pipelined_reduce_forward(b, self.p, r, lin, WORLD)
+                sms = ub_config(self.tp_comm_overlap_cfg).forward_sms(lin.index)
+                pipelined_reduce_forward(b, self.p, r, lin, WORLD, sms)
             elif _column(lin):
                 x = self._gather(b, r, lin.x, lin.m, lin.k)
                 b.buffer(r, lin.y, (lin.m, cols[1] - cols[0]))
@@ -118,14 +133,16 @@ class Megatron1DSP(Megatron1D):
         ``tp_comm_overlap`` the gather a ring beside p chunk GEMMs, the gathered dY kept for dW)."""
         for r, rows, cols in self.input_blocks(lin):
             if _column(lin):
+                gather_sms, scatter_sms = self._ub_backward(lin)
                 if self.overlaps_dgrad:  # Megatron-LM gathers X for dW while the dX GEMM runs
-                    self._gather(b, r, lin.x, lin.m, lin.k, f"{lin.y}.xgather")
+                    self._gather(b, r, lin.x, lin.m, lin.k, f"{lin.y}.xgather", gather_sms)
                 part = b.buffer(r, f"{dx}_part", (lin.m, lin.k))
                 b.emit(r, Gemm(out=part, a=dy, b=lin.w, trans_b=True))
                 if self.overlaps_dgrad:
                     b.emit(r, Wait(f"{lin.y}.xgather"))
                 b.buffer(r, dx, (rows[1] - rows[0], lin.k))
-                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0, handle=self.dgrad_handle(lin)))
+                b.emit(r, ReduceScatter(group=WORLD, inp=part, out=dx, axis=0, handle=self.dgrad_handle(lin),
+                                        sms=scatter_sms))
             elif self.tp_comm_overlap and self.p > 1:
                 ring_exchange_dgrad(b, self.p, r, lin, dy, dx, cols[1] - cols[0])
             else:

@@ -38,6 +38,7 @@ from simulator.algorithms.compose import compose
 from simulator.algorithms.megatron_1d import Megatron1D
 from simulator.algorithms.megatron_1d_sp import Megatron1DSP
 from simulator.algorithms.summa2d import Summa2D
+from simulator.algorithms.ub_configs import TE_DEFAULT, ub_config
 from simulator.algorithms.summa25d import Summa25D
 from simulator.algorithms.tensor3d import Tensor3D
 from simulator.errors import InputError
@@ -83,7 +84,8 @@ def legal_grids(algorithm: str, gpus: int) -> list[tuple[int, ...]]:
 
 def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dtype: str = "float32",
                    grid: tuple[int, ...] | None = None, gpus: int | None = None,
-                   overlap: bool = False, async_dgrad: bool = False, tp_comm_overlap: bool = False) -> Schedule:
+                   overlap: bool = False, async_dgrad: bool = False, tp_comm_overlap: bool = False,
+                   tp_comm_overlap_cfg: str = TE_DEFAULT) -> Schedule:
     """The schedule of ``workload`` under ``algorithm``; InputError (NotApplicable for sizes that do not
     divide) naming any violated constraint.
 
@@ -94,12 +96,15 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
     (``megatron_1d``); recorded as ``options["async_dgrad"]``. ``tp_comm_overlap`` (1d-sp only) chunks the
     forward's gathers and reduce-scatters, and the backward's gathers of the row-parallel output gradient,
     beside the GEMMs as Transformer Engine does
-    (``tp_comm_overlap``); recorded as ``options["tp_comm_overlap"]``.
+    (``tp_comm_overlap``); recorded as ``options["tp_comm_overlap"]``. ``tp_comm_overlap_cfg``: the userbuffers
+    config whose SMs its kernels hold (``ub_configs``; TE's default unless named, recorded when named; ignored
+    without ``tp_comm_overlap``).
     """
     cls = algorithm_class(algorithm)
     if tp_comm_overlap and not cls.supports_tp_comm_overlap:
         raise InputError(f"--tp-comm-overlap applies to 1d-sp (it overlaps sequence parallelism's gathers and "
                          f"reduce-scatters), not {cls.name}")
+    ub_config(tp_comm_overlap_cfg)  # an unknown name is the user's error, with or without the overlap
     if overlap and not cls.supports_overlap:
         raise InputError(f"--overlap applies to {' and '.join(OVERLAP_ALGORITHMS)} (SUMMA prefetch), not {cls.name}")
     if dtype not in DTYPES:
@@ -116,7 +121,7 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
     if async_dgrad:
         alg = replace(alg, async_dgrad=True)
     if tp_comm_overlap:
-        alg = replace(alg, tp_comm_overlap=True)
+        alg = replace(alg, tp_comm_overlap=True, tp_comm_overlap_cfg=tp_comm_overlap_cfg)
     schedule = compose(alg, workload, passes, dtype)
     if overlap:
         schedule.options["overlap"] = True
@@ -124,4 +129,6 @@ def build_schedule(algorithm: str, workload: Workload, passes: str = "both", dty
         schedule.options["async_dgrad"] = True
     if tp_comm_overlap:
         schedule.options["tp_comm_overlap"] = True
+        if tp_comm_overlap_cfg != TE_DEFAULT:  # TE's default is left unrecorded: earlier schedules stay as they were
+            schedule.options["tp_comm_overlap_cfg"] = tp_comm_overlap_cfg
     return schedule

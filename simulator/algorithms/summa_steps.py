@@ -110,8 +110,8 @@ def _broadcast_multiply_reduce(b: ScheduleBuilder, rank: int, q: int, bcast_grou
         else:
             issue(t)
         b.emit_fields(rank, Gemm, *multiply(parts[t], operand[t]))
-        b.emit_fields(rank, Reduce, reduce_group, t, parts[t], dest,  # group, root, buf, out, handle
-                      f"{tag}.r{t}" if overlap else None)
+        b.emit_fields(rank, Reduce, reduce_group, t, parts[t], dest,  # group, root, buf, out, handle, sms
+                      f"{tag}.r{t}" if overlap else None, None)
     if overlap:
         for t in range(max(0, q - 2), q):
             b.emit(rank, Wait(f"{tag}.r{t}"))

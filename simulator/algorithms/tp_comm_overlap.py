@@ -17,7 +17,9 @@ a GEMM on another chunk. Its default methods for the forward:
   reduced onto rank j (a ``reduce`` rooted at j) while the next chunk's GEMM runs; the reduce of a chunk is
   waited for before its buffer is written again. This is TE's pipeline with p splits (one per shard, so
   that each chunk's reduction lands whole on its owner; TE's 4 splits stride the shards instead), and
-  its reduces hold NCCL's channels, where TE's kernel holds 16 SMs.
+  each reduce carries the SMs TE's kernel holds (the op's ``sms``: ``num_sm``, 16 by default, a tuned
+  config's otherwise, ``simulator.algorithms.ub_configs``), which ``simulator.timing.sm_sharing`` charges
+  the GEMM beside it instead of NCCL's channels.
 
 And for the backward (TE ``initialize_ub`` defaults, ``module/base.py`` at d0067d0, the same in NeMo's
 ``nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py`` at 8cfedd7 and Megatron-Bridge's
@@ -33,9 +35,11 @@ And for the backward (TE ``initialize_ub`` defaults, ``module/base.py`` at d0067
 - ``qkv_dgrad``, ``fc1_dgrad`` (bulk all-gather of X beside the dX GEMM), ``qkv_wgrad``, ``fc1_wgrad``
   (bulk reduce-scatter of dX beside the dW GEMM): ``bulk``, 16 SMs by default (NeMo and Megatron-Bridge
   tune 2-24). Not lowered here: ``megatron_1d_sp``'s asynchronous dX communication (``async_dgrad``) runs
-  the same two collectives beside the same two GEMMs, charged NCCL's channels
-  (``simulator.timing.sm_sharing``: 24 on A100 and H100) for the overlapped time, where TE's bulk kernels
-  hold ``num_sm``: up to 24 / 2 times TE's charge on the tuned configurations, 1.5 times its default's.
+  the same two collectives beside the same two GEMMs; under ``tp_comm_overlap`` they carry TE's ``num_sm``
+  (``sms``; ``qkv_dgrad`` / ``fc1_dgrad`` the gather's, ``qkv_wgrad`` / ``fc1_wgrad`` the scatter's), so the
+  overlapped time is charged num_sm / SMs (``simulator.timing.sm_sharing``), not NCCL's 24 channels of
+  A100 and H100. ``--tp-comm-overlap-cfg`` names the tuned config (``simulator.algorithms.ub_configs``: the
+  published ones the ``experiments.repro_nemo`` rows' recipes name); TE's default 16 otherwise.
 
 What tpsim adds that TE does not do: nothing it charges time for. Each chunk's rows are still
 moved by ``slice`` ops (into Y or dX, out of X for the row-parallel GEMM, and the backward ring's received
@@ -101,9 +105,9 @@ def ring_exchange_dgrad(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, dy
     ring_exchange(b, p, r, dy, lin.w, dx, lin.m, lin.n, cols, trans_b=True, keep=f"{dy}_full")
 
 
-def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str) -> None:
+def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearNames, group: str, sms: int) -> None:
     """Rank r's shard of Y = reduce_scatter(X_r W_r), as p chunk GEMMs each reduced onto its owner beside the
-    next chunk's GEMM."""
+    next chunk's GEMM, each reduce holding ``sms`` SMs (TE's ``num_sm``)."""
     rows = lin.m // p
     b.buffer(r, lin.y, (rows, lin.n))
     x = b.buffer(r, f"{lin.x}_rows", (rows, lin.k // p))
@@ -112,7 +116,7 @@ def pipelined_reduce_forward(b: ScheduleBuilder, p: int, r: int, lin: LinearName
         # TE's GEMM reads the chunk's rows of X where they lie (split_overlap_rs): no pass of its own
         b.emit(r, Slice(out=x, src=lin.x, src_rows=(j * rows, (j + 1) * rows), in_place=True))
         b.emit(r, Gemm(out=part, a=x, b=lin.w))
-        b.emit(r, Reduce(group=group, root=j, buf=part, out=lin.y, handle=f"{lin.y}.rd{j}"))
+        b.emit(r, Reduce(group=group, root=j, buf=part, out=lin.y, handle=f"{lin.y}.rd{j}", sms=sms))
         if j > 0:  # part{(j+1) % 2} is written next: its reduce (chunk j - 1) must be done
             b.emit(r, Wait(f"{lin.y}.rd{j - 1}"))
     b.emit(r, Wait(f"{lin.y}.rd{p - 1}"))

@@ -38,7 +38,8 @@ import sys
 from simulator.algorithms.registry import ALGORITHMS, ALIASES, OVERLAP_ALGORITHMS
 from simulator.commands.defaults import default_gpus
 from simulator.commands.predict_training import add_training_plan_arguments, training_plan_command
-from simulator.commands.schedule_args import add_async_dgrad_argument, add_workload_arguments, layers_of, workload_from_args
+from simulator.commands.schedule_args import (add_async_dgrad_argument, add_workload_arguments, layers_of,
+                                              tp_comm_overlap_cfg, workload_from_args)
 from simulator.commands.sim_args import (add_topology_arguments, check_placement, format_bytes, format_time,
                                          parse_overrides)
 from simulator.errors import InputError
@@ -170,7 +171,7 @@ def predict_command(args: argparse.Namespace) -> int:
     with Progress("tpsim predict", total=len(candidates), unit="arrangement") as bar:
         rows = predict(G, workload, args.gpus, args.passes, args.dtype, overrides, candidates,
                        progress=lambda _: bar.update(), prune=not args.no_prune, workers=args.workers,
-                       overlaps=Overlaps(args.async_dgrad, args.tp_comm_overlap))
+                       overlaps=Overlaps(args.async_dgrad, args.tp_comm_overlap, tp_comm_overlap_cfg(args)))
     records = [dict(rank=i + 1 if not r.skipped else None, **r.to_dict()) for i, r in enumerate(rows)]
     layers = layers_of(args, workload)
     if workload.name == "transformer":

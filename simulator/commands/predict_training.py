@@ -32,7 +32,7 @@ import functools
 import math
 import sys
 
-from simulator.commands.schedule_args import vocab_of
+from simulator.commands.schedule_args import tp_comm_overlap_cfg, vocab_of
 from simulator.commands.sim_args import format_time
 from simulator.commands.training_args import add_model_state_arguments
 from simulator.errors import InputError
@@ -147,6 +147,7 @@ def _options(args, workload: Workload) -> StepOptions:
                        gradient_accumulation_fusion=args.gradient_accumulation_fusion,
                        deepspeed_bf16_optimizer=args.deepspeed_bf16_optimizer,
                        async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
+                       tp_comm_overlap_cfg=tp_comm_overlap_cfg(args),
                        backward_prefetch=args.backward_prefetch, fsdp_version=args.fsdp_version,
                        megatron_fsdp=args.megatron_fsdp)
 
@@ -344,7 +345,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None,
                                                          options.layers, reduction, options.async_dgrad,
                                                          options.tp_comm_overlap, options.backward_prefetch,
                                                          precision, reduce_dtype, o.megatron_fsdp,
-                                                         o.fsdp_version if o.torch_fsdp else None)]
+                                                         o.fsdp_version if o.torch_fsdp else None,
+                                                         options.tp_comm_overlap_cfg)]
     return lines
 
 

@@ -23,6 +23,7 @@ from typing import Callable
 
 from simulator.algorithms.registry import (ALGORITHMS, ALIASES, DTYPES, OVERLAP_ALGORITHMS, SQUARE_GRID_ALGORITHMS,
                                            algorithm_class, build_schedule)
+from simulator.algorithms.ub_configs import TE_DEFAULT, UB_CONFIGS, ub_config
 from simulator.commands.pipeline_args import add_pipeline_arguments, pipeline_request
 from simulator.errors import InputError
 from simulator.guard.check import add_force_argument
@@ -106,6 +107,22 @@ def add_async_dgrad_argument(group) -> None:
                        help="1d-sp: run the forward's all-gathers and reduce-scatters, and the backward's "
                             "all-gathers of the row-parallel output gradient, in chunks beside chunked GEMMs, as "
                             "Megatron-LM's --tp-comm-overlap does with Transformer Engine (default off)")
+    group.add_argument("--tp-comm-overlap-cfg", metavar="NAME",
+                       help="with --tp-comm-overlap: the userbuffers config whose num_sm SMs Transformer Engine's "
+                            f"kernels hold beside the GEMMs, one of {', '.join(UB_CONFIGS)} (default: "
+                            f"{TE_DEFAULT}, TE's 16)")
+
+
+def tp_comm_overlap_cfg(args: argparse.Namespace) -> str:
+    """``--tp-comm-overlap-cfg``'s config name (TE's default when not given); InputError when it is given
+    without ``--tp-comm-overlap`` or names no config."""
+    name = getattr(args, "tp_comm_overlap_cfg", None)
+    if name is None:
+        return TE_DEFAULT
+    if not getattr(args, "tp_comm_overlap", False):
+        raise InputError(f"--tp-comm-overlap-cfg {name} configures --tp-comm-overlap: give both")
+    ub_config(name)
+    return name
 
 
 def add_workload_arguments(group: argparse._ArgumentGroup, dtype_help: str = "") -> None:
@@ -283,6 +300,8 @@ def schedule_from_args(args: argparse.Namespace, before_build: Callable[..., Non
         given += [flag for flag, dest in FUSION_FLAGS.items() if getattr(args, dest, True) is False]
         if getattr(args, "tp_comm_overlap", False):
             given.append("--tp-comm-overlap")
+        if getattr(args, "tp_comm_overlap_cfg", None) is not None:
+            given.append("--tp-comm-overlap-cfg")
         if given:
             raise InputError(f"--schedule FILE replaces the generator arguments; drop {' '.join(given)}")
         schedule = load_schedule(args.schedule)
@@ -311,4 +330,5 @@ def schedule_from_args(args: argparse.Namespace, before_build: Callable[..., Non
         return lower_pipeline(args.algo, workload, args.layers, dtype=args.dtype, grid=grid, gpus=args.gpus,
                               overlap=args.overlap, async_dgrad=args.async_dgrad, **pipeline)
     return build_schedule(args.algo, workload, args.passes, args.dtype, grid=grid, gpus=args.gpus,
-                          overlap=args.overlap, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap)
+                          overlap=args.overlap, async_dgrad=args.async_dgrad, tp_comm_overlap=args.tp_comm_overlap,
+                          tp_comm_overlap_cfg=tp_comm_overlap_cfg(args))

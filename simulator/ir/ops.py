@@ -177,7 +177,8 @@ class CommOp(Op):
         raise NotImplementedError
 
     def _suffix(self) -> str:
-        return f" &{self.handle}" if getattr(self, "handle", None) else ""
+        sms = getattr(self, "sms", None)
+        return (f" &{self.handle}" if getattr(self, "handle", None) else "") + (f" sm{sms}" if sms is not None else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +218,9 @@ class Reduce(CommOp):
     buf: str
     out: str
     handle: str | None = None
+    sms: int | None = None
+    """SMs its kernel holds beside compute: None for NCCL's channels (``simulator.timing.sm_sharing``), a count
+    for Transformer Engine's userbuffers kernels (``simulator.algorithms.ub_configs``)."""
 
     def reads(self) -> tuple[str, ...]:
         return (self.buf,)
@@ -263,6 +267,9 @@ class AllGather(CommOp):
     out: str
     axis: int = 0
     handle: str | None = None
+    sms: int | None = None
+    """SMs its kernel holds beside compute: None for NCCL's channels (``simulator.timing.sm_sharing``), a count
+    for Transformer Engine's userbuffers kernels (``simulator.algorithms.ub_configs``)."""
 
     def reads(self) -> tuple[str, ...]:
         return (self.inp,)
@@ -287,6 +294,9 @@ class ReduceScatter(CommOp):
     out: str
     axis: int = 0
     handle: str | None = None
+    sms: int | None = None
+    """SMs its kernel holds beside compute: None for NCCL's channels (``simulator.timing.sm_sharing``), a count
+    for Transformer Engine's userbuffers kernels (``simulator.algorithms.ub_configs``)."""
 
     def reads(self) -> tuple[str, ...]:
         return (self.inp,)

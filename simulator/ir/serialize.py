@@ -58,6 +58,10 @@ def _convert(annotation: str, value: Any, where: str) -> Any:
         if not isinstance(value, int) or isinstance(value, bool):
             raise bad("an integer")
         return value
+    if annotation == "int | None":
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise bad("an integer or null")
+        return value
     if annotation == "bool":
         if not isinstance(value, bool):
             raise bad("true or false")

@@ -73,7 +73,8 @@ def critical_path(plan: Plan, comm_time: Callable[[Instance], float], timeline: 
     def settle(rank: int, inst: Instance, step: int) -> None:
         if issued[rank] and inst.index in issued[rank]:  # a wait: charge the compute beside it (sm_sharing)
             at, before = issued[rank].pop(inst.index)
-            lost = sharing.extra_s(rank, inst.kind, at, busy[rank] - before, inst.start_s, inst.end_s, clock[rank])
+            lost = sharing.extra_s(rank, inst.kind, at, busy[rank] - before, inst.start_s, inst.end_s, clock[rank],
+                                   inst.sms)
             out.shared_s[rank] += lost
             clock[rank] += lost
             out.starts[rank][step] = clock[rank]

@@ -146,7 +146,7 @@ class Engine:
                 yield inst.done
             if issued and inst.index in issued:
                 at, before = issued.pop(inst.index)
-                lost = sharing.extra_s(rank, inst.kind, at, busy - before, inst.start_s, inst.end_s, t)
+                lost = sharing.extra_s(rank, inst.kind, at, busy - before, inst.start_s, inst.end_s, t, inst.sms)
                 shared += lost
                 t += lost
                 starts[step] = t  # the wait begins once the slowed compute has ended

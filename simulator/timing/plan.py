@@ -34,11 +34,11 @@ RUN, COMM, WAIT = 0, 1, 2
 class Instance:
     """One collective (all members' n-th op on a group) or one send/recv pair, and its timing."""
 
-    __slots__ = ("index", "kind", "group", "ranks", "gpus", "nbytes", "root", "expected", "arrived",
+    __slots__ = ("index", "kind", "group", "ranks", "gpus", "nbytes", "root", "sms", "expected", "arrived",
                  "last_arrival_s", "start_s", "end_s", "done", "algorithm")
 
     def __init__(self, index: int, kind: str, group: str | None, ranks: tuple[int, ...], gpus: tuple[str, ...],
-                 nbytes: int, root: int | None):
+                 nbytes: int, root: int | None, sms: int | None = None):
         self.index = index
         self.kind = kind
         """A collective kind, or "p2p" for a send/recv pair."""
@@ -52,6 +52,8 @@ class Instance:
         """nccl-tests' S (buffer size; all_gather's output, reduce_scatter's input); the message for p2p."""
         self.root = root
         """Group-local root of a broadcast or reduce, else None."""
+        self.sms = sms
+        """SMs its kernel holds (a userbuffers kernel's ``num_sm``); None: NCCL's channels (``sm_sharing``)."""
         self.expected = len(ranks)
         self.arrived = 0
         self.last_arrival_s = 0.0
@@ -178,7 +180,7 @@ def compile_schedule(schedule: Schedule, gpus: list[str], devices: list[dict], c
                     inst = seen[n]
                 else:
                     inst = Instance(len(instances), op.kind, group, schedule.groups[group], group_gpus[group],
-                                    nbytes, getattr(op, "root", None))
+                                    nbytes, getattr(op, "root", None), getattr(op, "sms", None))
                     seen.append(inst)
                     instances.append(inst)
             else:

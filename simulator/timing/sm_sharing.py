@@ -23,7 +23,9 @@ Channels (CTAs) of one collective, from NCCL's own init lines on 8-GPU NVLink se
 
 An all_reduce on GPUs that share an NVLink SHARP switch (``CollectiveParams.nvls``) counts the NVLS
 channels, any other collective the ring / tree channels (the one-server figures: tensor-parallel groups
-sit inside a server). Send/recv pairs cost nothing here. SMs come from the device (``sms``,
+sit inside a server). Send/recv pairs cost nothing here. A collective that Transformer Engine runs as a
+userbuffers kernel (``--tp-comm-overlap``) holds that kernel's ``num_sm`` SMs instead of NCCL's channels: its
+op says how many (``sms``, ``simulator.algorithms.ub_configs``), and the charge is sms / SMs. SMs come from the device (``sms``,
 ``topologies.compute_rates``: A100 108, H100 SXM5 and H200 132, B200 148). Where either is unknown (no
 ``collective_nccl_arch``, CPU ranks) there is no cost.
 """
@@ -45,11 +47,13 @@ NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
 class SmSharing:
     """Per rank, the fraction of its SMs each collective kind's kernel holds; ``extra_s`` the slowdown."""
 
-    __slots__ = ("fractions",)
+    __slots__ = ("fractions", "sms")
 
-    def __init__(self, fractions: list[dict[str, float]]):
+    def __init__(self, fractions: list[dict[str, float]], sms: list[int | None] | None = None):
         self.fractions = fractions
         """``fractions[rank][kind]``: channels / SMs, at most 1; a kind not listed costs nothing."""
+        self.sms = sms if sms is not None else [None] * len(fractions)
+        """``sms[rank]``: the device's SMs (None: unknown, and a userbuffers kernel then costs nothing)."""
 
     @classmethod
     def on_graph(cls, G: nx.DiGraph, gpus: list[str]) -> "SmSharing | None":
@@ -59,9 +63,10 @@ class SmSharing:
         if coll is None:
             return None
         reduce = NVLS_CHANNELS.get(params.nccl_arch, coll) if params.nvls else coll
-        fractions, seen = [], {}
+        fractions, seen, counts = [], {}, []
         for gpu in gpus:
             sms = G.nodes[gpu]["device"].get("sms")
+            counts.append(sms or None)
             if sms not in seen:
                 seen[sms] = {} if not sms else {
                     kind: min(1.0, (reduce if kind == "all_reduce" else coll) / sms)
@@ -69,14 +74,19 @@ class SmSharing:
             fractions.append(seen[sms])
         if not any(fractions):
             return None
-        return cls(fractions)
+        return cls(fractions, counts)
 
     def extra_s(self, rank: int, kind: str, issued_s: float, busy_s: float, start_s: float, end_s: float,
-                now_s: float) -> float:
+                now_s: float, held: int | None = None) -> float:
         """Seconds the compute of ``rank`` lost to a collective of ``kind`` that it issued at ``issued_s``
         and ran from ``start_s`` to ``end_s``, the rank having computed ``busy_s`` seconds by ``now_s``,
-        when it waits for it."""
-        f = self.fractions[rank].get(kind, 0.0)
+        when it waits for it; ``held``: the SMs its kernel holds (a userbuffers kernel's), None for NCCL's
+        channels."""
+        if held is None:
+            f = self.fractions[rank].get(kind, 0.0)
+        else:
+            sms = self.sms[rank]
+            f = min(1.0, held / sms) if sms else 0.0
         if f == 0.0:
             return 0.0
         window = min(end_s, now_s) - max(start_s, issued_s)

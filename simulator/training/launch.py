@@ -47,6 +47,7 @@ Example::
 
 from __future__ import annotations
 
+from simulator.algorithms.ub_configs import TE_DEFAULT
 from simulator.training.arrangement import TrainingArrangement
 
 __all__ = ["fusion_flags", "launch_lines", "norm_note", "precision_flags"]
@@ -99,7 +100,8 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
               layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
               tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE",
               precision: tuple[str, ...] = (), reduce_dtype: str | None = None,
-              megatron_fsdp: bool = False, fsdp_version: int | None = None) -> list[str]:
+              megatron_fsdp: bool = False, fsdp_version: int | None = None,
+              tp_comm_overlap_cfg: str = TE_DEFAULT) -> list[str]:
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -107,6 +109,8 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
         args.append("--no-async-tensor-model-parallel-allreduce")
     if tp_comm_overlap and a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--tp-comm-overlap")
+        if tp_comm_overlap_cfg != TE_DEFAULT:  # Megatron-LM's flag takes the config's YAML file
+            args.append(f"--tp-comm-overlap-cfg {tp_comm_overlap_cfg}.yaml")
     if a.pp > 1:
         args.append(f"--pipeline-model-parallel-size {a.pp}")
         if a.schedule == "interleaved" and layers:
@@ -170,7 +174,7 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
                  async_dgrad: bool = True, tp_comm_overlap: bool = False,
                  backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = (),
                  reduce_dtype: str | None = None, megatron_fsdp: bool = False,
-                 fsdp_version: int | None = None) -> list[str]:
+                 fsdp_version: int | None = None, tp_comm_overlap_cfg: str = TE_DEFAULT) -> list[str]:
     """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
     the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
     arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
@@ -178,11 +182,12 @@ def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, ze
     and any kernel fusion turned off (``fusion_flags``); ``reduce_dtype``: the dtype ZeRO 2/3 reduce-scatters the
     gradients in (FSDP's ``reduce_dtype``; None: not said); ``megatron_fsdp``: ZeRO 2/3 as Megatron-Core's own
     FSDP (``StepOptions.megatron_fsdp``); ``fsdp_version``: the PyTorch FSDP whose passes timed ZeRO 2/3 (None:
-    not PyTorch's)."""
+    not PyTorch's); ``tp_comm_overlap_cfg``: the userbuffers config under ``tp_comm_overlap`` (named only when
+    not TE's default)."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
         return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
                          tp_comm_overlap, backward_prefetch, precision, reduce_dtype, megatron_fsdp,
-                         fsdp_version)
+                         fsdp_version, tp_comm_overlap_cfg)
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

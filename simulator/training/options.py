@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.algorithms.ub_configs import TE_DEFAULT
 from simulator.errors import InputError
 from simulator.memory.setup import TrainingSetup
 from simulator.training.fsdp_passes import check_fsdp_version
@@ -54,6 +55,9 @@ class StepOptions:
     """1d-sp: Transformer Engine's chunked overlap of the forward's gathers and reduce-scatters and the backward's
     row-parallel dY gathers (Megatron-LM's
     ``--tp-comm-overlap``, off by default; ``simulator.algorithms.tp_comm_overlap``); other algorithms ignore it."""
+    tp_comm_overlap_cfg: str = TE_DEFAULT
+    """Under ``tp_comm_overlap``: the userbuffers config whose ``num_sm`` SMs TE's kernels hold beside the GEMMs
+    (``--tp-comm-overlap-cfg``, ``simulator.algorithms.ub_configs``; default TE's own, 16)."""
     backward_prefetch: str = "BACKWARD_PRE"
     """ZeRO-3: FSDP's ``BackwardPrefetch`` (``simulator.training.fsdp_prefetch``)."""
     fsdp_version: int = 2

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 import networkx as nx
 
 from simulator.algorithms.registry import algorithm_class, build_schedule
+from simulator.algorithms.ub_configs import TE_DEFAULT
 from simulator.compute import ComputeConfig, achievable_memory_bandwidth
 from simulator.errors import InputError, NotApplicable
 from simulator.fp8_cost import weight_cast_s
@@ -160,14 +161,15 @@ class StepTime:
 
 
 def build_block(a: TrainingArrangement, workload: Workload, passes: str, dtype: str, async_dgrad: bool = False,
-                tp_comm_overlap: bool = False):
-    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid (``async_dgrad`` and
-    ``tp_comm_overlap`` as ``StepOptions``')."""
+                tp_comm_overlap: bool = False, tp_comm_overlap_cfg: str = TE_DEFAULT):
+    """``workload``'s schedule for ``passes`` on the arrangement's tensor-parallel grid (``async_dgrad``,
+    ``tp_comm_overlap`` and ``tp_comm_overlap_cfg`` as ``StepOptions``')."""
     t = a.tensor
     cls = algorithm_class(t.algorithm)
     if not cls.square_grid:
         return build_schedule(t.algorithm, workload, passes, dtype, gpus=t.grid[0], async_dgrad=async_dgrad,
-                              tp_comm_overlap=tp_comm_overlap and cls.supports_tp_comm_overlap)
+                              tp_comm_overlap=tp_comm_overlap and cls.supports_tp_comm_overlap,
+                              tp_comm_overlap_cfg=tp_comm_overlap_cfg)
     return build_schedule(t.algorithm, workload, passes, dtype, grid=t.grid, overlap=t.overlap)
 
 
@@ -225,7 +227,7 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
     g = grad_bytes(options.dtype, options.zero, options.grad_reduce_in_fp32)
     key = (a.tensor, block, bound, options.vocab, options.recompute, options.dtype, g, options.torch_fsdp,
            options.tied, options.gradient_accumulation_fusion, options.deepspeed_bf16_optimizer, options.async_dgrad,
-           options.tp_comm_overlap)
+           options.tp_comm_overlap, options.tp_comm_overlap_cfg)
     if cache is not None and key in cache:
         return cache[key]
     dtype = options.dtype
@@ -244,21 +246,21 @@ def block_times(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options:
                                                     algorithms, part=again)
         elif block.attention == "unfused":
             # FlashAttention's backward recomputes the probabilities already (its op's time): nothing to add.
-            attn = _time(build_block(a, block, "fwd", dtype, tp_comm_overlap=options.tp_comm_overlap), G, gpus,
-                         bound, router, algorithms, part="attn")
+            attn = _time(build_block(a, block, "fwd", dtype, False, options.tp_comm_overlap,
+                                     options.tp_comm_overlap_cfg), G, gpus, bound, router, algorithms, part="attn")
             t["block_bwd"] = t["block_bwd"] + attn
         out = replace(base, passes=t)
         if cache is not None:
             cache[key] = out
         return out
-    asy, tco = options.async_dgrad, options.tp_comm_overlap
-    fwd_s = build_block(a, block, "fwd", dtype, tp_comm_overlap=tco)
-    bwd_s = build_block(a, block, "bwd", dtype, asy, tco)  # TE's ring of the row-parallel dY gathers
+    asy, tco, cfg = options.async_dgrad, options.tp_comm_overlap, options.tp_comm_overlap_cfg
+    fwd_s = build_block(a, block, "fwd", dtype, tp_comm_overlap=tco, tp_comm_overlap_cfg=cfg)
+    bwd_s = build_block(a, block, "bwd", dtype, asy, tco, cfg)  # TE's ring of the row-parallel dY gathers
     head = lm_head_workload(block, options.vocab, a.tp) if options.vocab else None
     head_f = head_b = None
     if head is not None:
-        head_f, head_b = (build_block(a, head, "fwd", dtype, tp_comm_overlap=tco),
-                          build_block(a, head, "bwd", dtype, asy, tco))
+        head_f, head_b = (build_block(a, head, "fwd", dtype, tp_comm_overlap=tco, tp_comm_overlap_cfg=cfg),
+                          build_block(a, head, "bwd", dtype, asy, tco, cfg))
     t = {"block_fwd": _time(fwd_s, G, gpus, bound, router, algorithms),
          "block_bwd": _time(bwd_s, G, gpus, bound, router, algorithms)}
     zero = PassTime(0.0, 0.0, 0.0)

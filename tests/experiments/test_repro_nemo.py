@@ -13,6 +13,7 @@ import pytest
 
 from experiments import nemo_tables, repro_nemo
 from experiments.nemo_tables import BRIDGE_260401, NEMO_2407, NOT_EXPRESSED, ROWS
+from simulator.algorithms.ub_configs import UB_CONFIGS
 from simulator.workloads.models import resolve_model
 
 
@@ -60,6 +61,10 @@ def test_commands_pin_what_the_recipes_set():
     assert argv[argv.index("--algos") + 1] == "1d-sp" and "--tp-comm-overlap" in argv
     assert argv[argv.index("--virtual-stages") + 1] == "5" and argv[argv.index("--zero") + 1] == "1"
     assert "--grad-reduce-in-bf16" in argv and argv[argv.index("--dtype") + 1] == "fp8"
+    # The userbuffers config each overlapping recipe names (simulator.algorithms.ub_configs); flipped on, TE's default.
+    assert argv[argv.index("--tp-comm-overlap-cfg") + 1] == "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"
+    assert all(r.tp_comm_overlap_cfg in UB_CONFIGS for r in ROWS if r.tp_comm_overlap)
+    assert "--tp-comm-overlap-cfg" not in repro_nemo.command(h100_70b, tp_comm_overlap=False)
     fsdp = next(r for r in ROWS if r.fsdp)
     argv = repro_nemo.command(fsdp)
     assert argv[argv.index("--zero") + 1] == "3" and "--no-gradient-accumulation-fusion" in argv
