@@ -14,6 +14,7 @@ from simulator.memory.activations import layer_activations
 from simulator.workloads.functions import FUNCTIONS
 from simulator.workloads.kernels.norm_variants import VARIANTS
 from simulator.workloads.workload import Workload
+from tests.dispatch_bytes import byte_counter
 
 R, C, EPS = 6, 8, 1e-5
 PARAMS = {"n": C, "eps": EPS}
@@ -74,26 +75,7 @@ def test_eager_work_is_what_torchs_dispatcher_runs():
     """Every aten op of torchtitan's eager RMSNorm on bf16 x and weight, forward and autograd's backward, its
     tensors' bytes read and written (a broadcast input at its stored size): the work rules' totals, exactly."""
     torch = pytest.importorskip("torch")
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    views = {"expand", "view", "t", "_unsafe_view", "unsqueeze", "squeeze", "detach", "alias", "as_strided"}
-
-    class Count(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.nbytes, self.ops = 0, []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if func._overloadpacket.__name__ not in views:
-                self.ops.append(func._overloadpacket.__name__)
-                for t in tree_flatten((args, kwargs))[0]:
-                    if isinstance(t, torch.Tensor):
-                        self.nbytes += min(t.numel(), t.untyped_storage().nbytes() // t.element_size()) * t.element_size()
-                self.nbytes += sum(t.numel() * t.element_size() for t in tree_flatten(out)[0]
-                                   if isinstance(t, torch.Tensor))
-            return out
+    Count = byte_counter(torch)
 
     r, c = 24, 64
     x = torch.randn(r, c, dtype=torch.bfloat16, requires_grad=True)

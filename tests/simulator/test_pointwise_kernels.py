@@ -15,6 +15,7 @@ from simulator.workloads.functions import FUNCTIONS
 from simulator.workloads.kernels.pointwise_variants import VARIANTS
 from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
+from tests.dispatch_bytes import byte_counter
 
 LLAMA = {"norm": "rmsnorm", "activation": "swiglu", "position": "rotary", "bias": False}
 SEQ, GROUP, D = 4, 3, 8  # one key/value group of three query heads
@@ -94,29 +95,8 @@ def test_swiglu_values_are_torchtitans_under_autograd():
 
 
 def _counter(torch):
-    """A ``TorchDispatchMode`` adding up every non-view op's tensors' bytes (a broadcast input at its stored size)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    views = {"expand", "view", "t", "_unsafe_view", "unsqueeze", "squeeze", "detach", "alias", "as_strided",
-             "view_as_complex", "view_as_real", "slice", "_conj", "transpose"}
-
-    class Count(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.nbytes, self.ops = 0, []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if func._overloadpacket.__name__ not in views:
-                self.ops.append(func._overloadpacket.__name__)
-                for t in tree_flatten((args, kwargs))[0]:
-                    if isinstance(t, torch.Tensor):
-                        self.nbytes += min(t.numel(), t.untyped_storage().nbytes() // t.element_size()) * t.element_size()
-                self.nbytes += sum(t.numel() * t.element_size() for t in tree_flatten(out)[0]
-                                   if isinstance(t, torch.Tensor))
-            return out
-    return Count
+    """The dispatcher byte count (``tests.dispatch_bytes``), complex views and slices not counted."""
+    return byte_counter(torch, ("view_as_complex", "view_as_real", "slice", "_conj", "transpose"))
 
 
 def _charged(name: str, shapes, out, params) -> int:
