@@ -40,7 +40,6 @@ from simulator.files import replacing
 from simulator.fp8 import fp8_label, recipe_of
 from simulator.guard import guard
 from simulator.guard.training import search_estimate
-from simulator.ir.schedule import DTYPE_BYTES
 from simulator.memory import usable_device_bytes
 from simulator.pipeline.search_space import check_schedule_flags, pipeline_sizes, pipelined, schedule_variants
 from simulator.network.topology_cache import TopologyCache
@@ -53,7 +52,7 @@ from simulator.training.arrangement import tp_sizes_of, training_arrangements
 from simulator.training.fsdp_prefetch import BACKWARD_PREFETCH
 from simulator.training.launch import fusion_flags, launch_lines, norm_note, precision_flags
 from simulator.training.rate_note import gemm_rate_note
-from simulator.training.main_grads import grad_bytes, megatron_flags
+from simulator.training.main_grads import megatron_flags
 from simulator.training.memory_fit import memory_of
 from simulator.training.search import plan_training
 from simulator.training.settings import settings_grid, short_label
@@ -338,15 +337,8 @@ def table_lines(rows, title: str, options: StepOptions, usable: int | None,
         o = winner.options
         reduction = megatron_flags(o.dtype, o.zero, winner.arrangement.dp, o.overlap_grad_reduce,
                                    o.grad_reduce_in_fp32, o.gradient_accumulation_fusion)
-        wide = grad_bytes(o.dtype, o.zero, o.grad_reduce_in_fp32) > DTYPE_BYTES[o.dtype]
-        reduce_dtype = "float32" if wide else o.dtype  # ZeRO 2/3's reduce-scatter (main_grads.grad_bytes)
-        lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch,
-                                                         options.global_batch, o.zero, o.recompute,
-                                                         options.layers, reduction, options.async_dgrad,
-                                                         options.tp_comm_overlap, options.backward_prefetch,
-                                                         precision, reduce_dtype, o.megatron_fsdp,
-                                                         o.fsdp_version if o.torch_fsdp else None,
-                                                         options.tp_comm_overlap_cfg)]
+        lines += ["    " + line for line in launch_lines(winner.arrangement, winner.best.micro_batch, o, reduction,
+                                                         precision)]
     return lines
 
 

@@ -17,6 +17,7 @@ module              what it holds
 ``utilisation``     a step's model FLOPs, MFU, HFU and TFLOP/s per GPU as Megatron-LM reports them
 ``options``         ``StepOptions``: what a step trains and how (ZeRO, recompute, the overlaps), checked once
 ``step``            ``step_time``: passes x layers x micro-batches + exposed reduction + optimizer
+``step_terms``      a step's terms outside the passes: optimizer, FSDP's passes, FP8 cast, DP SM sharing
 ``comm_breakdown``  a step's communication per kind, exposed (critical path) + hidden (under compute)
 ``fsdp_prefetch``   ZeRO-3's all-gathers unit by unit, as FSDP prefetches them (``--backward-prefetch``)
 ``fsdp_passes``     ZeRO-2/3's memory passes as PyTorch FSDP1 / FSDP2 run them, per micro-batch and step
@@ -29,4 +30,4 @@ module              what it holds
 """
 
 __all__ = ["arrangement", "batching", "comm_breakdown", "dp_reduce", "embedding_loss", "fsdp_passes", "fsdp_prefetch", "flops", "gradients", "launch", "lm_head", "main_grads", "memory_fit", "settings",
-           "optimizer_step", "options", "placement", "rate_note", "search", "step", "utilisation"]
+           "optimizer_step", "options", "placement", "rate_note", "search", "step", "step_terms", "utilisation"]

@@ -41,14 +41,22 @@ Example::
 
     >>> from simulator.algorithms.arrangement import Arrangement
     >>> from simulator.training.arrangement import TrainingArrangement
-    >>> launch_lines(TrainingArrangement(Arrangement("1d-sp", (8,)), 8), micro_batch=1, global_batch=256)[0]
+    >>> from simulator.training.options import StepOptions
+    >>> launch_lines(TrainingArrangement(Arrangement("1d-sp", (8,)), 8), 1, StepOptions(global_batch=256))[0]
     'Megatron-LM: --tensor-model-parallel-size 8 --sequence-parallel --micro-batch-size 1 --global-batch-size 256'
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from simulator.algorithms.ub_configs import TE_DEFAULT
+from simulator.ir.schedule import DTYPE_BYTES
 from simulator.training.arrangement import TrainingArrangement
+from simulator.training.main_grads import grad_bytes
+
+if TYPE_CHECKING:
+    from simulator.training.options import StepOptions
 
 __all__ = ["fusion_flags", "launch_lines", "norm_note", "precision_flags"]
 
@@ -96,25 +104,31 @@ _MODES = {"2d": "2d", "summa25d": "2.5d", "3d": "3d"}
 """tpsim algorithm -> Colossal-AI tensor-parallel mode."""
 
 
-def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int, recompute: str,
-              layers: int | None, reduction: tuple[str, ...] = (), async_dgrad: bool = True,
-              tp_comm_overlap: bool = False, backward_prefetch: str = "BACKWARD_PRE",
-              precision: tuple[str, ...] = (), reduce_dtype: str | None = None,
-              megatron_fsdp: bool = False, fsdp_version: int | None = None,
-              tp_comm_overlap_cfg: str = TE_DEFAULT) -> list[str]:
+def _reduce_dtype(o: StepOptions) -> str:
+    """The dtype ZeRO 2/3 reduce-scatter the gradients in (FSDP's ``reduce_dtype``): float32 where the reduced
+    gradients are wider than the parameters (``main_grads.grad_bytes``), else the parameters' own."""
+    return "float32" if grad_bytes(o.dtype, o.zero, o.grad_reduce_in_fp32) > DTYPE_BYTES[o.dtype] else o.dtype
+
+
+def _megatron(a: TrainingArrangement, micro_batch: int, o: StepOptions, reduction: tuple[str, ...],
+              precision: tuple[str, ...]) -> list[str]:
+    """``launch_lines`` for Megatron-LM's 1-D arrangements and pure data parallelism."""
+    zero, recompute, global_batch, megatron_fsdp = o.zero, o.recompute, o.global_batch, o.megatron_fsdp
+    reduce_dtype = _reduce_dtype(o)
+    fsdp_version = o.fsdp_version if o.torch_fsdp else None  # None: ZeRO 2/3 not timed with PyTorch FSDP's passes
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
-    if not async_dgrad and a.tp > 1 and a.algorithm != "1d-sp":
+    if not o.async_dgrad and a.tp > 1 and a.algorithm != "1d-sp":
         args.append("--no-async-tensor-model-parallel-allreduce")
-    if tp_comm_overlap and a.algorithm == "1d-sp" and a.tp > 1:
+    if o.tp_comm_overlap and a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--tp-comm-overlap")
-        if tp_comm_overlap_cfg != TE_DEFAULT:  # Megatron-LM's flag takes the config's YAML file
-            args.append(f"--tp-comm-overlap-cfg {tp_comm_overlap_cfg}.yaml")
+        if o.tp_comm_overlap_cfg != TE_DEFAULT:  # Megatron-LM's flag takes the config's YAML file
+            args.append(f"--tp-comm-overlap-cfg {o.tp_comm_overlap_cfg}.yaml")
     if a.pp > 1:
         args.append(f"--pipeline-model-parallel-size {a.pp}")
-        if a.schedule == "interleaved" and layers:
-            args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (a.pp * a.virtual_stages)}")
+        if a.schedule == "interleaved" and o.layers:
+            args.append(f"--num-layers-per-virtual-pipeline-stage {o.layers // (a.pp * a.virtual_stages)}")
     args += [f"--micro-batch-size {micro_batch}", f"--global-batch-size {global_batch}", *precision]
     if recompute == "selective":
         args.append("--recompute-granularity selective")
@@ -128,17 +142,17 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     elif zero >= 2:
         args.append(f"--deepspeed --zero-stage {zero} (Megatron-DeepSpeed)")
     args += reduction
-    named = "None" if backward_prefetch == "NONE" else f"BackwardPrefetch.{backward_prefetch}"
+    named = "None" if o.backward_prefetch == "NONE" else f"BackwardPrefetch.{o.backward_prefetch}"
     prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
-        if zero == 3 and backward_prefetch != "BACKWARD_PRE" else []
+        if zero == 3 and o.backward_prefetch != "BACKWARD_PRE" else []
     if recompute == "selective-op":
         fsdp = a.pp == 1 and a.tp == 1 and zero == 3  # the torchtitan line below names it
         prefetch.append("  Megatron-LM has no per-op selective checkpointing: " + (
             "the torchtitan line runs it" if fsdp else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
-    if not async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
+    if not o.async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
         prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
     titan = a.pp == 1 and a.tp == 1 and zero == 3 and not megatron_fsdp  # PyTorch's own FSDP runs it
-    if zero >= 2 and not megatron_fsdp and reduce_dtype is not None and (reduce_dtype == "float32" or titan):
+    if zero >= 2 and not megatron_fsdp and (reduce_dtype == "float32" or titan):
         prefetch.append(f"  gradients reduce-scattered in {reduce_dtype}: PyTorch FSDP's "
                         f"MixedPrecisionPolicy(reduce_dtype=torch.{reduce_dtype})" + (
                             "; torchtitan reduces in float32 only (--accumulate-allreduce-grads-in-fp32 times that)"
@@ -169,25 +183,18 @@ def _megatron(a: TrainingArrangement, micro_batch: int, global_batch: int, zero:
     return lines
 
 
-def launch_lines(a: TrainingArrangement, micro_batch: int, global_batch: int, zero: int = 0,
-                 recompute: str = "none", layers: int | None = None, reduction: tuple[str, ...] = (),
-                 async_dgrad: bool = True, tp_comm_overlap: bool = False,
-                 backward_prefetch: str = "BACKWARD_PRE", precision: tuple[str, ...] = (),
-                 reduce_dtype: str | None = None, megatron_fsdp: bool = False,
-                 fsdp_version: int | None = None, tp_comm_overlap_cfg: str = TE_DEFAULT) -> list[str]:
-    """The launch configuration of ``a`` as lines to print (module docstring); ``layers``: the model's, for
-    the interleaved schedule's layers per virtual stage; ``reduction``: Megatron-LM's gradient-reduction
-    arguments (``simulator.training.main_grads.megatron_flags``); ``async_dgrad``, ``tp_comm_overlap``,
-    ``backward_prefetch`` as ``StepOptions``'; ``precision``: Megatron-LM's precision arguments (``precision_flags``)
-    and any kernel fusion turned off (``fusion_flags``); ``reduce_dtype``: the dtype ZeRO 2/3 reduce-scatters the
-    gradients in (FSDP's ``reduce_dtype``; None: not said); ``megatron_fsdp``: ZeRO 2/3 as Megatron-Core's own
-    FSDP (``StepOptions.megatron_fsdp``); ``fsdp_version``: the PyTorch FSDP whose passes timed ZeRO 2/3 (None:
-    not PyTorch's); ``tp_comm_overlap_cfg``: the userbuffers config under ``tp_comm_overlap`` (named only when
-    not TE's default)."""
+def launch_lines(a: TrainingArrangement, micro_batch: int, options: StepOptions, reduction: tuple[str, ...] = (),
+                 precision: tuple[str, ...] = ()) -> list[str]:
+    """The launch configuration of ``a`` trained as ``options`` say, ``micro_batch`` sequences a micro-batch, as
+    lines to print (module docstring); ``reduction``: Megatron-LM's gradient-reduction arguments
+    (``simulator.training.main_grads.megatron_flags``); ``precision``: Megatron-LM's precision arguments
+    (``precision_flags``) and any kernel fusion turned off (``fusion_flags``). The rest comes from ``options``:
+    the global batch, the layers (the interleaved schedule's layers per virtual stage), ZeRO and recompute, the
+    overlaps, FSDP's prefetch and version (named only where PyTorch's FSDP runs ZeRO 2/3), Megatron-Core's
+    FSDP, and the dtype ZeRO 2/3 reduce-scatter the gradients in."""
     if a.tp == 1 or a.algorithm in ("1d", "1d-sp"):
-        return _megatron(a, micro_batch, global_batch, zero, recompute, layers, reduction, async_dgrad,
-                         tp_comm_overlap, backward_prefetch, precision, reduce_dtype, megatron_fsdp,
-                         fsdp_version, tp_comm_overlap_cfg)
+        return _megatron(a, micro_batch, options, reduction, precision)
+    zero, recompute, global_batch = options.zero, options.recompute, options.global_batch
     grid = a.tensor.grid
     settings = [f"  ZeRO-{zero} over the data-parallel group, recompute {recompute}"] if zero or recompute != "none" \
         else []

@@ -54,12 +54,10 @@ from simulator.algorithms.registry import algorithm_class, build_schedule
 from simulator.algorithms.ub_configs import TE_DEFAULT
 from simulator.compute import ComputeConfig, achievable_memory_bandwidth
 from simulator.errors import InputError, NotApplicable
-from simulator.fp8_cost import weight_cast_s
 from simulator.ir.schedule import DTYPE_BYTES
 from simulator.timing.critical_path import analyze
 from simulator.timing.results import critical_rank
 from simulator.timing.simulation import plan_on_graph, simulate
-from simulator.timing.sm_sharing import SmSharing
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.batching import micro_batches
 from simulator.training.comm_breakdown import breakdown
@@ -70,9 +68,8 @@ from simulator.training.lm_head import lm_head_workload
 from simulator.training.embedding_loss import head_extras
 from simulator.training.main_grads import accumulation_bytes, copy_in_bytes, grad_bytes, reduction_bucket_bytes
 from simulator.training.options import StepOptions
-from simulator.training.fsdp_passes import fsdp_terms
-from simulator.training.optimizer_step import optimizer_terms
 from simulator.training.placement import dp_groups, tp_group_gpus
+from simulator.training.step_terms import step_terms
 from simulator.training.utilisation import utilisation
 from simulator.workloads.op_checkpoint import op_checkpoint
 from simulator.workloads.workload import Workload
@@ -136,8 +133,8 @@ class StepTime:
     imbalance_s: float = 0.0
     """Pipelines: the busiest rank's compute over the least busy one's (the last stage's LM head and loss)."""
     terms: dict = field(default_factory=dict, compare=False)
-    """Seconds per step of the work outside the layers, by name: each optimizer pass
-    (``simulator.training.optimizer_step``) and ``embedding_loss`` (``simulator.training.embedding_loss``)."""
+    """Seconds per step of the work outside the layers, by name (``simulator.training.step_terms``): each optimizer
+    pass (``simulator.training.optimizer_step``) and ``embedding_loss`` (``simulator.training.embedding_loss``)."""
     hidden: dict = field(default_factory=dict, compare=False)
     """Communication that ran under compute, per kind ("tp", "dp", "zero_gather"), seconds per step
     (``simulator.training.comm_breakdown``)."""
@@ -365,35 +362,16 @@ def step_time(G: nx.DiGraph, a: TrainingArrangement, block: Workload, options: S
             gathered = m * (fwd_x + bwd_x)
             hidden["zero_gather"] = m * total - gathered
         dp += gathered
-    device = G.nodes[groups[0][0]]["device"]
-    config = ComputeConfig.from_sim(G.graph.get("sim"))
-    shard = a.dp if options.zero >= 1 else 1
-    terms = optimizer_terms(params, shard, options.optimizer, dtype, per, device, config.memory_efficiency,
-                            options.torch_fsdp)
-    opt = sum(terms.values())
-    fsdp = fsdp_terms(params, a.dp, m, dtype, per, options.zero, options.fsdp_version, achievable_memory_bandwidth(
-        device, config.memory_efficiency)) if options.torch_fsdp else {}  # FSDP's casts and divides, per micro-batch
-    terms.update(fsdp)
-    terms["embedding_loss"] = m * bt.embedding_loss_s
-    cast = weight_cast_s(block, layer_el, L, device, config.fp8_recipe, achievable_memory_bandwidth(
-        device, config.memory_efficiency)) if config.fp8_gemms else 0.0
-    if cast:  # FP8: each step quantises the layers' weights once (simulator.fp8_cost)
-        terms["fp8_weight_cast"] = cast
-    # The data-parallel collectives that ran under the compute held NCCL's channels on SMs the GEMMs then
-    # lacked, as the tensor-parallel ones beside the dW GEMM do (``simulator.timing.sm_sharing``).
-    sharing = SmSharing.on_graph(G, [groups[0][0]])
-    shared = 0.0
-    if sharing is not None:
-        fraction = sharing.fractions[0]
-        shared = (fraction.get(kind if a.dp > 1 else "all_reduce", 0.0) * hidden.get("dp", 0.0)
-                  + fraction.get("all_gather", 0.0) * hidden.get("zero_gather", 0.0))
-    if shared:
-        terms["dp_overlap_sms"] = shared
-    step = m * micro.time_s + dp + opt + shared + cast + sum(fsdp.values())
+    gpu = groups[0][0]
+    device, config = G.nodes[gpu]["device"], ComputeConfig.from_sim(G.graph.get("sim"))
+    out = step_terms(G, gpu, config, a, block, options, bt, m, params, per, hidden)  # optimizer, FSDP, FP8, SMs
+    opt, shared, cast, fsdp_s = out.optimizer_s, out.shared_s, out.cast_s, out.fsdp_s
+    step = m * micro.time_s + dp + opt + shared + cast + fsdp_s
     flops, model_util, hardware_util, tflops = utilisation(block, options, device, config, step, a.gpus)
     tokens = options.global_batch * block.seq / step
     log.info("%s: step %.6g s (%s)", a.label, step, "bound" if bound else "simulated")
     return StepTime(a, block.batch, m, "bound" if bound else "simulated", step,
-                    m * micro.compute_s + opt + shared + cast + sum(fsdp.values()), m * micro.comm_s, dp, opt, tokens, model_util, flops, t, hardware_util, tflops, terms=terms,
+                    m * micro.compute_s + opt + shared + cast + fsdp_s, m * micro.comm_s, dp, opt, tokens, model_util,
+                    flops, t, hardware_util, tflops, terms=out.terms,
                     hidden=hidden, zero_gather_s=gathered)
 

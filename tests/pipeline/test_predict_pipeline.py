@@ -10,6 +10,7 @@ from simulator.algorithms.arrangement import Arrangement
 from simulator.pipeline.search_space import pipeline_sizes, pipelined, schedule_variants
 from simulator.training.arrangement import TrainingArrangement
 from simulator.training.launch import launch_lines
+from simulator.training.options import StepOptions
 from tests.cli_run import run
 
 SMALL = ("predict", "--gpus", "16", "--topology", "dgx-a100:2", "--workload", "transformer", "--seq", "256",
@@ -84,9 +85,9 @@ def test_search_space():
 
 def test_launch_lines_of_pipelines():
     megatron = TrainingArrangement(Arrangement("1d", (8,)), 8, 16, "interleaved", 3)
-    line = launch_lines(megatron, 1, 1536, layers=96)[0]
+    line = launch_lines(megatron, 1, StepOptions(global_batch=1536, layers=96))[0]
     assert line == ("Megatron-LM: --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 "
                     "--num-layers-per-virtual-pipeline-stage 2 --micro-batch-size 1 --global-batch-size 1536")
     tesseract = TrainingArrangement(Arrangement("summa25d", (2, 2, 2)), 2, 4)
-    assert launch_lines(tesseract, 2, 64, layers=8)[0] == (
+    assert launch_lines(tesseract, 2, StepOptions(global_batch=64, layers=8))[0] == (
         "Colossal-AI: parallel = dict(pipeline=4, tensor=dict(mode='2.5d', size=8, depth=2)); NUM_MICRO_BATCHES = 16")

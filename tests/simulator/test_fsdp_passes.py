@@ -132,9 +132,10 @@ def test_the_launch_lines_say_which_fsdp_timed_zero_2_and_3():
     """A ZeRO-2/3 plan timed with PyTorch FSDP's passes says so beside Megatron-DeepSpeed's line; Megatron-Core's
     FSDP and ZeRO 1 say nothing of it."""
     a = TrainingArrangement(Arrangement("1d", (1,)), 16)
-    two = launch_lines(a, 4, 64, 2, fsdp_version=2)
+    two = launch_lines(a, 4, StepOptions(global_batch=64, zero=2, fsdp_version=2))
     assert any("PyTorch FSDP2's" in line and "reshard_after_forward=False" in line for line in two)
-    one = launch_lines(a, 4, 64, 3, fsdp_version=1)
+    one = launch_lines(a, 4, StepOptions(global_batch=64, zero=3, fsdp_version=1))
     assert any("FSDP1's" in line and "FullyShardedDataParallel" in line for line in one)
-    for lines in (launch_lines(a, 4, 64, 3, megatron_fsdp=True), launch_lines(a, 4, 64, 1)):
+    for lines in (launch_lines(a, 4, StepOptions(global_batch=64, zero=3, megatron_fsdp=True)),
+                  launch_lines(a, 4, StepOptions(global_batch=64, zero=1))):
         assert not any("PyTorch FSDP" in line and "timed with" in line for line in lines)

@@ -169,11 +169,12 @@ def test_memory_lies_between_full_and_none_with_one_layer_recomputed_on_top() ->
 
 def test_launch_lines_name_torchtitans_flags_and_that_megatron_lm_has_none() -> None:
     a = TrainingArrangement(Arrangement("1d", (1,)), 8)
-    lines = launch_lines(a, 2, 16, zero=3, recompute="selective-op")
+    lines = launch_lines(a, 2, StepOptions(global_batch=16, zero=3, recompute="selective-op"))
     assert "--recompute-granularity" not in lines[0]
     assert ("--activation_checkpoint.mode selective --activation_checkpoint.selective_ac_option op" in lines[2])
-    assert lines[-1] == "  Megatron-LM has no per-op selective checkpointing: the torchtitan line runs it"
-    ddp = launch_lines(a, 2, 16, zero=1, recompute="selective-op")
+    # lines[3], not [-1]: the options now carry FSDP2 and its reduce dtype, whose two lines follow (as predict prints)
+    assert lines[3] == "  Megatron-LM has no per-op selective checkpointing: the torchtitan line runs it"
+    ddp = launch_lines(a, 2, StepOptions(global_batch=16, zero=1, recompute="selective-op"))
     assert ddp[-1].endswith("timed as torchtitan's --activation_checkpoint.mode selective "
                             "--activation_checkpoint.selective_ac_option op")
 

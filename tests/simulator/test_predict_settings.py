@@ -153,12 +153,14 @@ def test_launch_lines_for_each_setting():
     from simulator.training.launch import launch_lines
 
     mega = TrainingArrangement(Arrangement("1d", (8,)), 8)
-    assert "--recompute-granularity selective" in launch_lines(mega, 1, 256, 1, "selective")[0]
-    assert "--zero-stage 2" in launch_lines(mega, 1, 256, 2, "none")[0]
-    fsdp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 2, 256, 3, "full")
+    assert "--recompute-granularity selective" in launch_lines(mega, 1, StepOptions(global_batch=256, zero=1, recompute="selective"))[0]
+    assert "--zero-stage 2" in launch_lines(mega, 1, StepOptions(global_batch=256, zero=2))[0]
+    fsdp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 2,
+                        StepOptions(global_batch=256, zero=3, recompute="full"))
     assert fsdp[2] == ("  or torchtitan (FSDP2): --parallelism.data_parallel_shard_degree 64 "
                        "--activation_checkpoint.mode full --training.local_batch_size 2 --training.global_batch_size 256")
-    optimus = launch_lines(TrainingArrangement(Arrangement("2d", (4, 4, 1)), 4), 4, 256, 1, "full")
+    optimus = launch_lines(TrainingArrangement(Arrangement("2d", (4, 4, 1)), 4), 4,
+                           StepOptions(global_batch=256, zero=1, recompute="full"))
     assert optimus[-1] == "  ZeRO-1 over the data-parallel group, recompute full"
 
 

@@ -118,18 +118,21 @@ def test_launch_lines_name_each_frameworks_configuration():
     from simulator.algorithms.arrangement import Arrangement
     from simulator.training.arrangement import TrainingArrangement
     from simulator.training.launch import launch_lines
+    from simulator.training.options import StepOptions
 
-    tesseract = launch_lines(TrainingArrangement(Arrangement("summa25d", (4, 4, 4)), 2), 8, 256)
+    g256 = StepOptions(global_batch=256)
+    tesseract = launch_lines(TrainingArrangement(Arrangement("summa25d", (4, 4, 4)), 2), 8, g256)
     assert tesseract[0] == "Colossal-AI: parallel = dict(tensor=dict(mode='2.5d', size=64, depth=4))"
-    optimus = launch_lines(TrainingArrangement(Arrangement("2d", (4, 4, 1)), 4), 4, 256)
+    optimus = launch_lines(TrainingArrangement(Arrangement("2d", (4, 4, 1)), 4), 4, g256)
     assert optimus[0] == "Colossal-AI: parallel = dict(tensor=dict(mode='2d', size=16))"
-    megatron = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 8), 1, 256, zero=1, recompute="selective")
+    megatron = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 8), 1,
+                            StepOptions(global_batch=256, zero=1, recompute="selective"))
     assert megatron[0] == ("Megatron-LM: --tensor-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 256 "
                            "--recompute-granularity selective --use-distributed-optimizer")
-    dp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 4, 256)
+    dp = launch_lines(TrainingArrangement(Arrangement("1d", (1,)), 64), 4, g256)
     assert dp[0].startswith("Megatron-LM: --tensor-model-parallel-size 1 ")
     assert "no published training framework" in launch_lines(
-        TrainingArrangement(Arrangement("cannon25d", (4, 4, 2)), 2), 4, 256)[0]
+        TrainingArrangement(Arrangement("cannon25d", (4, 4, 2)), 2), 4, g256)[0]
 
 
 def test_megatrons_launch_line_carries_the_precision_the_plan_was_timed_in(capsys):

@@ -127,12 +127,13 @@ def test_it_is_for_sequence_parallelism_only_and_named_in_the_launch_line() -> N
     with pytest.raises(InputError, match="--tp-comm-overlap applies to 1d-sp"):
         build_schedule("1d", Workload.gemm(8, 4, 4), "fwd", gpus=2, tp_comm_overlap=True)
     a = TrainingArrangement(Arrangement("1d-sp", (8,)), 1)
-    line = launch_lines(a, 1, 8, tp_comm_overlap=True)[0]
+    line = launch_lines(a, 1, StepOptions(global_batch=8, tp_comm_overlap=True))[0]
     assert "--sequence-parallel --tp-comm-overlap" in line and "--tp-comm-overlap-cfg" not in line  # TE's default
-    tuned = launch_lines(a, 1, 8, tp_comm_overlap=True, tp_comm_overlap_cfg="ub_cfg_h100_h8192_tp4_mbs1_seqlen4096")[0]
+    tuned = launch_lines(a, 1, StepOptions(global_batch=8, tp_comm_overlap=True,
+                                            tp_comm_overlap_cfg="ub_cfg_h100_h8192_tp4_mbs1_seqlen4096"))[0]
     assert "--tp-comm-overlap --tp-comm-overlap-cfg ub_cfg_h100_h8192_tp4_mbs1_seqlen4096.yaml" in tuned
-    assert "--tp-comm-overlap" not in launch_lines(a, 1, 8)[0]
-    off = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 1), 1, 8, async_dgrad=False)[0]
+    assert "--tp-comm-overlap" not in launch_lines(a, 1, StepOptions(global_batch=8))[0]
+    off = launch_lines(TrainingArrangement(Arrangement("1d", (8,)), 1), 1, StepOptions(global_batch=8, async_dgrad=False))[0]
     assert "--no-async-tensor-model-parallel-allreduce" in off
 
 
