@@ -145,13 +145,12 @@ def _megatron(a: TrainingArrangement, micro_batch: int, o: StepOptions, reductio
     named = "None" if o.backward_prefetch == "NONE" else f"BackwardPrefetch.{o.backward_prefetch}"
     prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
         if zero == 3 and o.backward_prefetch != "BACKWARD_PRE" else []
-    if recompute == "selective-op":
-        fsdp = a.pp == 1 and a.tp == 1 and zero == 3  # the torchtitan line below names it
+    titan = a.pp == 1 and a.tp == 1 and zero == 3 and not megatron_fsdp  # PyTorch's own FSDP runs it
+    if recompute == "selective-op":  # the torchtitan line below names it where there is one
         prefetch.append("  Megatron-LM has no per-op selective checkpointing: " + (
-            "the torchtitan line runs it" if fsdp else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
+            "the torchtitan line runs it" if titan else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
     if not o.async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
         prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
-    titan = a.pp == 1 and a.tp == 1 and zero == 3 and not megatron_fsdp  # PyTorch's own FSDP runs it
     if zero >= 2 and not megatron_fsdp and (reduce_dtype == "float32" or titan):
         prefetch.append(f"  gradients reduce-scattered in {reduce_dtype}: PyTorch FSDP's "
                         f"MixedPrecisionPolicy(reduce_dtype=torch.{reduce_dtype})" + (

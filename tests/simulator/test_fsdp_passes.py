@@ -139,3 +139,7 @@ def test_the_launch_lines_say_which_fsdp_timed_zero_2_and_3():
     for lines in (launch_lines(a, 4, StepOptions(global_batch=64, zero=3, megatron_fsdp=True)),
                   launch_lines(a, 4, StepOptions(global_batch=64, zero=1))):
         assert not any("PyTorch FSDP" in line and "timed with" in line for line in lines)
+    # Per-op checkpointing under Megatron-Core's FSDP: no torchtitan line is printed, so none is pointed to.
+    mcore = launch_lines(a, 4, StepOptions(global_batch=64, zero=3, megatron_fsdp=True, recompute="selective-op"))
+    assert not any("torchtitan (FSDP2)" in line or "the torchtitan line runs it" in line for line in mcore)
+    assert any("timed as torchtitan's --activation_checkpoint.mode" in line for line in mcore)
