@@ -115,7 +115,7 @@ def _megatron(a: TrainingArrangement, micro_batch: int, o: StepOptions, reductio
     """``launch_lines`` for Megatron-LM's 1-D arrangements and pure data parallelism."""
     zero, recompute, global_batch, megatron_fsdp = o.zero, o.recompute, o.global_batch, o.megatron_fsdp
     reduce_dtype = _reduce_dtype(o)
-    fsdp_version = o.fsdp_version if o.torch_fsdp else None  # None: ZeRO 2/3 not timed with PyTorch FSDP's passes
+    fsdp_version = o.fsdp_version  # read only where ZeRO 2/3 was timed with PyTorch FSDP's passes (o.torch_fsdp)
     args = [f"--tensor-model-parallel-size {a.tp}"]
     if a.algorithm == "1d-sp" and a.tp > 1:
         args.append("--sequence-parallel")
@@ -145,18 +145,18 @@ def _megatron(a: TrainingArrangement, micro_batch: int, o: StepOptions, reductio
     named = "None" if o.backward_prefetch == "NONE" else f"BackwardPrefetch.{o.backward_prefetch}"
     prefetch = [f"  timed with PyTorch FSDP's backward_prefetch={named}"] \
         if zero == 3 and o.backward_prefetch != "BACKWARD_PRE" else []
-    titan = a.pp == 1 and a.tp == 1 and zero == 3 and not megatron_fsdp  # PyTorch's own FSDP runs it
+    titan = a.pp == 1 and a.tp == 1 and zero == 3 and o.torch_fsdp  # PyTorch's own FSDP runs it
     if recompute == "selective-op":  # the torchtitan line below names it where there is one
         prefetch.append("  Megatron-LM has no per-op selective checkpointing: " + (
             "the torchtitan line runs it" if titan else f"timed as torchtitan's --activation_checkpoint.mode {_PER_OP}"))
     if not o.async_dgrad and a.tp > 1 and a.algorithm == "1d-sp":  # Megatron-LM has no flag for it
         prefetch.append("  timed without sequence parallelism's backward overlap, which Megatron-LM always runs")
-    if zero >= 2 and not megatron_fsdp and (reduce_dtype == "float32" or titan):
+    if o.torch_fsdp and (reduce_dtype == "float32" or titan):
         prefetch.append(f"  gradients reduce-scattered in {reduce_dtype}: PyTorch FSDP's "
                         f"MixedPrecisionPolicy(reduce_dtype=torch.{reduce_dtype})" + (
                             "; torchtitan reduces in float32 only (--accumulate-allreduce-grads-in-fp32 times that)"
                             if titan and reduce_dtype != "float32" else ""))
-    if zero >= 2 and fsdp_version is not None:  # the step was timed with PyTorch FSDP's passes (fsdp_passes)
+    if o.torch_fsdp:  # the step was timed with PyTorch FSDP's passes (fsdp_passes)
         how = ("FullyShardedDataParallel" + (", ShardingStrategy.SHARD_GRAD_OP" if zero == 2 else "")
                if fsdp_version == 1 else "fully_shard" + (", reshard_after_forward=False" if zero == 2 else ""))
         prefetch.append(f"  timed with PyTorch FSDP{fsdp_version}'s casts, copies and optimizer step ({how}; "
